@@ -1,0 +1,3 @@
+from postrun.cli import main
+
+main()

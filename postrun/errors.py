@@ -1,0 +1,68 @@
+"""Errors that reach the user as one line.
+
+Every error a command can expect carries the path it is about (a file, a
+variable, a session id) and a short reason; the CLI prints
+``error: <path>: <reason>`` and exits with the error's code.
+"""
+
+from __future__ import annotations
+
+from postrun.exitcodes import ExitCode
+
+
+class PostrunError(Exception):
+    """An expected failure, shown as ``<where>: <reason>``."""
+
+    exit_code: ExitCode = ExitCode.FAILURE
+
+    def __init__(self, where: str, reason: str) -> None:
+        super().__init__(f"{where}: {reason}" if where else reason)
+        self.where = where
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.reason}" if self.where else self.reason
+
+
+class UsageError(PostrunError):
+    exit_code = ExitCode.USAGE
+
+
+class ConfigError(PostrunError):
+    """A bad configuration file, environment variable or flag."""
+
+    exit_code = ExitCode.CONFIG
+
+
+class StoreError(PostrunError):
+    """The store cannot be opened or written."""
+
+
+class StoreTooNewError(StoreError):
+    """The store was written by a newer Postrun."""
+
+    exit_code = ExitCode.CONFIG
+
+
+class SourceError(PostrunError):
+    """A source file (an agent's own file) cannot be used."""
+
+
+class NotParseableYet(SourceError):
+    """A source file does not parse: most likely caught while the agent rewrites it.
+
+    ``kind`` names the file's role (``messages`` or ``manifest``).
+    """
+
+    def __init__(self, where: str, kind: str, detail: str = "") -> None:
+        reason = f"{kind} file not parseable yet (mid-write?)"
+        super().__init__(where, f"{reason}: {detail}" if detail else reason)
+        self.kind = kind
+
+
+class NotFound(PostrunError):
+    """A session or file that does not exist."""
+
+
+class AlreadyRunning(PostrunError):
+    exit_code = ExitCode.ALREADY_RUNNING

@@ -1,0 +1,112 @@
+"""What an agent adapter hands to the store: v1.2 records plus the store's own columns.
+
+Records are plain JSON-ready dicts (the v1.2 shapes of ``postrun.schema``). A step
+is wrapped in a ``StepRow`` that carries its canonical JSON and a content digest,
+computed once when the step is mapped, so an unchanged step costs nothing to
+compare or re-write on the next ingest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from postrun import schema
+
+
+def canonical_json(value: Any) -> bytes:
+    """The one serialization used for storing and hashing records (sorted keys)."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def digest(blob: bytes) -> str:
+    return hashlib.blake2b(blob, digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class StepRow:
+    """A validated v1.2 step with its canonical JSON and digest."""
+
+    record: dict[str, Any]
+    blob: bytes
+    digest: str
+
+    @classmethod
+    def build(cls, record: dict[str, Any]) -> StepRow:
+        """Validate ``record`` (raises ``schema.SchemaError``) and serialize it once."""
+        schema.validate_record("step", record, f"step {record.get('id')!r}")
+        blob = canonical_json(record)
+        return cls(record, blob, digest(blob))
+
+    @property
+    def id(self) -> str:
+        return str(self.record["id"])
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """A file a session was read from, with the fingerprint seen when it was read."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    ino: int
+
+
+@dataclass(frozen=True, slots=True)
+class SessionExtras:
+    """Facts users want in lists and ``show`` that are not v1.2 session fields."""
+
+    model: str | None = None
+    provider: str | None = None
+    agent_title: str | None = None  # Cline's own metadata.title (stored as cline_title)
+    agent_status: str | None = None  # Cline's manifest status
+    git_branch: str | None = None
+
+
+@dataclass(frozen=True)
+class MappedSession:
+    """One session as an adapter produced it, ready to be validated and stored."""
+
+    agent: str
+    session: dict[str, Any]
+    segments: list[dict[str, Any]]
+    actors: list[dict[str, Any]]
+    turns: list[dict[str, Any]]
+    steps: list[StepRow]
+    extras: SessionExtras = field(default_factory=SessionExtras)
+    # The approval settings that decided the steps' ``decision`` values; stored at
+    # the first ingest and handed back to the adapter on later ones.
+    approvals: dict[str, Any] = field(default_factory=dict)
+    source_files: tuple[SourceFile, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return str(self.session["id"])
+
+    def problems(self) -> list[str]:
+        """Schema problems of the non-step records and of every reference.
+
+        Steps are validated when their ``StepRow`` is built.
+        """
+        found = schema.record_problems("session", self.session)
+        for kind, key, records in (
+            ("segment", "segments", self.segments),
+            ("actor", "actors", self.actors),
+            ("turn", "turns", self.turns),
+        ):
+            for i, record in enumerate(records):
+                found += schema.record_problems(kind, record, f"{key}[{i}]")
+        if found:
+            return found
+        return schema.reference_problems(
+            self.session, self.segments, self.actors, self.turns, [row.record for row in self.steps]
+        )
+
+    def validate(self) -> None:
+        found = self.problems()
+        if found:
+            raise schema.SchemaError(found)
