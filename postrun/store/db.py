@@ -1,0 +1,168 @@
+"""The store's SQLite file: opening, pragmas, permissions and schema migrations.
+
+This module and its siblings in ``postrun.store`` are the only code that speaks SQL.
+The store is one file (plus SQLite's ``-wal`` and ``-shm``) in WAL mode, private to
+the user (folder 0700 when Postrun creates it, files 0600 whatever the umask).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from postrun.errors import StoreError, StoreTooNewError
+from postrun.store.migrations import MIGRATIONS
+
+BUSY_TIMEOUT_MS = 5000
+STORE_VERSION = len(MIGRATIONS)
+_FILE_MODE = 0o600
+_SIDE_FILES = ("-wal", "-shm")
+
+
+class StoreMissing(StoreError):
+    """There is no store file yet (only raised when the caller asked not to create one)."""
+
+
+def _create_private_file(path: Path) -> None:
+    """Create an empty 0600 database file, so SQLite's -wal and -shm inherit its mode."""
+    if not path.parent.exists():
+        path.parent.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            path.parent.mkdir(mode=0o700)
+        path.parent.chmod(0o700)
+    with contextlib.suppress(FileExistsError):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, _FILE_MODE)
+        os.close(fd)
+
+
+def _make_private(path: Path) -> None:
+    for candidate in (path, *(Path(f"{path}{suffix}") for suffix in _SIDE_FILES)):
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_IMODE(candidate.stat().st_mode) != _FILE_MODE:
+                candidate.chmod(_FILE_MODE)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return None
+    return (info.st_dev, info.st_ino)
+
+
+class Database:
+    """An open connection to the store, migrated to the current schema."""
+
+    def __init__(self, path: Path, connection: apsw.Connection) -> None:
+        self.path = path
+        self.connection = connection
+        self._identity = _identity(path)
+
+    @classmethod
+    def open(cls, path: Path, *, create: bool = True) -> Database:
+        """Open (and when ``create``, create) the store at ``path``.
+
+        Raises StoreMissing when the file does not exist and ``create`` is false,
+        StoreTooNewError when a newer Postrun wrote it, StoreError otherwise.
+        """
+        path = path.absolute()
+        try:
+            if not path.exists():
+                if not create:
+                    raise StoreMissing(str(path), "no store yet (run `postrun ingest` or `postrun capture`)")
+                _create_private_file(path)
+            _make_private(path)
+            connection = apsw.Connection(
+                str(path), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_NOFOLLOW
+            )
+        except apsw.Error as exc:
+            raise StoreError(str(path), f"cannot open the store ({describe_sqlite_error(exc)})") from None
+        except OSError as exc:
+            raise StoreError(str(path), f"cannot create the store ({exc.strerror or exc})") from None
+        database = cls(path, connection)
+        try:
+            database._configure()
+            database._migrate()
+        except (StoreError, StoreTooNewError):
+            connection.close()
+            raise
+        except apsw.Error as exc:
+            connection.close()
+            raise StoreError(str(path), f"cannot use the store ({describe_sqlite_error(exc)})") from None
+        _make_private(path)
+        return database
+
+    def _configure(self) -> None:
+        connection = self.connection
+        connection.set_busy_timeout(BUSY_TIMEOUT_MS)
+        # The write lock is taken at BEGIN, so the busy timeout applies there and a
+        # reader never has to upgrade to a writer mid-transaction.
+        connection.transaction_mode = "IMMEDIATE"
+        mode = connection.execute("pragma journal_mode=wal").get
+        if str(mode).lower() != "wal":
+            raise StoreError(str(self.path), f"cannot switch the store to WAL mode (got {mode})")
+        connection.execute("pragma synchronous=normal")
+        connection.execute("pragma foreign_keys=on")
+
+    def _migrate(self) -> None:
+        version = self.user_version()
+        if version > STORE_VERSION:
+            raise StoreTooNewError(
+                str(self.path),
+                f"written by a newer Postrun (store version {version}, this Postrun knows up to "
+                f"{STORE_VERSION}); upgrade Postrun",
+            )
+        if version == STORE_VERSION:
+            return
+        with self.connection:
+            # Re-read inside the write transaction: another process may have migrated.
+            version = self.user_version()
+            for number in range(version, STORE_VERSION):
+                self.connection.execute(MIGRATIONS[number])
+            self.connection.execute(f"pragma user_version={STORE_VERSION}")
+
+    def user_version(self) -> int:
+        return int(self.connection.execute("pragma user_version").get)
+
+    def identity_changed(self) -> bool:
+        """True when the file at ``path`` is no longer the one this connection opened."""
+        return _identity(self.path) != self._identity
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[apsw.Connection]:
+        """One write transaction (BEGIN IMMEDIATE … COMMIT, rolled back on error)."""
+        with self.connection:
+            yield self.connection
+
+    def execute(self, sql: str, bindings: Any = None) -> apsw.Cursor:
+        return self.connection.execute(sql, bindings)
+
+    def close(self) -> None:
+        self.connection.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def describe_sqlite_error(exc: apsw.Error) -> str:
+    """A short reason for a SQLite error, without SQLite's error-code prefix."""
+    if isinstance(exc, apsw.NotADBError):
+        return "the file is not a SQLite database"
+    if isinstance(exc, apsw.CorruptError):
+        return "the database file is corrupt"
+    if isinstance(exc, apsw.BusyError):
+        return "the database is locked by another process"
+    if isinstance(exc, apsw.FullError):
+        return "the disk or database is full"
+    if isinstance(exc, apsw.CantOpenError | apsw.PermissionsError | apsw.ReadOnlyError):
+        return "permission denied or not writable"
+    return str(exc).split(":", 1)[-1].strip() or type(exc).__name__

@@ -1,0 +1,269 @@
+"""Writing a mapped session into the store: one transaction, an upsert by content digest.
+
+Only records whose digest changed are written. The earlier version of a record
+that changed or disappeared from the source is moved to ``history`` first, so
+nothing the store once held is lost. A session whose files disappear is never
+deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import orjson
+
+from postrun.records import MappedSession, SourceFile, StepRow, canonical_json, digest
+from postrun.store.db import Database
+
+IngestStatus = Literal["ingested", "updated", "unchanged"]
+
+# Search indexes this much of each large field; the record itself is stored whole.
+SEARCH_FIELD_CHARS = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class UpsertResult:
+    session_id: str
+    status: IngestStatus
+    steps: int
+    turns: int
+    segments: int
+    rows_written: int
+
+
+@dataclass(frozen=True, slots=True)
+class StoredState:
+    """What a later ingest of a session needs from its earlier one."""
+
+    approvals: dict[str, Any]
+    source_files: tuple[SourceFile, ...]
+
+
+def utc_iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def normalize_timestamp(value: str) -> str:
+    """An ISO timestamp with any zone, as UTC ``…Z`` (so stored times sort as text)."""
+    return utc_iso(datetime.fromisoformat(value.replace("Z", "+00:00")))
+
+
+def stored_state(database: Database, session_id: str) -> StoredState | None:
+    row = database.execute("SELECT approvals, source_files FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        return None
+    return StoredState(approvals=orjson.loads(row[0]), source_files=decode_source_files(row[1]))
+
+
+def decode_source_files(text: str | bytes) -> tuple[SourceFile, ...]:
+    return tuple(SourceFile(**item) for item in orjson.loads(text))
+
+
+def _encode_source_files(files: Iterable[SourceFile]) -> str:
+    return orjson.dumps(
+        [{"path": f.path, "size": f.size, "mtime_ns": f.mtime_ns, "ino": f.ino} for f in files]
+    ).decode()
+
+
+def search_body(record: Mapping[str, Any]) -> str:
+    """The text a step is found by: command, output, text, path, tool name (bounded)."""
+    payload = record["payload"]
+    parts: list[str] = []
+    for key in ("tool_name", "command", "path", "text", "stdout", "stderr", "old_string", "new_string"):
+        value = payload.get(key)
+        if isinstance(value, str) and value:
+            parts.append(value[:SEARCH_FIELD_CHARS])
+    if "raw" in payload:
+        parts.append(orjson.dumps(payload["raw"]).decode()[:SEARCH_FIELD_CHARS])
+    error = record.get("error")
+    if error:
+        parts.append(str(error.get("message", ""))[:SEARCH_FIELD_CHARS])
+    return "\n".join(parts)
+
+
+class _Writer:
+    def __init__(self, database: Database, session_id: str, now: str) -> None:
+        self.connection = database.connection
+        self.session_id = session_id
+        self.now = now
+        self.rows = 0
+
+    def keep_history(self, kind: str, record_id: str, record: str, record_digest: str, reason: str) -> None:
+        self.connection.execute(
+            "INSERT INTO history (session_id, kind, record_id, record, digest, reason, replaced_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (self.session_id, kind, record_id, record, record_digest, reason, self.now),
+        )
+        self.rows += 1
+
+    def sync_steps(self, rows: list[StepRow]) -> None:
+        execute = self.connection.execute
+        stored = {
+            step_id: (rowid, stored_digest)
+            for rowid, step_id, stored_digest in execute(
+                "SELECT rowid, id, digest FROM steps WHERE session_id = ?", (self.session_id,)
+            )
+        }
+        for row in rows:
+            record = row.record
+            previous = stored.pop(row.id, None)
+            if previous is not None and previous[1] == row.digest:
+                continue
+            values = (
+                record["seq"],
+                record["turn_id"],
+                record["type"],
+                record["outcome"],
+                record["content_status"],
+                normalize_timestamp(record["at"]),
+                row.blob.decode(),
+                row.digest,
+            )
+            if previous is None:
+                rowid = execute(
+                    "INSERT INTO steps (session_id, id, seq, turn_id, type, outcome, content_status, at,"
+                    " record, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING rowid",
+                    (self.session_id, row.id, *values),
+                ).get
+            else:
+                rowid = previous[0]
+                self._step_to_history(rowid, "changed")
+                execute(
+                    "UPDATE steps SET seq = ?, turn_id = ?, type = ?, outcome = ?, content_status = ?,"
+                    " at = ?, record = ?, digest = ? WHERE rowid = ?",
+                    (*values, rowid),
+                )
+                execute("DELETE FROM step_search WHERE rowid = ?", (rowid,))
+            execute("INSERT INTO step_search (rowid, body) VALUES (?, ?)", (rowid, search_body(record)))
+            self.rows += 1
+        for rowid, _ in stored.values():
+            self._step_to_history(rowid, "removed")
+            execute("DELETE FROM steps WHERE rowid = ?", (rowid,))
+            execute("DELETE FROM step_search WHERE rowid = ?", (rowid,))
+            self.rows += 1
+
+    def _step_to_history(self, rowid: int, reason: str) -> None:
+        for step_id, record, record_digest in self.connection.execute(
+            "SELECT id, record, digest FROM steps WHERE rowid = ?", (rowid,)
+        ):
+            self.keep_history("step", step_id, record, record_digest, reason)
+
+    def sync_keyed(self, table: str, kind: str, key_column: str, records: list[tuple[Any, dict[str, Any]]]) -> None:
+        """Upsert small records (segments, actors, turns) keyed by ``key_column``."""
+        execute = self.connection.execute
+        stored = {
+            key: (record, stored_digest)
+            for key, record, stored_digest in execute(
+                f"SELECT {key_column}, record, digest FROM {table} WHERE session_id = ?", (self.session_id,)
+            )
+        }
+        extra_column = ", idx" if table == "turns" else ""
+        for key, record in records:
+            blob = canonical_json(record)
+            record_digest = digest(blob)
+            previous = stored.pop(key, None)
+            if previous is not None and previous[1] == record_digest:
+                continue
+            if previous is not None:
+                self.keep_history(kind, str(key), previous[0], previous[1], "changed")
+            extra_value = (record["index"],) if table == "turns" else ()
+            execute(
+                f"INSERT INTO {table} (session_id, {key_column}, record, digest{extra_column})"
+                f" VALUES (?, ?, ?, ?{', ?' if extra_value else ''})"
+                f" ON CONFLICT DO UPDATE SET record = excluded.record, digest = excluded.digest"
+                f"{', idx = excluded.idx' if extra_value else ''}",
+                (self.session_id, key, blob.decode(), record_digest, *extra_value),
+            )
+            self.rows += 1
+        for key, (record, stored_digest) in stored.items():
+            self.keep_history(kind, str(key), record, stored_digest, "removed")
+            execute(f"DELETE FROM {table} WHERE session_id = ? AND {key_column} = ?", (self.session_id, key))
+            self.rows += 1
+
+
+def upsert_session(database: Database, mapped: MappedSession, *, now: datetime, captured_on: str) -> UpsertResult:
+    """Store ``mapped`` in one transaction, writing only what changed.
+
+    The caller validates ``mapped`` first. The approval snapshot of the first
+    ingest is kept: later ingests never replace it.
+    """
+    session = mapped.session
+    session_id = mapped.id
+    session_blob = canonical_json(session)
+    session_digest = digest(session_blob)
+    extras = mapped.extras
+    columns = (
+        mapped.agent,
+        session_blob.decode(),
+        session_digest,
+        normalize_timestamp(session["started_at"]),
+        normalize_timestamp(session["ended_at"]) if "ended_at" in session else None,
+        extras.model,
+        extras.provider,
+        extras.agent_title,
+        extras.agent_status,
+        extras.git_branch,
+    )
+    source_files = _encode_source_files(mapped.source_files)
+    stamp = utc_iso(now)
+    with database.transaction() as connection:
+        existing = connection.execute(
+            "SELECT agent, record, digest, started_at, ended_at, model, provider, cline_title, cline_status,"
+            " git_branch, source_files FROM sessions WHERE id = ?",
+            (session_id,),
+        ).fetchone()
+        stored_source_files = existing[-1] if existing is not None else None
+        existing = existing[:-1] if existing is not None else None
+        writer = _Writer(database, session_id, stamp)
+        if existing is None:
+            connection.execute(
+                "INSERT INTO sessions (agent, record, digest, started_at, ended_at, model, provider, cline_title,"
+                " cline_status, git_branch, id, approvals, source_files, captured_on, ingested_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    *columns,
+                    session_id,
+                    orjson.dumps(mapped.approvals).decode(),
+                    source_files,
+                    captured_on,
+                    stamp,
+                    stamp,
+                ),
+            )
+            writer.rows += 1
+        writer.sync_keyed("segments", "segment", "idx", [(s["index"], s) for s in mapped.segments])
+        writer.sync_keyed("actors", "actor", "id", [(a["id"], a) for a in mapped.actors])
+        writer.sync_keyed(
+            "turns", "turn", "id", [(t["id"], {k: v for k, v in t.items() if k != "step_ids"}) for t in mapped.turns]
+        )
+        writer.sync_steps(mapped.steps)
+        session_changed = existing is not None and tuple(existing) != columns
+        if existing is not None and (session_changed or writer.rows):
+            connection.execute(
+                "UPDATE sessions SET agent = ?, record = ?, digest = ?, started_at = ?, ended_at = ?, model = ?,"
+                " provider = ?, cline_title = ?, cline_status = ?, git_branch = ?, source_files = ?,"
+                " updated_at = ? WHERE id = ?",
+                (*columns, source_files, stamp, session_id),
+            )
+            writer.rows += 1
+        elif existing is not None and stored_source_files != source_files:
+            # Same content, new fingerprints (a file was touched): remember them so the
+            # next start-up can skip this session without reading it.
+            connection.execute("UPDATE sessions SET source_files = ? WHERE id = ?", (source_files, session_id))
+    if existing is None:
+        status: IngestStatus = "ingested"
+    elif writer.rows:
+        status = "updated"
+    else:
+        status = "unchanged"
+    return UpsertResult(
+        session_id=session_id,
+        status=status,
+        steps=len(mapped.steps),
+        turns=len(mapped.turns),
+        segments=len(mapped.segments),
+        rows_written=writer.rows,
+    )

@@ -1,0 +1,87 @@
+"""The store's schema, as an ordered list of migrations (``pragma user_version`` = how many ran).
+
+Never edit a migration that has shipped: add a new one.
+"""
+
+from __future__ import annotations
+
+_V1 = """
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    record TEXT NOT NULL,            -- the v1.2 session record (canonical JSON)
+    digest TEXT NOT NULL,
+    started_at TEXT NOT NULL,        -- UTC, for ordering
+    ended_at TEXT,
+    model TEXT,
+    provider TEXT,
+    cline_title TEXT,
+    cline_status TEXT,
+    git_branch TEXT,
+    approvals TEXT NOT NULL,         -- the approval settings snapshot that decided `decision`
+    source_files TEXT NOT NULL,      -- [{path, size, mtime_ns, ino}] of the files last read
+    captured_on TEXT NOT NULL,
+    ingested_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX sessions_by_start ON sessions (started_at DESC, id);
+
+CREATE TABLE segments (
+    session_id TEXT NOT NULL REFERENCES sessions (id),
+    idx INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    PRIMARY KEY (session_id, idx)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE actors (
+    session_id TEXT NOT NULL REFERENCES sessions (id),
+    id TEXT NOT NULL,
+    record TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    PRIMARY KEY (session_id, id)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE turns (
+    session_id TEXT NOT NULL REFERENCES sessions (id),
+    id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    record TEXT NOT NULL,            -- without step_ids: they are rebuilt from the steps
+    digest TEXT NOT NULL,
+    PRIMARY KEY (session_id, id)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE steps (
+    rowid INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions (id),
+    id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    turn_id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    content_status TEXT NOT NULL,
+    at TEXT NOT NULL,                -- UTC, for --since
+    record TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    UNIQUE (session_id, id)
+) STRICT;
+CREATE INDEX steps_by_seq ON steps (session_id, seq);
+
+-- Earlier versions of records that changed or disappeared from the source.
+CREATE TABLE history (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions (id),
+    kind TEXT NOT NULL,              -- step | turn | segment | actor
+    record_id TEXT NOT NULL,
+    record TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    reason TEXT NOT NULL,            -- changed | removed
+    replaced_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX history_by_session ON history (session_id, id);
+
+-- Full-text index over a bounded prefix of each step's content; rowid = steps.rowid.
+CREATE VIRTUAL TABLE step_search USING fts5 (body, tokenize = 'unicode61 remove_diacritics 2');
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1,)

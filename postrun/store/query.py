@@ -1,0 +1,311 @@
+"""Reading the store: session lists, whole sessions, history and full-text search."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from postrun.errors import NotFound, PostrunError, UsageError
+from postrun.schema import SCHEMA_VERSION
+from postrun.store.db import Database
+from postrun.store.ingest import normalize_timestamp
+
+_TITLE_SQL = """
+    (SELECT json_extract(st.record, '$.payload.text') FROM steps st
+      WHERE st.session_id = s.id AND st.type = 'message'
+        AND json_extract(st.record, '$.payload.role') = 'user'
+      ORDER BY st.seq LIMIT 1)
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    id: str
+    agent: str
+    started_at: str
+    ended_at: str | None
+    steps: int
+    failed_steps: int
+    title: str
+    model: str | None
+    provider: str | None
+    workspace: str
+    status: str | None
+    git_branch: str | None
+    captured_on: str
+    ingested_at: str
+    updated_at: str
+
+    @property
+    def open(self) -> bool:
+        return self.ended_at is None
+
+    def as_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id,
+            "agent": self.agent,
+            "started_at": self.started_at,
+            "open": self.open,
+            "steps": self.steps,
+            "failed_steps": self.failed_steps,
+            "title": self.title,
+            "workspace": self.workspace,
+            "captured_on": self.captured_on,
+            "ingested_at": self.ingested_at,
+            "updated_at": self.updated_at,
+        }
+        optional = {
+            "ended_at": self.ended_at,
+            "model": self.model,
+            "provider": self.provider,
+            "status": self.status,
+            "git_branch": self.git_branch,
+        }
+        data.update({key: value for key, value in optional.items() if value is not None})
+        return data
+
+
+def list_sessions(database: Database, *, agent: str | None = None, limit: int | None = None) -> list[SessionSummary]:
+    """Sessions newest first (by start time)."""
+    sql = f"""
+        SELECT s.id, s.agent, s.record, s.model, s.provider, s.cline_status, s.git_branch, s.captured_on,
+               s.ingested_at, s.updated_at, s.cline_title,
+               (SELECT count(*) FROM steps st WHERE st.session_id = s.id),
+               (SELECT count(*) FROM steps st WHERE st.session_id = s.id AND st.outcome = 'failed'),
+               {_TITLE_SQL}
+          FROM sessions s
+         WHERE (?1 IS NULL OR s.agent = ?1)
+         ORDER BY s.started_at DESC, s.id
+         LIMIT ?2
+    """
+    summaries = []
+    for row in database.execute(sql, (agent, -1 if limit is None else limit)):
+        (
+            session_id,
+            kind,
+            record_text,
+            model,
+            provider,
+            status,
+            branch,
+            captured_on,
+            ingested_at,
+            updated_at,
+            agent_title,
+            steps,
+            failed,
+            prompt,
+        ) = row
+        record = orjson.loads(record_text)
+        summaries.append(
+            SessionSummary(
+                id=session_id,
+                agent=kind,
+                started_at=record["started_at"],
+                ended_at=record.get("ended_at"),
+                steps=steps,
+                failed_steps=failed,
+                title=_title(prompt, agent_title),
+                model=model,
+                provider=provider,
+                workspace=record["workspace"]["root"],
+                status=status,
+                git_branch=branch,
+                captured_on=captured_on,
+                ingested_at=ingested_at,
+                updated_at=updated_at,
+            )
+        )
+    return summaries
+
+
+def _title(prompt: str | None, agent_title: str | None) -> str:
+    """The first prompt's text, else the agent's own title (whitespace folded)."""
+    for candidate in (prompt, agent_title):
+        if candidate and candidate.strip():
+            return " ".join(candidate.split())
+    return ""
+
+
+def resolve_session_id(database: Database, reference: str) -> str:
+    """The full id for ``reference``: an exact id or a unique prefix of one."""
+    if database.execute("SELECT 1 FROM sessions WHERE id = ?", (reference,)).fetchone():
+        return reference
+    candidates: list[str] = [
+        row[0]
+        for row in database.execute(
+            "SELECT id FROM sessions WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id LIMIT 11", (reference,)
+        )
+    ]
+    if not candidates:
+        raise NotFound("", f"no session {reference} in {database.path}")
+    if len(candidates) > 1:
+        shown = ", ".join(candidates[:10]) + (", …" if len(candidates) > 10 else "")
+        raise PostrunError("", f"session prefix {reference!r} is ambiguous: {shown}")
+    return str(candidates[0])
+
+
+def load_envelope(database: Database, session_id: str) -> dict[str, Any]:
+    """The whole session as the v1.2 export envelope; turns' ``step_ids`` rebuilt in seq order."""
+    row = database.execute("SELECT record FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise NotFound("", f"no session {session_id} in {database.path}")
+
+    def records(sql: str) -> list[dict[str, Any]]:
+        return [orjson.loads(text) for (text,) in database.execute(sql, (session_id,))]
+
+    segments = records("SELECT record FROM segments WHERE session_id = ? ORDER BY idx")
+    actors = records("SELECT record FROM actors WHERE session_id = ? ORDER BY id")
+    turns = records("SELECT record FROM turns WHERE session_id = ? ORDER BY idx, id")
+    steps = records("SELECT record FROM steps WHERE session_id = ? ORDER BY seq")
+    by_turn: dict[str, list[str]] = {turn["id"]: [] for turn in turns}
+    for step in steps:
+        by_turn.setdefault(step["turn_id"], []).append(step["id"])
+    for turn in turns:
+        turn["step_ids"] = by_turn[turn["id"]]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "session": orjson.loads(row[0]),
+        "segments": segments,
+        "actors": actors,
+        "turns": turns,
+        "steps": steps,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class SessionDetails:
+    """Store columns that ``show`` prints next to the v1.2 records."""
+
+    model: str | None
+    provider: str | None
+    status: str | None
+    git_branch: str | None
+    agent_title: str | None
+    captured_on: str
+    ingested_at: str
+    updated_at: str
+
+
+def session_details(database: Database, session_id: str) -> SessionDetails:
+    row = database.execute(
+        "SELECT model, provider, cline_status, git_branch, cline_title, captured_on, ingested_at, updated_at"
+        " FROM sessions WHERE id = ?",
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        raise NotFound("", f"no session {session_id} in {database.path}")
+    return SessionDetails(*row)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    kind: str
+    record_id: str
+    reason: str
+    replaced_at: str
+    record: dict[str, Any]
+
+
+def history(database: Database, session_id: str) -> list[HistoryEntry]:
+    """Earlier versions of the session's records, oldest first."""
+    return [
+        HistoryEntry(kind, record_id, reason, replaced_at, orjson.loads(record))
+        for kind, record_id, reason, replaced_at, record in database.execute(
+            "SELECT kind, record_id, reason, replaced_at, record FROM history WHERE session_id = ? ORDER BY id",
+            (session_id,),
+        )
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    session_id: str
+    step_id: str
+    seq: int
+    at: str
+    type: str
+    outcome: str
+    snippet: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "step_id": self.step_id,
+            "seq": self.seq,
+            "at": self.at,
+            "type": self.type,
+            "outcome": self.outcome,
+            "snippet": self.snippet,
+        }
+
+
+STEP_TYPES = ("command", "edit", "read", "message", "other")
+_WORD = re.compile(r"\S+")
+
+
+def fts_query(text: str) -> str:
+    """A user's words as an FTS5 query: every word must match (quoted, so no syntax errors)."""
+    words = _WORD.findall(text)
+    if not words:
+        raise UsageError("QUERY", "empty search query")
+    return " ".join('"' + word.replace('"', '""') + '"' for word in words)
+
+
+def search(
+    database: Database,
+    query: str,
+    *,
+    step_type: str | None = None,
+    failed: bool = False,
+    since: str | None = None,
+    limit: int = 50,
+) -> list[SearchHit]:
+    """Steps whose content matches every word of ``query``, best matches first."""
+    if step_type is not None and step_type not in STEP_TYPES:
+        raise UsageError("--type", f"unknown step type {step_type!r} (known: {', '.join(STEP_TYPES)})")
+    since_utc = _since(since) if since else None
+    sql = """
+        SELECT st.session_id, st.id, st.seq, st.at, st.type, st.outcome,
+               snippet(step_search, 0, '[', ']', '…', 16)
+          FROM step_search JOIN steps st ON st.rowid = step_search.rowid
+         WHERE step_search MATCH ?1
+           AND (?2 IS NULL OR st.type = ?2)
+           AND (?3 = 0 OR st.outcome = 'failed')
+           AND (?4 IS NULL OR st.at >= ?4)
+         ORDER BY rank
+         LIMIT ?5
+    """
+    rows: Sequence[tuple[Any, ...]] = database.execute(
+        sql, (fts_query(query), step_type, int(failed), since_utc, limit)
+    ).fetchall()
+    return [
+        SearchHit(session_id, step_id, seq, at, kind, outcome, " ".join(snippet.split()))
+        for session_id, step_id, seq, at, kind, outcome, snippet in rows
+    ]
+
+
+def _since(text: str) -> str:
+    """``--since`` as UTC: a date (local midnight) or an ISO date-time."""
+    try:
+        return normalize_timestamp(text)
+    except ValueError:
+        raise UsageError("--since", f"expected a date like 2026-11-29 or an ISO date-time, got {text!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCounts:
+    sessions: int
+    steps: int
+    last_update: str | None
+
+
+def counts(database: Database) -> StoreCounts:
+    sessions = int(database.execute("SELECT count(*) FROM sessions").get)
+    last_update = database.execute("SELECT max(updated_at) FROM sessions").get
+    steps = int(database.execute("SELECT count(*) FROM steps").get)
+    return StoreCounts(sessions=sessions, steps=steps, last_update=None if last_update is None else str(last_update))

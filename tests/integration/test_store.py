@@ -1,0 +1,232 @@
+"""The store on a real SQLite file: permissions, pragmas, migrations, upsert, history, search."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import apsw
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from postrun.errors import StoreError, StoreTooNewError
+from postrun.exitcodes import ExitCode
+from postrun.schema import envelope_problems
+from postrun.store.db import STORE_VERSION, Database, StoreMissing
+from postrun.store.ingest import stored_state, upsert_session
+from postrun.store.query import history, list_sessions, load_envelope, resolve_session_id, search
+from tests.support import v12check
+from tests.support.builders import SESSION_ID, command_step, mapped_session, message_step
+
+T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "data" / "postrun.db"
+
+
+@pytest.fixture
+def database(db_path: Path):
+    with Database.open(db_path) as db:
+        yield db
+
+
+def store(database: Database, steps, at: datetime = T0, **kwargs):
+    return upsert_session(database, mapped_session(steps, **kwargs), now=at, captured_on="testhost")
+
+
+def test_files_are_private_whatever_the_umask(db_path: Path) -> None:
+    old = os.umask(0)
+    try:
+        with Database.open(db_path) as db:
+            store(db, [message_step(0, "hello")])
+            for suffix in ("", "-wal", "-shm"):
+                mode = stat.S_IMODE(Path(f"{db_path}{suffix}").stat().st_mode)
+                assert mode == 0o600, (suffix, oct(mode))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(db_path.parent.stat().st_mode) == 0o700
+
+
+def test_pragmas(database: Database) -> None:
+    assert database.execute("pragma journal_mode").get == "wal"
+    assert database.execute("pragma synchronous").get == 1  # NORMAL
+    assert database.execute("pragma foreign_keys").get == 1
+    assert database.execute("pragma busy_timeout").get == 5000
+    assert database.user_version() == STORE_VERSION
+
+
+def test_a_store_from_a_newer_postrun_is_refused(db_path: Path) -> None:
+    with Database.open(db_path) as db:
+        db.execute(f"pragma user_version={STORE_VERSION + 1}")
+    with pytest.raises(StoreTooNewError) as caught:
+        Database.open(db_path)
+    assert caught.value.exit_code == ExitCode.CONFIG
+    assert "newer Postrun" in str(caught.value) and str(db_path) in str(caught.value)
+
+
+def test_a_file_that_is_not_a_database_is_one_clear_error(db_path: Path) -> None:
+    db_path.parent.mkdir()
+    db_path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreError, match="not a SQLite database"):
+        Database.open(db_path)
+
+
+def test_missing_store_is_not_created_for_reads(db_path: Path) -> None:
+    with pytest.raises(StoreMissing):
+        Database.open(db_path, create=False)
+    assert not db_path.exists()
+
+
+def test_migrations_run_on_an_old_store(db_path: Path) -> None:
+    db_path.parent.mkdir()
+    apsw.Connection(str(db_path)).close()  # an empty file at user_version 0
+    with Database.open(db_path) as db:
+        assert db.user_version() == STORE_VERSION
+        assert db.execute("SELECT count(*) FROM sessions").get == 0
+
+
+def test_first_ingest_then_unchanged_writes_nothing(database: Database) -> None:
+    steps = [message_step(0, "fix it", role="user"), command_step(1, "npm test", "ok")]
+    first = store(database, steps)
+    assert (first.status, first.steps, first.turns, first.segments) == ("ingested", 2, 1, 1)
+    assert first.rows_written > 0
+    again = store(database, steps, at=T0 + timedelta(hours=1))
+    assert (again.status, again.rows_written) == ("unchanged", 0)
+    [summary] = list_sessions(database)
+    assert summary.updated_at == summary.ingested_at == "2026-11-29T12:00:00.000Z"
+    assert database.execute("SELECT count(*) FROM history").get == 0
+
+
+def test_an_appended_step_writes_the_step_and_the_session_row(database: Database) -> None:
+    steps = [message_step(0, "fix it", role="user"), command_step(1, "npm test", "ok")]
+    store(database, steps)
+    later = store(database, [*steps, message_step(2, "done")], at=T0 + timedelta(minutes=5))
+    assert later.status == "updated"
+    assert later.rows_written == 2
+    [summary] = list_sessions(database)
+    assert summary.updated_at == "2026-11-29T12:05:00.000Z"
+
+
+def test_changed_and_removed_steps_are_kept_in_history(database: Database) -> None:
+    steps = [
+        message_step(0, "fix it", role="user"),
+        command_step(1, "npm test", "1 failing", exit_code=1),
+        message_step(2, "retrying"),
+    ]
+    store(database, steps)
+    rewritten = [steps[0], command_step(1, "npm test", "all passing", exit_code=0)]
+    result = store(database, rewritten, at=T0 + timedelta(minutes=1))
+    assert result.status == "updated"
+    entries = history(database, SESSION_ID)
+    assert [(e.kind, e.record_id, e.reason) for e in entries] == [
+        ("step", "toolu_1#0", "changed"),
+        ("step", "msg_2#0", "removed"),
+    ]
+    assert entries[0].record["payload"]["stdout"] == "1 failing"
+    assert entries[1].record["payload"]["text"] == "retrying"
+    assert [s["id"] for s in load_envelope(database, SESSION_ID)["steps"]] == ["msg_0#0", "toolu_1#0"]
+
+
+def test_first_approval_snapshot_is_kept(database: Database) -> None:
+    steps = [message_step(0, "hi", role="user")]
+    store(database, steps, approvals={"kind": "vscode", "actions": {"readFiles": True}})
+    store(database, [*steps, message_step(1, "x")], approvals={"kind": "vscode", "actions": {"readFiles": False}})
+    state = stored_state(database, SESSION_ID)
+    assert state is not None and state.approvals == {"kind": "vscode", "actions": {"readFiles": True}}
+
+
+def test_envelope_is_valid_v12_with_rebuilt_step_ids(database: Database) -> None:
+    steps = [message_step(1, "b"), message_step(0, "a", role="user")]
+    store(database, steps)
+    envelope = load_envelope(database, SESSION_ID)
+    assert v12check.problems(envelope) == []
+    assert envelope_problems(envelope) == []
+    assert envelope["turns"][0]["step_ids"] == ["msg_0#0", "msg_1#0"]
+
+
+def test_session_prefix_resolution(database: Database) -> None:
+    store(database, [message_step(0, "a", role="user", session_id="abc_1")], session_id="abc_1")
+    store(database, [message_step(0, "a", role="user", session_id="abd_2")], session_id="abd_2")
+    assert resolve_session_id(database, "abc") == "abc_1"
+    with pytest.raises(Exception, match="ambiguous: abc_1, abd_2"):
+        resolve_session_id(database, "ab")
+    with pytest.raises(Exception, match=f"no session zz in {database.path}"):
+        resolve_session_id(database, "zz")
+
+
+def test_search_with_filters(database: Database) -> None:
+    steps = [
+        message_step(0, "please fix the flaky widget test", role="user"),
+        command_step(1, "npm test widget", "FAIL widget.test.ts", exit_code=1),
+        command_step(2, "npm run lint", "All files pass"),
+    ]
+    store(database, steps)
+    assert {hit.step_id for hit in search(database, "widget")} == {"msg_0#0", "toolu_1#0"}
+    assert [hit.step_id for hit in search(database, "widget", step_type="command")] == ["toolu_1#0"]
+    assert [hit.step_id for hit in search(database, "npm", failed=True)] == ["toolu_1#0"]
+    assert search(database, "widget", since="2027-01-01") == []
+    assert "[FAIL] widget.test.ts" in search(database, "FAIL")[0].snippet
+    # Quotes and FTS operators in a query are words, not syntax.
+    assert search(database, 'widget" OR "x') == []
+
+
+def test_search_index_follows_changes_and_removals(database: Database) -> None:
+    store(database, [message_step(0, "alpha", role="user"), message_step(1, "bravo")])
+    store(database, [message_step(0, "alpha", role="user"), message_step(1, "charlie")])
+    assert search(database, "bravo") == []
+    assert [hit.step_id for hit in search(database, "charlie")] == ["msg_1#0"]
+    store(database, [message_step(0, "alpha", role="user")])
+    assert search(database, "charlie") == []
+
+
+def test_failed_transaction_leaves_the_store_as_it_was(database: Database) -> None:
+    store(database, [message_step(0, "alpha", role="user")])
+    before = load_envelope(database, SESSION_ID)
+    database.execute("CREATE TRIGGER boom BEFORE INSERT ON steps BEGIN SELECT RAISE(ABORT, 'boom'); END")
+    with pytest.raises(apsw.ConstraintError):
+        store(database, [message_step(0, "alpha", role="user"), message_step(1, "new")])
+    assert load_envelope(database, SESSION_ID) == before
+    assert search(database, "new") == []
+    assert database.execute("SELECT count(*) FROM history").get == 0
+
+
+def test_a_reader_sees_committed_data_while_a_writer_holds_the_lock(db_path: Path) -> None:
+    with Database.open(db_path) as writer:
+        store(writer, [message_step(0, "first", role="user")])
+        started, release = threading.Event(), threading.Event()
+        seen: list[int] = []
+
+        def read() -> None:
+            started.wait(10)
+            with Database.open(db_path) as reader:
+                seen.append(len(load_envelope(reader, SESSION_ID)["steps"]))
+            release.set()
+
+        thread = threading.Thread(target=read)
+        thread.start()
+        with writer.transaction() as connection:
+            connection.execute("DELETE FROM step_search")
+            started.set()
+            assert release.wait(10), "reader blocked behind the writer"
+        thread.join(10)
+    assert seen == [1]
+
+
+text_without_surrogates = st.text(st.characters(blacklist_categories=("Cs",)), max_size=200)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=text_without_surrogates, command=text_without_surrogates)
+def test_any_string_survives_a_store_round_trip(database: Database, text: str, command: str) -> None:
+    steps = [message_step(0, text, role="user"), command_step(1, command, text + "\x00tail")]
+    store(database, steps)
+    envelope = load_envelope(database, SESSION_ID)
+    assert envelope["steps"][0]["payload"]["text"] == text
+    assert envelope["steps"][1]["payload"]["command"] == command
+    assert envelope["steps"][1]["payload"]["stdout"] == text + "\x00tail"
