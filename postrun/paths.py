@@ -1,0 +1,182 @@
+"""Every filesystem location Postrun uses, computed in one place.
+
+Nothing else in Postrun calls ``Path.home()``, reads HOME or XDG variables, or asks
+platformdirs: a command loads its settings once (``postrun.settings.load_settings``) and builds
+one :class:`Paths` from them and the same injected environment.
+
+platformdirs reads HOME and ``XDG_*`` from the process environment itself; that is accepted,
+and it is why its calls stay here.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import pwd
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import platformdirs
+
+if TYPE_CHECKING:
+    from postrun.settings import Settings
+
+APP_NAME = "postrun"
+CONFIG_VARIABLE = "POSTRUN_CONFIG"
+
+# Cline's own resolution of its sessions root, first match wins (spec/cline.md §1):
+# the variable, and the folders below its value where the sessions live.
+_CLINE_SESSIONS_CHAIN: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("CLINE_SESSION_DATA_DIR", ()),
+    ("CLINE_DATA_DIR", ("sessions",)),
+    ("CLINE_DIR", ("data", "sessions")),
+)
+_CLINE_HOME_SESSIONS = (".cline", "data", "sessions")
+
+_PRIVATE_MODE = 0o700
+
+
+def env_value(environ: Mapping[str, str], name: str) -> str | None:
+    """The variable's value without surrounding blanks; None when unset, empty or blank."""
+    value = environ.get(name, "").strip()
+    return value or None
+
+
+def home_dir(environ: Mapping[str, str]) -> Path:
+    """The user's home: ``HOME`` from ``environ``, else the account database.
+
+    A literal ``~`` is not a home (Cline ignores it too).
+    """
+    home = env_value(environ, "HOME")
+    if home is not None and home != "~":
+        return Path(home)
+    return Path(pwd.getpwuid(os.getuid()).pw_dir)
+
+
+def expand_path(raw: str | Path, *, home: Path, base: Path) -> Path:
+    """``raw`` with a leading ``~`` expanded against ``home`` and made absolute against ``base``.
+
+    ``~user/...`` is looked up in the account database (HOME says nothing about other users).
+    Symlinks and ``..`` are kept as written.
+    """
+    text = os.fspath(raw)
+    if text == "~" or text.startswith("~/"):
+        path = home / text[2:]
+    elif text.startswith("~"):
+        path = Path(text).expanduser()
+    else:
+        path = Path(text)
+    return base / path  # joining an absolute path keeps it unchanged
+
+
+def cline_sessions_root(environ: Mapping[str, str], *, base: Path) -> tuple[Path, str | None]:
+    """Where Cline writes its sessions, and the variable that decided it (None: the HOME default).
+
+    Follows Cline's chain; blank variables count as unset, relative values resolve against
+    ``base`` (normally the working directory).
+    """
+    home = home_dir(environ)
+    for name, below in _CLINE_SESSIONS_CHAIN:
+        value = env_value(environ, name)
+        if value is not None:
+            return expand_path(value, home=home, base=base).joinpath(*below), name
+    return cline_home_sessions(environ), None
+
+
+def cline_home_sessions(environ: Mapping[str, str]) -> Path:
+    """``~/.cline/data/sessions``: where a bare session id is looked up (the seed's rule)."""
+    return home_dir(environ).joinpath(*_CLINE_HOME_SESSIONS)
+
+
+def default_db_path() -> Path:
+    return platformdirs.user_data_path(APP_NAME) / "postrun.db"
+
+
+def default_config_file() -> Path:
+    return platformdirs.user_config_path(APP_NAME) / "config.toml"
+
+
+def config_file_location(explicit: Path | None, environ: Mapping[str, str], *, base: Path) -> tuple[Path, str | None]:
+    """The configuration file to read and what named it: ``--config``, ``POSTRUN_CONFIG`` or None.
+
+    None means the default location, which may be missing; a named file must exist.
+    """
+    home = home_dir(environ)
+    if explicit is not None:
+        return expand_path(explicit, home=home, base=base), "--config"
+    named = env_value(environ, CONFIG_VARIABLE)
+    if named is not None:
+        return expand_path(named, home=home, base=base), CONFIG_VARIABLE
+    return default_config_file(), None
+
+
+@dataclass(frozen=True)
+class Paths:
+    """The locations one command works with, built once from its settings."""
+
+    home: Path
+    db: Path
+    data_dir: Path  # the store's folder
+    capture_lock: Path  # ``<db>.capture.lock``: one capture per store
+    cline_dir: Path  # the sessions root the capture watches
+    cline_default_sessions: Path  # where ``postrun ingest`` looks up a bare id (never POSTRUN_CLINE_DIR)
+    config_file: Path
+    log_dir: Path
+    capture_log: Path  # the log of ``postrun capture --daemon``
+    systemd_user_dir: Path
+    launch_agents_dir: Path
+
+    @classmethod
+    def from_settings(cls, settings: Settings, environ: Mapping[str, str], *, config_file: Path | None = None) -> Paths:
+        """Paths for ``settings``; ``config_file`` is the file the settings were read from
+        (``LoadedSettings.config_path``), found again from ``environ`` when not given."""
+        home = home_dir(environ)
+        if config_file is None:
+            config_file, _ = config_file_location(None, environ, base=Path.cwd())
+        log_dir = platformdirs.user_log_path(APP_NAME)
+        return cls(
+            home=home,
+            db=settings.db,
+            data_dir=settings.db.parent,
+            capture_lock=settings.db.with_name(settings.db.name + ".capture.lock"),
+            cline_dir=settings.cline_dir,
+            cline_default_sessions=cline_home_sessions(environ),
+            config_file=config_file,
+            log_dir=log_dir,
+            capture_log=log_dir / "capture.log",
+            systemd_user_dir=_xdg_config_home(environ, home) / "systemd" / "user",
+            launch_agents_dir=home / "Library" / "LaunchAgents",
+        )
+
+
+def _xdg_config_home(environ: Mapping[str, str], home: Path) -> Path:
+    # The XDG spec says a relative value is invalid and must be ignored.
+    value = env_value(environ, "XDG_CONFIG_HOME")
+    if value is not None and Path(value).is_absolute():
+        return Path(value)
+    return home / ".config"
+
+
+def ensure_private_dir(path: Path) -> None:
+    """Make ``path`` an existing directory that only its owner can enter (mode 0700).
+
+    Missing folders are created 0700 whatever the umask (as the XDG spec asks); an existing
+    ``path`` that group or others can access is tightened. Existing parents (``~/.local``)
+    are left alone: they are not Postrun's. Raises ``OSError`` when it cannot (the caller
+    knows what the folder was for and words the error).
+    """
+    missing = [folder for folder in (path, *path.parents) if not folder.exists()]
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=_PRIVATE_MODE)
+        except FileExistsError:
+            continue  # created meanwhile by someone else: not ours to chmod, unless it is the leaf
+        folder.chmod(_PRIVATE_MODE)  # mkdir's mode is filtered by the umask
+    mode = path.stat().st_mode
+    if not stat.S_ISDIR(mode):
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
+    if stat.S_IMODE(mode) & 0o077:
+        path.chmod(_PRIVATE_MODE)
