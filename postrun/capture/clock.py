@@ -1,0 +1,32 @@
+"""Time for the capture's scheduling: a monotonic clock, injectable so tests drive it."""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Seconds on a monotonic scale (only differences mean anything)."""
+        ...
+
+
+class MonotonicClock:
+    def now(self) -> float:
+        return time.monotonic()
+
+
+class FakeClock:
+    """A clock that moves only when told to (for tests of the scheduling rules)."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self._now = start
+
+    def now(self) -> float:
+        return self._now
+
+    def advance(self, seconds: float) -> None:
+        if seconds < 0:
+            raise ValueError("a monotonic clock never goes back")
+        self._now += seconds

@@ -1,0 +1,317 @@
+"""When to ingest each session: trailing debounce, a maximum wait, pacing, one ingest at a time.
+
+A pure state machine on an injected clock. Hints (``changed``) come from the watcher and
+the poller, ``take`` hands out the next session whose time has come, ``finished`` reports
+what it cost. Nothing here reads files or sleeps: ``Dispatcher`` is the thin thread
+that waits for the next due time and runs the ingests.
+
+The rules (issue 3):
+
+- A session is ingested ``debounce_seconds`` after its last change, but never later
+  than ``max_wait_seconds`` after the first change of a burst.
+- Pacing: a session whose live ingests cost C CPU seconds is not ingested more often
+  than every C / ``cpu_share`` seconds (capped at the maximum wait). Start-up
+  catch-up ingests do not count, so a session just caught up still updates within the
+  debounce.
+- One session is never ingested twice at once; a change while it runs makes it due
+  again afterwards.
+- Live work (events, polls) goes before the start-up catch-up, so a session being
+  worked on does not wait behind thousands of old ones.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from postrun.capture.clock import Clock
+
+Reason = Literal["startup", "event", "poll"]
+
+MAX_WAIT_SECONDS = 60.0
+CPU_SHARE = 0.01  # pacing: at most 1 % of a core per session
+COST_WINDOW = 4  # pacing uses the mean cost of this many recent live ingests
+FORGET_AFTER_SECONDS = 600.0  # a session idle this long starts again unpaced
+
+
+@dataclass(frozen=True, slots=True)
+class Due:
+    session_id: str
+    reason: Reason
+
+
+@dataclass(slots=True)
+class _Session:
+    first_change: float | None = None  # start of the pending burst; None when not pending
+    last_change: float = 0.0
+    reason: Reason = "event"
+    not_before: float = 0.0  # a retry after a fault of the store
+    running: bool = False
+    started: float = 0.0
+    live_started: float | None = None  # when the last live ingest began
+    costs: deque[float] = field(default_factory=lambda: deque(maxlen=COST_WINDOW))
+    reported: Hashable | None = None  # the problem last logged, so it is logged once per change
+
+
+class Scheduler:
+    """The per-session timing rules. Not thread-safe: ``Dispatcher`` serializes access."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        debounce_seconds: float,
+        max_wait_seconds: float = MAX_WAIT_SECONDS,
+        cpu_share: float = CPU_SHARE,
+    ) -> None:
+        self.clock = clock
+        self.debounce = debounce_seconds
+        self.max_wait = max_wait_seconds
+        self.cpu_share = cpu_share
+        self._sessions: dict[str, _Session] = {}
+        self._pending: set[str] = set()
+        self._startup: dict[str, None] = {}  # an ordered set: catch-up in listing order
+
+    # -- hints -------------------------------------------------------------------------
+
+    def changed(self, session_id: str, reason: Reason) -> None:
+        """Something about the session changed (or may have: events are only hints)."""
+        state = self._sessions.setdefault(session_id, _Session())
+        now = self.clock.now()
+        if state.first_change is not None and reason == "poll":
+            # A poll only discovers a change; the pending ingest reads the latest files anyway,
+            # and letting each poll push the debounce would delay it by up to poll_seconds.
+            return
+        if state.first_change is None:
+            state.first_change = now
+            state.reason = reason
+            self._pending.add(session_id)
+        state.last_change = now
+
+    def catch_up(self, session_ids: Iterable[str]) -> None:
+        """Ingest these sessions as soon as the worker is free (start-up; after the store was recreated)."""
+        for session_id in session_ids:
+            self._startup[session_id] = None
+
+    def retry_later(self, session_id: str, reason: Reason, delay: float) -> None:
+        """Try again after ``delay`` (the store was locked or full)."""
+        state = self._sessions.setdefault(session_id, _Session())
+        now = self.clock.now()
+        if state.first_change is None:
+            state.first_change = now
+            state.last_change = now
+            state.reason = reason
+            self._pending.add(session_id)
+        state.not_before = now + delay
+
+    def forget(self, session_id: str) -> None:
+        """The session left the sessions root: drop what is pending for it."""
+        self._startup.pop(session_id, None)
+        self._pending.discard(session_id)
+        state = self._sessions.get(session_id)
+        if state is not None and not state.running:
+            del self._sessions[session_id]
+
+    # -- the worker's side -------------------------------------------------------------
+
+    def take(self) -> Due | None:
+        """The next session to ingest now (marked running), or None."""
+        now = self.clock.now()
+        best: tuple[float, str] | None = None
+        for session_id in self._pending:
+            state = self._sessions[session_id]
+            if state.running:
+                continue
+            due = self._due(state)
+            if due <= now and (best is None or (due, session_id) < best):
+                best = (due, session_id)
+        if best is not None:
+            session_id = best[1]
+            state = self._sessions[session_id]
+            self._pending.discard(session_id)
+            state.first_change = None
+            state.not_before = 0.0
+            return self._start(session_id, state, state.reason, now)
+        for session_id in self._startup:
+            state = self._sessions.setdefault(session_id, _Session())
+            if not state.running:
+                del self._startup[session_id]
+                return self._start(session_id, state, "startup", now)
+        return None
+
+    def finished(self, due: Due, *, cost_seconds: float, resolved: bool) -> None:
+        """The ingest handed out by ``take`` is over.
+
+        ``cost_seconds`` is its CPU time; ``resolved`` is True when it stored the session
+        (so a later problem is reported again even if it looks like the last one).
+        """
+        state = self._sessions[due.session_id]
+        state.running = False
+        if due.reason != "startup":
+            state.costs.append(cost_seconds)
+            state.live_started = state.started
+        if resolved:
+            state.reported = None
+        self._drop_if_idle(due.session_id, state)
+
+    def report_once(self, session_id: str, problem: Hashable) -> bool:
+        """True the first time ``problem`` (e.g. a torn file at one fingerprint) is seen for the session."""
+        state = self._sessions.setdefault(session_id, _Session())
+        if state.reported == problem:
+            return False
+        state.reported = problem
+        return True
+
+    def next_wakeup(self) -> float | None:
+        """When ``take`` may next return something (now, if it already can), or None."""
+        if any(not self._running(session_id) for session_id in self._startup):
+            return self.clock.now()
+        dues = [self._due(self._sessions[s]) for s in self._pending if not self._sessions[s].running]
+        return min(dues, default=None)
+
+    def prune(self) -> None:
+        """Forget idle sessions whose pacing has expired (memory stays bounded)."""
+        for session_id, state in list(self._sessions.items()):
+            self._drop_if_idle(session_id, state)
+
+    # -- what status lines show --------------------------------------------------------
+
+    @property
+    def catching_up(self) -> int:
+        return len(self._startup)
+
+    def is_pending(self, session_id: str) -> bool:
+        return session_id in self._pending or session_id in self._startup
+
+    def pace_interval(self, session_id: str) -> float:
+        """How long the session must wait between live ingests (0: not paced)."""
+        state = self._sessions.get(session_id)
+        return 0.0 if state is None else self._pace(state)
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _start(self, session_id: str, state: _Session, reason: Reason, now: float) -> Due:
+        state.running = True
+        state.started = now
+        return Due(session_id, reason)
+
+    def _running(self, session_id: str) -> bool:
+        state = self._sessions.get(session_id)
+        return state is not None and state.running
+
+    def _pace(self, state: _Session) -> float:
+        if not state.costs:
+            return 0.0
+        mean_cost = sum(state.costs) / len(state.costs)
+        return min(mean_cost / self.cpu_share, self.max_wait)
+
+    def _due(self, state: _Session) -> float:
+        assert state.first_change is not None
+        due = state.last_change + self.debounce
+        if state.live_started is not None:
+            due = max(due, state.live_started + self._pace(state))
+        due = min(due, state.first_change + self.max_wait)
+        return max(due, state.not_before)
+
+    def _drop_if_idle(self, session_id: str, state: _Session) -> None:
+        if state.running or state.first_change is not None or session_id in self._startup:
+            return
+        if state.reported is not None:
+            return
+        recent = state.live_started is not None and self.clock.now() - state.live_started < FORGET_AFTER_SECONDS
+        if not recent:
+            del self._sessions[session_id]
+
+
+class Dispatcher:
+    """The thin timer thread: waits for the next due session and runs its ingest.
+
+    One worker: SQLite has one writer at a time anyway, and a single connection makes
+    recovering from a replaced store file safe. Live work goes first (see ``Scheduler``)
+    and pacing bounds what any one session can take, so sessions do not starve each other.
+    Every call is thread-safe; hints from watcher and poller threads only take a lock.
+    """
+
+    def __init__(self, scheduler: Scheduler, run: Callable[[Due], tuple[float, bool]], *, name: str = "ingest") -> None:
+        self.scheduler = scheduler
+        self._run = run  # returns (cpu seconds, resolved)
+        self._condition = threading.Condition()
+        self._stopping = False
+        self._busy: Due | None = None
+        self._thread = threading.Thread(target=self._loop, name=f"postrun-{name}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def changed(self, session_id: str, reason: Reason) -> None:
+        with self._condition:
+            self.scheduler.changed(session_id, reason)
+            self._condition.notify()
+
+    def catch_up(self, session_ids: Iterable[str]) -> None:
+        with self._condition:
+            self.scheduler.catch_up(session_ids)
+            self._condition.notify()
+
+    def retry_later(self, session_id: str, reason: Reason, delay: float) -> None:
+        with self._condition:
+            self.scheduler.retry_later(session_id, reason, delay)
+            self._condition.notify()
+
+    def forget(self, session_id: str) -> None:
+        with self._condition:
+            self.scheduler.forget(session_id)
+
+    def report_once(self, session_id: str, problem: Hashable) -> bool:
+        with self._condition:
+            return self.scheduler.report_once(session_id, problem)
+
+    def prune(self) -> None:
+        with self._condition:
+            self.scheduler.prune()
+
+    def snapshot(self) -> tuple[int, Due | None]:
+        """(sessions left to catch up, the ingest in progress)."""
+        with self._condition:
+            return self.scheduler.catching_up, self._busy
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self, timeout: float) -> bool:
+        """Let the ingest in progress finish, then stop. False if it did not finish in time."""
+        with self._condition:
+            self._stopping = True
+            self._condition.notify_all()
+        if self._thread.ident is not None:
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def _loop(self) -> None:
+        while True:
+            with self._condition:
+                due = self._next()
+                if due is None:
+                    return
+                self._busy = due
+            cost, resolved = 0.0, False
+            try:
+                cost, resolved = self._run(due)
+            finally:
+                with self._condition:
+                    self._busy = None
+                    self.scheduler.finished(due, cost_seconds=cost, resolved=resolved)
+
+    def _next(self) -> Due | None:
+        """Wait (holding the condition) until a session is due; None when stopping."""
+        while not self._stopping:
+            due = self.scheduler.take()
+            if due is not None:
+                return due
+            wakeup = self.scheduler.next_wakeup()
+            timeout = None if wakeup is None else max(wakeup - self.scheduler.clock.now(), 0.0)
+            self._condition.wait(timeout)
+        return None

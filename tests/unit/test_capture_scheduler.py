@@ -1,0 +1,268 @@
+"""The capture's timing rules on a fake clock: debounce, max wait, pacing, torn once per change."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+
+import pytest
+
+from postrun.capture.clock import FakeClock, MonotonicClock
+from postrun.capture.scheduler import MAX_WAIT_SECONDS, Dispatcher, Due, Reason, Scheduler
+
+DEBOUNCE = 2.0
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def scheduler(clock: FakeClock) -> Scheduler:
+    return Scheduler(clock, debounce_seconds=DEBOUNCE)
+
+
+def run_until_due(
+    scheduler: Scheduler, clock: FakeClock, *, step: float = 0.1, limit: float = 600
+) -> tuple[Due, float]:
+    """Advance the clock in small steps until a session is handed out; returns it and the time."""
+    start = clock.now()
+    while clock.now() - start <= limit:
+        due = scheduler.take()
+        if due is not None:
+            return due, clock.now() - start
+        clock.advance(step)
+    raise AssertionError("nothing became due")
+
+
+def ingest(scheduler: Scheduler, due: Due, clock: FakeClock, *, cost: float = 0.0, resolved: bool = True) -> None:
+    """Simulate an ingest that takes ``cost`` seconds of CPU (and of wall time)."""
+    clock.advance(cost)
+    scheduler.finished(due, cost_seconds=cost, resolved=resolved)
+
+
+def test_trailing_debounce_waits_for_quiet(scheduler: Scheduler, clock: FakeClock) -> None:
+    scheduler.changed("a", "event")
+    clock.advance(1.5)
+    assert scheduler.take() is None
+    scheduler.changed("a", "event")  # a new change restarts the pause
+    clock.advance(1.9)
+    assert scheduler.take() is None
+    clock.advance(0.1)
+    assert scheduler.take() == Due("a", "event")
+    assert scheduler.take() is None  # handed out once
+
+
+def test_next_wakeup_is_the_debounce_deadline(scheduler: Scheduler, clock: FakeClock) -> None:
+    assert scheduler.next_wakeup() is None
+    scheduler.changed("a", "poll")
+    assert scheduler.next_wakeup() == pytest.approx(clock.now() + DEBOUNCE)
+
+
+def test_max_wait_while_a_session_keeps_changing(scheduler: Scheduler, clock: FakeClock) -> None:
+    first = clock.now()
+    taken_at = None
+    while taken_at is None:
+        scheduler.changed("busy", "event")  # a change every second: never quiet for 2 s
+        clock.advance(1.0)
+        if scheduler.take() is not None:
+            taken_at = clock.now()
+    assert taken_at - first == pytest.approx(MAX_WAIT_SECONDS, abs=1.0)
+
+
+def test_a_poll_does_not_push_the_debounce_of_a_pending_change(scheduler: Scheduler, clock: FakeClock) -> None:
+    scheduler.changed("a", "event")
+    clock.advance(1.5)
+    scheduler.changed("a", "poll")  # the poll found the change the event already reported
+    clock.advance(0.5)
+    assert scheduler.take() == Due("a", "event")
+
+
+def test_the_reason_is_the_first_hint_of_the_burst(scheduler: Scheduler, clock: FakeClock) -> None:
+    scheduler.changed("a", "poll")
+    scheduler.changed("a", "event")
+    due, _ = run_until_due(scheduler, clock)
+    assert due.reason == "poll"
+
+
+@pytest.mark.parametrize(("cost", "interval"), [(0.05, 5.0), (0.2, 20.0), (3.0, MAX_WAIT_SECONDS)])
+def test_pacing_from_the_cost_of_live_ingests(
+    scheduler: Scheduler, clock: FakeClock, cost: float, interval: float
+) -> None:
+    """A session costing C is ingested at most every C / 1 % seconds, capped at the max wait."""
+    starts = []
+    for _ in range(4):
+        scheduler.changed("heavy", "event")
+        due, _ = run_until_due(scheduler, clock, step=0.05)
+        starts.append(clock.now())
+        ingest(scheduler, due, clock, cost=cost)
+    assert scheduler.pace_interval("heavy") == pytest.approx(interval)
+    gaps = [b - a for a, b in itertools.pairwise(starts[1:])]
+    # Changes arrive as soon as the last ingest ended: only pacing holds them back.
+    for gap in gaps:
+        assert gap == pytest.approx(max(interval, cost + DEBOUNCE), abs=0.1)
+
+
+def test_pacing_never_exceeds_the_max_wait_of_a_burst(scheduler: Scheduler, clock: FakeClock) -> None:
+    scheduler.changed("heavy", "event")
+    due, _ = run_until_due(scheduler, clock)
+    ingest(scheduler, due, clock, cost=10.0)  # 10 s of CPU: paced to 1000 s, capped at 60
+    scheduler.changed("heavy", "event")
+    _, waited = run_until_due(scheduler, clock)
+    assert waited == pytest.approx(MAX_WAIT_SECONDS - 10.0, abs=0.2)
+
+
+def test_startup_cost_does_not_pace(scheduler: Scheduler, clock: FakeClock) -> None:
+    scheduler.catch_up(["big"])
+    due = scheduler.take()
+    assert due == Due("big", "startup")
+    ingest(scheduler, due, clock, cost=5.0)  # an expensive first ingest
+    assert scheduler.pace_interval("big") == 0
+    scheduler.changed("big", "event")
+    _, waited = run_until_due(scheduler, clock)
+    assert waited == pytest.approx(DEBOUNCE, abs=0.11)
+
+
+def test_catch_up_runs_in_order_and_after_live_work(scheduler: Scheduler, clock: FakeClock) -> None:
+    scheduler.catch_up(["old1", "old2"])
+    scheduler.changed("live", "event")
+    first = scheduler.take()
+    assert first == Due("old1", "startup")
+    clock.advance(DEBOUNCE)
+    assert scheduler.take() == Due("live", "event")  # due live work jumps the catch-up queue
+    assert scheduler.take() == Due("old2", "startup")
+    assert scheduler.catching_up == 0
+
+
+def test_one_session_never_runs_twice_at_once(scheduler: Scheduler, clock: FakeClock) -> None:
+    scheduler.changed("a", "event")
+    clock.advance(DEBOUNCE)
+    running = scheduler.take()
+    assert running == Due("a", "event")
+    scheduler.changed("a", "event")  # changed while its ingest runs
+    scheduler.catch_up(["a"])
+    clock.advance(DEBOUNCE * 5)
+    assert scheduler.take() is None
+    assert scheduler.next_wakeup() is None  # nothing can run until it finishes
+    ingest(scheduler, running, clock)
+    assert scheduler.take() is not None  # then the change is picked up
+
+
+def test_two_sessions_do_not_block_each_other(scheduler: Scheduler, clock: FakeClock) -> None:
+    scheduler.changed("slow", "event")
+    clock.advance(DEBOUNCE)
+    slow = scheduler.take()
+    assert slow == Due("slow", "event")
+    # While "slow" is being ingested, "quick" keeps its own schedule.
+    scheduler.changed("quick", "poll")
+    assert scheduler.next_wakeup() == pytest.approx(clock.now() + DEBOUNCE)
+    clock.advance(DEBOUNCE)
+    assert scheduler.take() == Due("quick", "poll")
+    # ...and pacing of a heavy session does not hold back another one.
+    ingest(scheduler, slow, clock, cost=0.5)
+    scheduler.changed("slow", "event")
+    scheduler.changed("other", "event")
+    due, waited = run_until_due(scheduler, clock)
+    assert due == Due("other", "event")
+    assert waited == pytest.approx(DEBOUNCE, abs=0.11)
+
+
+def test_retry_later_after_a_store_fault(scheduler: Scheduler, clock: FakeClock) -> None:
+    scheduler.changed("a", "event")
+    clock.advance(DEBOUNCE)
+    due = scheduler.take()
+    assert due is not None
+    scheduler.finished(due, cost_seconds=0.01, resolved=False)
+    scheduler.retry_later("a", "event", 30.0)
+    clock.advance(29.0)
+    assert scheduler.take() is None
+    clock.advance(1.0)
+    assert scheduler.take() == Due("a", "event")
+
+
+def test_torn_file_reported_once_per_change(scheduler: Scheduler, clock: FakeClock) -> None:
+    torn_at_v1 = ("messages", (0, 1000, 7))
+    assert scheduler.report_once("a", torn_at_v1)
+    assert not scheduler.report_once("a", torn_at_v1)  # the same torn file, seen again
+    torn_at_v2 = ("messages", (120, 2000, 7))
+    assert scheduler.report_once("a", torn_at_v2)  # a new change that is still torn
+    scheduler.changed("a", "event")
+    clock.advance(DEBOUNCE)
+    due = scheduler.take()
+    assert due is not None
+    ingest(scheduler, due, clock, resolved=True)  # stored at last
+    assert scheduler.report_once("a", torn_at_v2)  # a later tear is news again
+
+
+def test_forget_drops_pending_work(scheduler: Scheduler, clock: FakeClock) -> None:
+    scheduler.changed("gone", "event")
+    scheduler.catch_up(["gone"])
+    scheduler.forget("gone")
+    clock.advance(MAX_WAIT_SECONDS)
+    assert scheduler.take() is None
+
+
+def test_idle_sessions_are_forgotten(scheduler: Scheduler, clock: FakeClock) -> None:
+    for session_id in ("a", "b"):
+        scheduler.changed(session_id, "event")
+    clock.advance(DEBOUNCE)
+    for _ in range(2):
+        due = scheduler.take()
+        assert due is not None
+        ingest(scheduler, due, clock, cost=0.1)
+    assert scheduler.pace_interval("a") > 0
+    clock.advance(3600)
+    scheduler.prune()
+    assert scheduler.pace_interval("a") == 0
+    assert not scheduler._sessions  # nothing kept for idle sessions
+
+
+def test_dispatcher_runs_due_sessions_on_its_thread_and_stops() -> None:
+    """The thin timer thread, on the real clock with a short debounce."""
+    ran: list[tuple[Due, str]] = []
+    done = threading.Event()
+
+    def run(due: Due) -> tuple[float, bool]:
+        ran.append((due, threading.current_thread().name))
+        if len(ran) == 2:
+            done.set()
+        return 0.001, True
+
+    dispatcher = Dispatcher(Scheduler(MonotonicClock(), debounce_seconds=0.05), run)
+    dispatcher.start()
+    try:
+        started = time.monotonic()
+        dispatcher.changed("a", "event")
+        dispatcher.catch_up(["b"])
+        assert done.wait(5)
+        elapsed = time.monotonic() - started
+    finally:
+        assert dispatcher.stop(5)
+    reasons: dict[str, Reason] = {due.session_id: due.reason for due, _ in ran}
+    assert reasons == {"a": "event", "b": "startup"}
+    assert {name for _, name in ran} == {"postrun-ingest"}
+    assert elapsed < 2
+
+
+def test_dispatcher_stop_waits_for_the_ingest_in_progress() -> None:
+    entered = threading.Event()
+    release = threading.Event()
+    finished: list[str] = []
+
+    def run(due: Due) -> tuple[float, bool]:
+        entered.set()
+        release.wait(5)
+        finished.append(due.session_id)
+        return 0.0, True
+
+    dispatcher = Dispatcher(Scheduler(MonotonicClock(), debounce_seconds=0.01), run)
+    dispatcher.start()
+    dispatcher.catch_up(["a", "b"])
+    assert entered.wait(5)
+    assert dispatcher.snapshot()[1] == Due("a", "startup")
+    assert not dispatcher.stop(0.05)  # still ingesting
+    release.set()
+    assert dispatcher.stop(5)
+    assert finished == ["a"]  # "b" was not started after the stop
