@@ -1,0 +1,217 @@
+"""File-system events as hints: "session X may have changed", nothing more.
+
+The watcher watches the sessions root (not recursively: new session folders) plus the
+folders of the most recently active sessions, at most ``max_folders`` of them, rather than
+a recursive watch over thousands of finished sessions. Each watchdog ``schedule()`` is an
+emitter thread, and inotify watches are a per-user kernel budget shared with every other
+program, so the cap matters; the poller covers every session left unwatched.
+
+Event types are never trusted (Cline rewrites in place, and some files arrive by rename):
+any event under a session folder marks that session, a moved event counts for both ends,
+and ``*.tmp`` files and other non-session names are ignored. Only open and close-without-
+write events are not subscribed to: they are reads (ours included), never changes.
+
+Every method except ``want`` and the event callback runs on the poller's thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirModifiedEvent,
+    DirMovedEvent,
+    FileAttribEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver, ObservedWatch
+
+from postrun.agents.cline import session_id_for_event
+
+MAX_FOLDER_WATCHES = 32
+
+# Everything that can mean "this file or folder changed".
+CHANGE_EVENTS: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileAttribEvent,
+    FileClosedEvent,
+    FileMovedEvent,
+    FileDeletedEvent,
+    DirCreatedEvent,
+    DirModifiedEvent,
+    DirMovedEvent,
+    DirDeletedEvent,
+]
+
+Hint = Callable[[str | None], None]  # a session id, or None for "something about the root itself"
+
+_LIMIT_REASONS = {
+    errno.ENOSPC: "the inotify watch limit is reached (fs.inotify.max_user_watches)",
+    errno.EMFILE: "the inotify instance limit is reached (fs.inotify.max_user_instances)",
+}
+
+
+class _Hints(FileSystemEventHandler):
+    def __init__(self, root: Path, hint: Hint) -> None:
+        self.root = root
+        self.root_text = os.fspath(root)
+        self.hint = hint
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        for raw in (event.src_path, event.dest_path):
+            if not raw:
+                continue
+            path = os.fsdecode(raw)
+            if path == self.root_text:
+                self.hint(None)
+                continue
+            session_id = session_id_for_event(self.root, path)
+            if session_id is not None:
+                self.hint(session_id)
+
+
+class SessionWatcher:
+    """A watchdog observer over the sessions root and the active session folders."""
+
+    def __init__(
+        self,
+        root: Path,
+        hint: Hint,
+        *,
+        logger: logging.Logger,
+        max_folders: int = MAX_FOLDER_WATCHES,
+        observer_factory: Callable[[], BaseObserver] = Observer,
+    ) -> None:
+        self.root = root
+        self.logger = logger
+        self.max_folders = max_folders
+        self._observer_factory = observer_factory
+        self._handler = _Hints(root, hint)
+        self._observer: BaseObserver | None = None
+        self._root_watch: ObservedWatch | None = None
+        self._root_identity: tuple[int, int] | None = None
+        self._folders: dict[str, ObservedWatch] = {}
+        self._wanted: OrderedDict[str, None] = OrderedDict()  # most recently active last
+        self._wanted_lock = threading.Lock()
+        self._limit_logged = False
+
+    # -- any thread --------------------------------------------------------------------
+
+    def want(self, session_id: str) -> None:
+        """The session just changed: watch its folder (it may well change again soon)."""
+        with self._wanted_lock:
+            self._wanted[session_id] = None
+            self._wanted.move_to_end(session_id)
+            while len(self._wanted) > self.max_folders:
+                self._wanted.popitem(last=False)
+
+    # -- the poller's thread -----------------------------------------------------------
+
+    @property
+    def root_armed(self) -> bool:
+        return self._root_watch is not None and self._alive(self._root_watch)
+
+    @property
+    def watched_folders(self) -> frozenset[str]:
+        return frozenset(self._folders)
+
+    def sync(self, root_identity: tuple[int, int] | None) -> None:
+        """Bring the watches in line with the root (``(st_dev, st_ino)``, None when missing)
+        and the wanted folders; re-arms a watch that died (root deleted and recreated)."""
+        for session_id, watch in list(self._folders.items()):
+            if not self._alive(watch):
+                self._unschedule(watch)
+                del self._folders[session_id]
+        if self._root_watch is not None and (not self._alive(self._root_watch) or root_identity != self._root_identity):
+            self._unschedule(self._root_watch)
+            self._root_watch = None
+        if root_identity is None:
+            return
+        if self._root_watch is None:
+            self._root_watch = self._schedule(self.root)
+            self._root_identity = root_identity if self._root_watch is not None else None
+            if self._root_watch is None:
+                return
+        with self._wanted_lock:
+            wanted = list(self._wanted)
+        for session_id in set(self._folders) - set(wanted):
+            self._unschedule(self._folders.pop(session_id))
+        for session_id in wanted:
+            if session_id in self._folders:
+                continue
+            folder = self.root / session_id
+            if not folder.is_dir():
+                with self._wanted_lock:
+                    self._wanted.pop(session_id, None)
+                continue
+            folder_watch = self._schedule(folder)
+            if folder_watch is None:
+                break  # out of watches: the poller covers the rest
+            self._folders[session_id] = folder_watch
+
+    def stop(self) -> None:
+        observer, self._observer = self._observer, None
+        self._root_watch = None
+        self._folders.clear()
+        if observer is not None and observer.is_alive():
+            observer.stop()
+            observer.join(5)
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _ensure_observer(self) -> BaseObserver | None:
+        if self._observer is None:
+            try:
+                observer = self._observer_factory()
+                observer.start()
+            except OSError as exc:
+                self._log_limit(exc)
+                return None
+            self._observer = observer
+        return self._observer
+
+    def _schedule(self, path: Path) -> ObservedWatch | None:
+        observer = self._ensure_observer()
+        if observer is None:
+            return None
+        try:
+            return observer.schedule(self._handler, os.fspath(path), recursive=False, event_filter=CHANGE_EVENTS)
+        except FileNotFoundError:
+            return None  # gone meanwhile: the next sync sees it
+        except OSError as exc:
+            self._log_limit(exc)
+            return None
+
+    def _unschedule(self, watch: ObservedWatch) -> None:
+        if self._observer is not None:
+            with contextlib.suppress(KeyError):  # never fully scheduled
+                self._observer.unschedule(watch)
+
+    def _alive(self, watch: ObservedWatch) -> bool:
+        if self._observer is None:
+            return False
+        return any(emitter.watch == watch and emitter.is_alive() for emitter in self._observer.emitters)
+
+    def _log_limit(self, exc: OSError) -> None:
+        if self._limit_logged:
+            return
+        self._limit_logged = True
+        reason = _LIMIT_REASONS.get(exc.errno or 0, exc.strerror or str(exc))
+        self.logger.warning(f"cline: cannot watch more folders: {reason}; polling covers the rest")
