@@ -17,6 +17,7 @@ from typing import Any
 import apsw
 
 from postrun.errors import StoreError, StoreTooNewError
+from postrun.paths import ensure_private_dir
 from postrun.store.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 5000
@@ -32,10 +33,8 @@ class StoreMissing(StoreError):
 def _create_private_file(path: Path) -> None:
     """Create an empty 0600 database file, so SQLite's -wal and -shm inherit its mode."""
     if not path.parent.exists():
-        path.parent.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileExistsError):
-            path.parent.mkdir(mode=0o700)
-        path.parent.chmod(0o700)
+        # Only a folder Postrun creates is made private: an existing one (say /tmp) is not ours.
+        ensure_private_dir(path.parent)
     with contextlib.suppress(FileExistsError):
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, _FILE_MODE)
         os.close(fd)
