@@ -1,0 +1,115 @@
+"""Each tool step's ``decision``, derived from Cline's auto-approval settings.
+
+Cline records no per-call approval. A tool that ran was either auto-approved
+(its category was on: ``auto``) or approved by the user (``accepted``). The
+settings are read once into a small snapshot; the store keeps the snapshot of
+the first ingest and hands it back later, so changing Cline's settings never
+rewrites history. ``decision_for`` therefore works on a snapshot only.
+
+Snapshots (JSON-ready):
+
+- ``{"kind": "vscode", "actions": {<the five keys>: bool}, "settings": ...}``
+  from ``globalState.json`` ``autoApprovalSettings.actions``; absent keys take
+  Cline's defaults.
+- ``{"kind": "cli", "tool_auto_approve": bool, "settings": ...}`` for sessions
+  whose manifest ``source`` is ``cli``, from ``settings/global-settings.json``
+  ``toolAutoApprove`` (absent means true, Cline's default).
+
+``settings`` says where the values came from: ``"read"``, ``"missing"`` (no
+file: defaults) or ``"unreadable"`` (a file that cannot be read, parsed or has
+the wrong shape: defaults too, so settings never fail an ingest).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from postrun.errors import NotFound, SourceError
+from postrun.jsonio import read_json
+
+VSCODE_DEFAULTS: dict[str, bool] = {
+    "readFiles": True,
+    "editFiles": True,
+    "executeSafeCommands": False,
+    "useBrowser": True,
+    "useMcp": True,
+}
+_CATEGORY_TOOLS = {
+    "readFiles": (
+        "read_files",
+        "search_codebase",
+        "read_file",
+        "list_files",
+        "search_files",
+        "list_code_definition_names",
+    ),
+    "editFiles": ("editor", "apply_patch", "write_to_file", "replace_in_file", "delete_file"),
+    "executeSafeCommands": ("run_commands", "execute_command"),
+    "useBrowser": ("fetch_web_content", "web_fetch", "web_search"),
+}
+CATEGORY_OF = {tool: category for category, tools in _CATEGORY_TOOLS.items() for tool in tools}
+# With CLI auto-approval off, these still run without asking.
+CLI_ALWAYS_AUTO = frozenset(
+    {
+        "read_files",
+        "search_codebase",
+        "fetch_web_content",
+        "ask_question",
+        "ask_followup_question",
+        "skills",
+        "submit_and_exit",
+    }
+)
+
+
+def is_mcp_tool(name: str) -> bool:
+    """MCP tools are named ``<server>__<tool>``."""
+    server, sep, tool = name.partition("__")
+    return bool(server and sep and tool)
+
+
+def approval_snapshot(data_dir: Path, manifest_source: str | None, *, max_bytes: int) -> dict[str, Any]:
+    """Read the settings that decide a session's decisions (see the module doc)."""
+    if manifest_source == "cli":
+        settings, status = _read_object(data_dir / "settings" / "global-settings.json", max_bytes)
+        value = settings.get("toolAutoApprove")
+        return {"kind": "cli", "tool_auto_approve": value if isinstance(value, bool) else True, "settings": status}
+    state, status = _read_object(data_dir / "globalState.json", max_bytes)
+    auto_approval = state.get("autoApprovalSettings")
+    actions = auto_approval.get("actions") if isinstance(auto_approval, dict) else None
+    return {"kind": "vscode", "actions": _actions(actions), "settings": status}
+
+
+def _read_object(path: Path, max_bytes: int) -> tuple[dict[str, Any], str]:
+    try:
+        value = read_json(path, kind="settings", max_bytes=max_bytes)
+    except NotFound:
+        return {}, "missing"
+    except SourceError:
+        return {}, "unreadable"
+    return (value, "read") if isinstance(value, dict) else ({}, "unreadable")
+
+
+def _actions(found: Any) -> dict[str, bool]:
+    found = found if isinstance(found, dict) else {}
+    return {
+        key: found[key] if isinstance(found.get(key), bool) else default for key, default in VSCODE_DEFAULTS.items()
+    }
+
+
+def decision_for(tool_name: str, snapshot: dict[str, Any], *, approval_was_on: bool) -> str:
+    """``auto`` or ``accepted`` for a tool call that ran.
+
+    ``approval_was_on`` applies to CLI snapshots: a CLI session whose transcript
+    shows an approval refusal ran with approval on, whatever the stored setting.
+    A snapshot of an unknown kind is read as VS Code's defaults.
+    """
+    if snapshot.get("kind") == "cli":
+        if snapshot.get("tool_auto_approve") is not False and not approval_was_on:
+            return "auto"
+        return "auto" if tool_name in CLI_ALWAYS_AUTO else "accepted"
+    category = CATEGORY_OF.get(tool_name) or ("useMcp" if is_mcp_tool(tool_name) else None)
+    if category is None:
+        return "auto"  # never gated
+    return "auto" if _actions(snapshot.get("actions"))[category] else "accepted"

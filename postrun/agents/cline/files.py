@@ -1,0 +1,72 @@
+"""Read one session's files: the lead transcript and its manifest.
+
+Subagent and teammate transcripts in the same folder are not read: this version
+records the lead transcript only. Every file is fingerprinted before it is read,
+so a fingerprint never claims newer content than what was parsed (a change
+during the read only causes one more ingest later).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from postrun.agents.cline.locate import SessionLocation
+from postrun.errors import NotFound, SourceError
+from postrun.jsonio import read_json, stat_fingerprint
+from postrun.records import SourceFile
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFiles:
+    """The parsed files of one session, with the fingerprints seen when they were read."""
+
+    location: SessionLocation
+    messages: Any  # the messages document as parsed (shape checked by the mapping)
+    manifest: dict[str, Any] | None  # None when the session has no manifest file
+    source_files: tuple[SourceFile, ...]  # messages first, then the manifest if read
+
+    @property
+    def client_source(self) -> str | None:
+        """Which Cline client wrote the session (``cli``, ``vscode``, ...), when known."""
+        origin = self.messages.get("origin") if isinstance(self.messages, dict) else None
+        for holder in (self.manifest, origin):
+            if isinstance(holder, dict) and isinstance(holder.get("source"), str):
+                return str(holder["source"])
+        return None
+
+
+def read_session(location: SessionLocation, *, max_bytes: int) -> SessionFiles:
+    """Read and parse a session's files.
+
+    Raises ``SourceError`` when the messages file is missing or unusable or the
+    manifest is not an object, and ``NotParseableYet`` (kind ``messages`` or
+    ``manifest``) when either file is caught empty or half written.
+    """
+    messages_print = stat_fingerprint(location.messages)
+    if messages_print is None:
+        raise SourceError(str(location.messages), "no messages file")
+    try:
+        messages = read_json(location.messages, kind="messages", max_bytes=max_bytes)
+    except NotFound:
+        raise SourceError(str(location.messages), "no messages file") from None
+    source_files = [messages_print]
+    manifest: dict[str, Any] | None = None
+    manifest_print = stat_fingerprint(location.manifest)
+    if manifest_print is not None:
+        try:
+            parsed = read_json(location.manifest, kind="manifest", max_bytes=max_bytes)
+        except NotFound:
+            parsed = None  # removed between stat and read: as if it never existed
+        else:
+            if not isinstance(parsed, dict):
+                raise SourceError(str(location.manifest), "wrong shape: top level: expected an object")
+            manifest = parsed
+            source_files.append(manifest_print)
+    return SessionFiles(location, messages, manifest, tuple(source_files))
+
+
+def session_fingerprint(location: SessionLocation) -> tuple[SourceFile, ...]:
+    """Fingerprints of the files ``read_session`` would read (stat only, no read)."""
+    found = (stat_fingerprint(location.messages), stat_fingerprint(location.manifest))
+    return tuple(print_ for print_ in found if print_ is not None)

@@ -1,0 +1,215 @@
+"""Where Cline's sessions are, which names are safe, and what to skip.
+
+A sessions root holds one folder per session, ``<id>/<id>.messages.json`` (the
+conversation) and ``<id>/<id>.json`` (the manifest). Only names matching
+``SAFE_NAME`` are ever used in paths; everything else in the root is skipped,
+silently when it is Cline's own bookkeeping, with a warning when it is junk.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from postrun.errors import NotFound, SourceError, UsageError
+
+SAFE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+MESSAGES_SUFFIX = ".messages.json"
+# Files Cline itself keeps next to the session folders (never sessions).
+CLINE_ROOT_FILES = frozenset(
+    {
+        "sessions.index.json",
+        "subagent-spawn-queue.json",
+        "machine-id",
+        "sessions.db",
+        "sessions.db-wal",
+        "sessions.db-shm",
+    }
+)
+
+
+def is_safe_name(name: str) -> bool:
+    return name not in (".", "..") and SAFE_NAME.fullmatch(name) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLocation:
+    """The files of one session. ``data_dir`` holds globalState.json and settings/."""
+
+    session_id: str
+    folder: Path
+    messages: Path
+    manifest: Path
+    sessions_root: Path
+
+    @classmethod
+    def in_root(cls, sessions_root: Path, session_id: str) -> SessionLocation:
+        folder = sessions_root / session_id
+        return cls(
+            session_id=session_id,
+            folder=folder,
+            messages=folder / f"{session_id}{MESSAGES_SUFFIX}",
+            manifest=folder / f"{session_id}.json",
+            sessions_root=sessions_root,
+        )
+
+    @property
+    def data_dir(self) -> Path:
+        return self.sessions_root.parent
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """An entry that is not a session. ``warn`` is False for expected bookkeeping.
+
+    ``path`` may hold an unsafe name: log it with ``repr``/``ascii``.
+    """
+
+    path: Path
+    reason: str
+    warn: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    sessions: tuple[SessionLocation, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+
+
+def _absolute(path: str | os.PathLike[str]) -> Path:
+    # Absolute and normalized, but symlinks kept: paths stay the ones the user sees.
+    return Path(os.path.normpath(Path(path).absolute()))
+
+
+def _quietly_skipped(name: str) -> str | None:
+    """Why an entry of a sessions root is skipped without a warning, if it is."""
+    if name.startswith((".", "_")):
+        return "hidden entry"
+    if name.endswith(".tmp"):
+        return "temporary file"
+    if name in CLINE_ROOT_FILES:
+        return "Cline's own file"
+    return None
+
+
+def list_sessions(root: Path) -> Listing:
+    """Every session folder in a sessions root, and what was skipped.
+
+    Raises ``NotFound`` when ``root`` does not exist and ``SourceError`` when it
+    cannot be listed.
+    """
+    root = _absolute(root)
+    try:
+        names = sorted(entry.name for entry in root.iterdir())
+    except FileNotFoundError:
+        raise NotFound(str(root), "no such folder") from None
+    except NotADirectoryError:
+        raise SourceError(str(root), "not a folder") from None
+    except OSError as exc:
+        raise SourceError(str(root), f"cannot list: {exc.strerror or exc}") from None
+    real_root = root.resolve()
+    sessions: list[SessionLocation] = []
+    skipped: list[Skipped] = []
+    for name in names:
+        found = _classify(root, real_root, name)
+        if isinstance(found, Skipped):
+            skipped.append(found)
+        else:
+            sessions.append(found)
+    return Listing(tuple(sessions), tuple(skipped))
+
+
+def _classify(root: Path, real_root: Path, name: str) -> SessionLocation | Skipped:
+    path = root / name
+    quiet = _quietly_skipped(name)
+    if quiet:
+        return Skipped(path, quiet, warn=False)
+    if not is_safe_name(name):
+        return Skipped(path, "unsafe name", warn=True)
+    if path.is_symlink():
+        if not path.exists():
+            return Skipped(path, "broken symlink", warn=True)
+        if not path.resolve().is_relative_to(real_root):
+            return Skipped(path, "symlink to outside the sessions folder", warn=True)
+    if not path.is_dir():
+        return Skipped(path, "not a session folder", warn=True)
+    location = SessionLocation.in_root(root, name)
+    if location.messages.exists():
+        if "__" in name and not location.manifest.exists():
+            # Early Cline builds kept subagent transcripts in sibling folders.
+            return Skipped(path, "subagent transcript folder", warn=False)
+        return location
+    if location.manifest.exists():
+        return Skipped(path, "no messages file yet", warn=False)
+    return Skipped(path, f"no {name}{MESSAGES_SUFFIX}", warn=True)
+
+
+def resolve_targets(targets: Iterable[str | os.PathLike[str]], default_root: Path) -> Listing:
+    """The sessions named by ``postrun ingest`` targets, in order, without duplicates.
+
+    An existing path wins over a bare id: a session folder, a messages file, or any
+    other folder (a sessions root: every session in it). Anything else is a session
+    id looked up in ``default_root``. Raises ``NotFound`` or ``UsageError``.
+    """
+    sessions: dict[Path, SessionLocation] = {}
+    skipped: list[Skipped] = []
+    for target in targets:
+        listing = _resolve_target(os.fspath(target), default_root)
+        for location in listing.sessions:
+            sessions.setdefault(location.messages, location)
+        skipped.extend(listing.skipped)
+    return Listing(tuple(sessions.values()), tuple(skipped))
+
+
+def _resolve_target(target: str, default_root: Path) -> Listing:
+    path = _absolute(target)
+    if target and path.exists():
+        if path.is_dir():
+            if (path / f"{path.name}{MESSAGES_SUFFIX}").exists():
+                _require_safe(path.name, target)
+                return Listing((SessionLocation.in_root(path.parent, path.name),))
+            return list_sessions(path)
+        if path.name.endswith(MESSAGES_SUFFIX):
+            session_id = path.name.removesuffix(MESSAGES_SUFFIX)
+            _require_safe(session_id, target)
+            folder = path.parent
+            manifest = folder / f"{session_id}.json"
+            return Listing((SessionLocation(session_id, folder, path, manifest, folder.parent),))
+        raise UsageError(target, "not a session folder, a messages file or a sessions folder")
+    if is_safe_name(target):
+        location = SessionLocation.in_root(_absolute(default_root), target)
+        if location.messages.exists():
+            return Listing((location,))
+        raise NotFound(
+            target, f"no such session in {location.sessions_root} (pass the session folder or messages file)"
+        )
+    if os.sep in target:
+        raise NotFound(target, "no such file or folder")
+    raise UsageError(target, "not a session id, a session folder or a messages file")
+
+
+def _require_safe(session_id: str, target: str) -> None:
+    if not is_safe_name(session_id):
+        raise UsageError(target, f"unsafe session id {session_id!r}")
+
+
+def session_id_for_event(root: Path, path: str | os.PathLike[str]) -> str | None:
+    """The session a file-system event under ``root`` is about, if any.
+
+    Any path inside a session folder maps to that session (writers rename temp
+    files over the real ones, so event types cannot be trusted); temp files,
+    hidden entries, unsafe names and Cline's own root files map to None.
+    """
+    relative = os.path.relpath(_absolute(path), _absolute(root))
+    parts = Path(relative).parts
+    if not parts or parts[0] in (".", ".."):
+        return None
+    name = parts[0]
+    if _quietly_skipped(name) or not is_safe_name(name) or parts[-1].endswith(".tmp"):
+        return None
+    if len(parts) == 1 and name.endswith(".json"):
+        return None  # a file in the root itself, never a session folder
+    return name

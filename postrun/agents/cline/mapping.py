@@ -1,0 +1,220 @@
+"""A Cline session's files as v1.2 records (cline.md §5): pure, and incremental.
+
+The mapping is a left-to-right fold over the messages. A message's steps are a
+function of the message, the result blocks its calls were answered with, a small
+``Context`` (seq, turn, time, ids) and a few session-wide facts (``SessionFacts``).
+``MappingCache`` keeps each message's steps under exactly those inputs (digests,
+not the document), so re-mapping a session Cline rewrote with one more message
+builds and validates only the steps that changed. With or without a cache the
+result is the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from postrun.agents.cline.files import SessionFiles
+from postrun.agents.cline.segments import SegmentPlan, plan_segments
+from postrun.agents.cline.steps import ROOT_ACTOR, Context, MessageSteps, SessionFacts, map_message
+from postrun.agents.cline.times import iso_from_ms, iso_from_ns, valid_timestamp
+from postrun.agents.cline.tools import ToolContext
+from postrun.agents.cline.transcript import Fingerprint, Transcript, read_transcript
+from postrun.records import MappedSession, SessionExtras, StepRow, canonical_json, digest
+
+AGENT = "cline"
+CacheKey = tuple[Fingerprint, Context]  # (the message's JSON, its context)
+
+
+@dataclass(frozen=True, slots=True)
+class MappingCache:
+    """What the next ``map_session`` of the same session may reuse."""
+
+    header: str  # digest of the session-wide facts every step depends on
+    messages: Mapping[CacheKey, MessageSteps] = field(default_factory=dict)
+
+
+def map_session(
+    files: SessionFiles, approvals: dict[str, Any], previous: MappingCache | None = None
+) -> tuple[MappedSession, MappingCache]:
+    """Map a session's files to v1.2 records.
+
+    ``approvals`` is the snapshot from ``approval_snapshot`` (or the one the store
+    kept); ``previous`` is the cache the last call for this session returned.
+    Raises ``SourceError`` (``wrong shape: <json path>: <what>``) for a document
+    that cannot be mapped.
+    """
+    where = str(files.location.messages)
+    transcript = read_transcript(files.messages, where)
+    manifest = files.manifest or {}
+    metadata = _dict(manifest.get("metadata"))
+    ended_at = valid_timestamp(manifest.get("ended_at"))
+    tools = ToolContext(
+        cwd=_text(manifest.get("cwd")),
+        approvals=approvals,
+        approval_was_on=transcript.approval_refused and approvals.get("kind") == "cli",
+        # Once the session ended, a call without a result will never get one.
+        ended_status=(_text(manifest.get("status")) or "unknown") if ended_at is not None else None,
+    )
+    facts = SessionFacts(files.location.session_id, where, tools)
+    started_at = _started_at(manifest, transcript, files)
+    plan = plan_segments(
+        metadata.get("checkpoint"),
+        started_at=started_at,
+        ended_at=ended_at,
+        source_files=[source.path for source in files.source_files],
+    )
+    header = digest(canonical_json([facts.session_id, tools.cwd, approvals, tools.approval_was_on, tools.ended_status]))
+    reusable = previous.messages if previous is not None and previous.header == header else {}
+    cached, rows, opened_turns = _fold(transcript, facts, plan, started_at, reusable)
+    session = _session_record(files, transcript, manifest, metadata, started_at)
+    if ended_at is not None:
+        session["ended_at"] = ended_at
+    mapped = MappedSession(
+        agent=AGENT,
+        session=session,
+        segments=list(plan.segments),
+        actors=[{"id": ROOT_ACTOR, "type": "root", "label": _text(transcript.document.get("agent")) or AGENT}],
+        turns=_turn_records(facts.session_id, opened_turns, rows),
+        steps=rows,
+        extras=_extras(manifest, metadata, transcript),
+        approvals=approvals,
+        source_files=files.source_files,
+    )
+    return mapped, MappingCache(header, cached)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _started_at(manifest: dict[str, Any], transcript: Transcript, files: SessionFiles) -> str:
+    """The manifest's start, else the earliest message, else the messages file's mtime."""
+    from_manifest = valid_timestamp(manifest.get("started_at"))
+    if from_manifest is not None:
+        return from_manifest
+    if transcript.earliest_ms is not None:
+        return iso_from_ms(transcript.earliest_ms)
+    messages_path = str(files.location.messages)
+    return iso_from_ns(next((f.mtime_ns for f in files.source_files if f.path == messages_path), 0))
+
+
+def _fold(
+    transcript: Transcript,
+    facts: SessionFacts,
+    plan: SegmentPlan,
+    started_at: str,
+    reusable: Mapping[CacheKey, MessageSteps],
+) -> tuple[dict[CacheKey, MessageSteps], list[StepRow], list[dict[str, Any]]]:
+    cached: dict[CacheKey, MessageSteps] = {}
+    rows: list[StepRow] = []
+    opened_turns: list[dict[str, Any]] = []
+    turn_id, turn_segment = "turn:0", 0
+    at: int | str = started_at
+    by_position = transcript.by_position
+    for message in transcript.messages:
+        if message.ts is not None:
+            at = message.ts  # a message without ts keeps the previous message's time
+        next_turn = len(opened_turns) + 1
+        answers = sorted(message.answers.items())
+        context = Context(
+            seq=len(rows),
+            turn_id=turn_id,
+            turn_segment=turn_segment,
+            next_turn=next_turn,
+            next_turn_segment=plan.segment_for_turn(next_turn),
+            at=at,
+            key=message.key,
+            tool_keys=tuple(message.tool_keys),
+            results=tuple((call, by_position[answer].fingerprint, block) for call, (answer, block) in answers),
+            bound=tuple(message.bound),
+        )
+        key = (message.fingerprint, context)
+        steps = reusable.get(key)
+        if steps is None:
+            results = {call: by_position[answer].blocks[block] for call, (answer, block) in answers}
+            steps = map_message(message, results, context, facts)
+        cached[key] = steps
+        rows.extend(steps.rows)
+        if steps.opened_turn is not None:
+            opened_turns.append(steps.opened_turn)
+            turn_id, turn_segment = steps.opened_turn["id"], steps.opened_turn["segment_index"]
+    return cached, rows, opened_turns
+
+
+def _turn_records(session_id: str, opened_turns: list[dict[str, Any]], rows: list[StepRow]) -> list[dict[str, Any]]:
+    step_ids: dict[str, list[str]] = {}
+    for row in rows:
+        record = row.record
+        step_ids.setdefault(record["turn_id"], []).append(record["id"])
+    turns: list[dict[str, Any]] = []
+    if "turn:0" in step_ids:
+        # Steps before the first prompt (e.g. a compacted or migrated transcript).
+        turns.append(
+            {
+                "id": "turn:0",
+                "session_id": session_id,
+                "segment_index": 0,
+                "actor_id": ROOT_ACTOR,
+                "index": 0,
+                "started_at": rows[0].record["at"],
+                "step_ids": step_ids["turn:0"],
+            }
+        )
+    turns.extend({**turn, "step_ids": step_ids.get(turn["id"], [])} for turn in opened_turns)
+    return turns
+
+
+def _session_record(
+    files: SessionFiles,
+    transcript: Transcript,
+    manifest: dict[str, Any],
+    metadata: dict[str, Any],
+    started_at: str,
+) -> dict[str, Any]:
+    document = transcript.document
+    version = _version(_dict(document.get("origin")).get("version")) or _version(
+        _dict(metadata.get("sessionHistoryOrigin")).get("version")
+    )
+    agent: dict[str, Any] = {"kind": AGENT, "version": version or "unknown"}
+    format_version = _version(document.get("version"))
+    if format_version is not None:
+        agent["format_version"] = format_version
+    workspace: dict[str, Any] = {"root": _text(manifest.get("workspace_root")) or _text(manifest.get("cwd")) or ""}
+    repo = _text(_dict(metadata.get("git")).get("url"))
+    if repo is not None:
+        workspace["repo"] = repo
+    session: dict[str, Any] = {
+        "id": files.location.session_id,
+        "agent": agent,
+        "workspace": workspace,
+        "started_at": started_at,
+        "source": str(files.location.folder),
+    }
+    metrics = transcript.metrics.record()
+    if metrics is not None:
+        session["metrics"] = metrics
+    return session
+
+
+def _version(value: Any) -> str | None:
+    """A version as a string (Cline writes the format version as a number)."""
+    if type(value) is int:
+        return str(value)
+    return _text(value)
+
+
+def _extras(manifest: dict[str, Any], metadata: dict[str, Any], transcript: Transcript) -> SessionExtras:
+    model_info = transcript.model_info  # the last call's, when the manifest does not say
+    return SessionExtras(
+        model=_text(manifest.get("model")) or _text(model_info.get("id")),
+        provider=_text(manifest.get("provider")) or _text(model_info.get("provider")),
+        agent_title=_text(metadata.get("title")),
+        agent_status=_text(manifest.get("status")),
+        git_branch=_text(_dict(metadata.get("git")).get("branch")),
+    )

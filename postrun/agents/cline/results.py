@@ -1,0 +1,122 @@
+"""What a ``tool_result`` block says: items, whole-call errors, refusals.
+
+Batched tools store a list of items ``{query, result, success, error?}``; single
+tools store one such object as a JSON-encoded string; a tool that throws stores
+``{"error": …}`` with ``is_error: true``. Refusal wordings are only trusted where
+an error is reported (a whole-call error or a failed item's ``error``), never in
+successful output.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+REFUSAL_WORDINGS = (
+    "User denied the tool execution",
+    "The user denied this edit",
+    "This tool call was rejected by the user and not executed",
+    "was not approved",
+    "requires approval in a TTY session",
+    "Desktop tool approval IPC is not configured",
+    "is disabled by policy",
+    "blocked in plan mode",
+)
+# Refusals that only happen when approval is on: a CLI session showing one ran with approval on.
+APPROVAL_ON_WORDINGS = (
+    "requires approval in a TTY session",
+    "Desktop tool approval IPC is not configured",
+    "rejected by the user",
+)
+_UNKNOWN_TOOL = re.compile(r"NoSuchToolError|unknown tool|no such tool", re.IGNORECASE)
+
+
+def decode_json_text(value: Any) -> Any:
+    """A string that holds a JSON list or object, decoded; anything else as is."""
+    if isinstance(value, str) and value.lstrip()[:1] in ("[", "{"):
+        try:
+            decoded = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+        if isinstance(decoded, list | dict):
+            return decoded
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    value: Any  # the content, with a JSON-encoded string decoded
+    is_error: bool
+    whole_error: str | None  # the message of a whole-call error, if the call failed as a whole
+    items: list[Any] | None  # the items of a batched result
+
+    @property
+    def text(self) -> str:
+        """The result as text, for error messages."""
+        if isinstance(self.value, str):
+            return self.value
+        return orjson.dumps(self.value).decode()
+
+
+def read_result(block: dict[str, Any]) -> ToolResult:
+    value = decode_json_text(block.get("content"))
+    is_error = block.get("is_error") is True
+    whole_error: str | None = None
+    if isinstance(value, dict) and "error" in value and "success" not in value:
+        whole_error = _as_text(value["error"])
+    elif isinstance(value, str) and is_error:
+        whole_error = value
+    items = value if isinstance(value, list) else None
+    return ToolResult(value, is_error, whole_error, items)
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def item_failed(item: Any, result: ToolResult) -> bool:
+    return (
+        result.is_error or result.whole_error is not None or (isinstance(item, dict) and item.get("success") is False)
+    )
+
+
+def item_error_text(item: Any) -> str | None:
+    """The error a failed item reports itself (``error``), if any."""
+    if isinstance(item, dict) and isinstance(item.get("error"), str) and item["error"]:
+        return str(item["error"])
+    return None
+
+
+def is_refusal(message: str) -> bool:
+    return any(wording in message for wording in REFUSAL_WORDINGS)
+
+
+def is_unknown_tool(message: str) -> bool:
+    return _UNKNOWN_TOOL.search(message) is not None
+
+
+def error_reports(block: dict[str, Any]) -> Iterator[str]:
+    """Every error message a result block reports where refusals are trusted.
+
+    Cheap on purpose (it runs over the whole transcript): JSON text is only
+    decoded when it mentions one of the approval wordings.
+    """
+    content = block.get("content")
+    if isinstance(content, str):
+        if any(wording in content for wording in APPROVAL_ON_WORDINGS):
+            result = read_result(block)
+            if result.whole_error is not None:
+                yield result.whole_error
+            yield from _failed_item_errors(result.items or ([result.value] if isinstance(result.value, dict) else []))
+    elif isinstance(content, list):
+        yield from _failed_item_errors(content)
+
+
+def _failed_item_errors(items: list[Any]) -> Iterator[str]:
+    for item in items:
+        if isinstance(item, dict) and item.get("success") is False and isinstance(item.get("error"), str):
+            yield str(item["error"])

@@ -1,0 +1,52 @@
+"""Cline's times as v1.2 timestamps: epoch milliseconds and ISO strings."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from postrun import schema
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Epoch milliseconds that a date can hold (years 1 to 9999).
+_MIN_MS, _MAX_MS = -62_135_596_800_000, 253_402_300_799_999
+_TIMESTAMP = TypeAdapter(schema.Timestamp)
+
+
+def epoch_ms(value: Any) -> int | None:
+    """``value`` as whole epoch milliseconds when it is a number a date can hold, else None."""
+    if type(value) is float:
+        if not math.isfinite(value):
+            return None
+        value = math.floor(value)
+    elif type(value) is not int:
+        return None  # bool and everything that is not a number
+    return value if _MIN_MS <= value <= _MAX_MS else None
+
+
+def iso_from_ms(ms: int) -> str:
+    """``2026-09-21T14:13:19.500Z`` for epoch milliseconds accepted by ``epoch_ms``."""
+    moment = _EPOCH + timedelta(milliseconds=ms)
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
+        f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}.{moment.microsecond // 1000:03d}Z"
+    )
+
+
+def iso_from_ns(ns: int) -> str:
+    """A file's nanosecond mtime as a timestamp."""
+    return iso_from_ms(min(max(ns // 1_000_000, _MIN_MS), _MAX_MS))
+
+
+def valid_timestamp(value: Any) -> str | None:
+    """``value`` when it is a v1.2 timestamp (ISO 8601 with a zone), else None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        _TIMESTAMP.validate_python(value)
+    except ValidationError:
+        return None
+    return value

@@ -1,0 +1,84 @@
+"""Reading a session's files: the lead transcript and its manifest only."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from postrun.agents.cline import SessionLocation, read_session, session_fingerprint
+from postrun.errors import NotParseableYet, SourceError
+from postrun.jsonio import stat_fingerprint
+from tests.unit.cline.kit import FIXTURES, MAX_BYTES
+
+
+@pytest.fixture
+def subagents(tmp_path: Path) -> SessionLocation:
+    """A copy of the real session whose folder also holds two subagent transcripts."""
+    source = FIXTURES / "cline-real" / "h_subagents" / "data" / "sessions"
+    shutil.copytree(source, tmp_path / "sessions")
+    return SessionLocation.in_root(tmp_path / "sessions", "1795976749765_vx695")
+
+
+def test_reads_the_lead_transcript_and_manifest_only(subagents: SessionLocation) -> None:
+    files = read_session(subagents, max_bytes=MAX_BYTES)
+    assert files.location == subagents
+    assert files.messages["agent"] == "lead"
+    assert files.manifest is not None and files.manifest["session_id"] == "1795976749765_vx695"
+    assert [source.path for source in files.source_files] == [str(subagents.messages), str(subagents.manifest)]
+    assert files.source_files == session_fingerprint(subagents)
+    assert files.client_source == "cli"
+
+
+def test_fingerprints_are_taken_before_the_read(subagents: SessionLocation) -> None:
+    before = stat_fingerprint(subagents.messages)
+    files = read_session(subagents, max_bytes=MAX_BYTES)
+    assert files.source_files[0] == before
+    subagents.messages.write_text('{"messages": []}')
+    os.utime(subagents.messages, ns=(1, 1))
+    assert session_fingerprint(subagents)[0] != files.source_files[0]
+
+
+def test_manifest_is_optional(subagents: SessionLocation) -> None:
+    subagents.manifest.unlink()
+    files = read_session(subagents, max_bytes=MAX_BYTES)
+    assert files.manifest is None
+    assert [source.path for source in files.source_files] == [str(subagents.messages)]
+    assert session_fingerprint(subagents) == files.source_files
+    assert files.client_source == "cli"  # from the transcript's origin
+
+
+def test_missing_messages_file_is_a_source_error(subagents: SessionLocation) -> None:
+    subagents.messages.unlink()
+    with pytest.raises(SourceError, match="no messages file") as caught:
+        read_session(subagents, max_bytes=MAX_BYTES)
+    assert not isinstance(caught.value, NotParseableYet)
+
+
+def test_half_written_manifest_is_not_parseable_yet(subagents: SessionLocation) -> None:
+    subagents.manifest.write_text('{"session_id": "1795976749765_vx695", "sta')
+    with pytest.raises(NotParseableYet) as caught:
+        read_session(subagents, max_bytes=MAX_BYTES)
+    assert caught.value.kind == "manifest"
+    assert "manifest file not parseable yet (mid-write?)" in str(caught.value)
+
+
+def test_manifest_that_is_not_an_object_has_the_wrong_shape(subagents: SessionLocation) -> None:
+    subagents.manifest.write_text("[1, 2]")
+    with pytest.raises(SourceError, match="wrong shape") as caught:
+        read_session(subagents, max_bytes=MAX_BYTES)
+    assert caught.value.where == str(subagents.manifest)
+
+
+def test_fifo_in_place_of_the_transcript_is_refused(subagents: SessionLocation) -> None:
+    subagents.messages.unlink()
+    os.mkfifo(subagents.messages)
+    with pytest.raises(SourceError, match=r"not a regular file \(fifo\)"):
+        read_session(subagents, max_bytes=MAX_BYTES)
+
+
+def test_size_limit_applies(subagents: SessionLocation) -> None:
+    with pytest.raises(SourceError, match="max_file_mb"):
+        read_session(subagents, max_bytes=1000)
