@@ -142,15 +142,16 @@ class Scheduler:
                 return self._start(session_id, state, "startup", now)
         return None
 
-    def finished(self, due: Due, *, cost_seconds: float, resolved: bool) -> None:
+    def finished(self, due: Due, *, cost_seconds: float | None, resolved: bool) -> None:
         """The ingest handed out by ``take`` is over.
 
-        ``cost_seconds`` is its CPU time; ``resolved`` is True when it stored the session
-        (so a later problem is reported again even if it looks like the last one).
+        ``cost_seconds`` is its CPU time, None when nothing was read (the files had not
+        changed since the last read); ``resolved`` is True when it stored the session (so a
+        later problem is reported again even if it looks like the last one).
         """
         state = self._sessions[due.session_id]
         state.running = False
-        if due.reason != "startup":
+        if due.reason != "startup" and cost_seconds is not None:
             state.costs.append(cost_seconds)
             state.live_started = state.started
         if resolved:
@@ -235,9 +236,11 @@ class Dispatcher:
     Every call is thread-safe; hints from watcher and poller threads only take a lock.
     """
 
-    def __init__(self, scheduler: Scheduler, run: Callable[[Due], tuple[float, bool]], *, name: str = "ingest") -> None:
+    def __init__(
+        self, scheduler: Scheduler, run: Callable[[Due], tuple[float | None, bool]], *, name: str = "ingest"
+    ) -> None:
         self.scheduler = scheduler
-        self._run = run  # returns (cpu seconds, resolved)
+        self._run = run  # returns (cpu seconds or None when nothing was read, resolved)
         self._condition = threading.Condition()
         self._stopping = False
         self._busy: Due | None = None
@@ -297,7 +300,8 @@ class Dispatcher:
                 if due is None:
                     return
                 self._busy = due
-            cost, resolved = 0.0, False
+            cost: float | None = None
+            resolved = False
             try:
                 cost, resolved = self._run(due)
             finally:

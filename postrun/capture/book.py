@@ -1,0 +1,183 @@
+"""What the capture knows about each session in the sessions root, kept small.
+
+For 10,000 sessions this stays a few megabytes: per session one id and two integers (the
+fingerprint the poller last saw, the fingerprint of the last read), plus small sets of
+open and recently changed sessions. Session paths are rebuilt from the root when needed.
+
+``plan_catch_up`` compares the root with the store at start-up: sessions whose files
+have the size and modification time they had when stored are skipped without being read.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from postrun.agents.cline import AGENT, Skipped, list_sessions, session_fingerprint
+from postrun.errors import NotFound, PostrunError
+from postrun.ingest import unchanged_since_stored
+from postrun.records import SourceFile
+from postrun.store.capture_state import iter_stored_fingerprints
+from postrun.store.db import Database
+
+ACTIVE_SECONDS = 24 * 3600  # a session changed this recently is polled every tick
+
+PrintKey = int
+
+
+def print_key(files: Sequence[SourceFile]) -> PrintKey:
+    """A compact stand-in for a session's fingerprints (size, mtime, inode of each file)."""
+    return hash(tuple((f.size, f.mtime_ns, f.ino) for f in files))
+
+
+def newest_mtime(files: Iterable[SourceFile]) -> float:
+    return max((f.mtime_ns for f in files), default=0) / 1e9
+
+
+@dataclass(frozen=True)
+class CatchUpPlan:
+    """The sessions root compared with the store."""
+
+    root_found: bool
+    present: tuple[str, ...]  # every session in the root, in listing order
+    changed: tuple[str, ...]  # new, or changed since stored: to ingest
+    prints: dict[str, PrintKey]  # the fingerprints seen now, for every present session
+    unchanged: frozenset[str]  # stored with exactly these fingerprints: nothing to read
+    open: frozenset[str]  # stored without an end time
+    recent: dict[str, float]  # sessions whose files changed in the last 24 h -> newest mtime
+    skipped: tuple[Skipped, ...] = field(default=())
+
+
+def plan_catch_up(root: Path, database: Database, *, wall_now: float) -> CatchUpPlan:
+    """Which sessions in the root need ingesting (stat only: no session file is read).
+
+    Raises PostrunError when the root exists but cannot be listed.
+    """
+    try:
+        listing = list_sessions(root)
+    except NotFound:
+        return CatchUpPlan(False, (), (), {}, frozenset(), frozenset(), {})
+    current: dict[str, tuple[SourceFile, ...] | None] = {}
+    for location in listing.sessions:
+        try:
+            current[location.session_id] = session_fingerprint(location)
+        except PostrunError:
+            current[location.session_id] = None  # the ingest reports it
+    unchanged: set[str] = set()
+    stored_open: set[str] = set()
+    for stored in iter_stored_fingerprints(database, AGENT):
+        files = current.get(stored.session_id)
+        if files is None:
+            continue
+        if stored.open:
+            stored_open.add(stored.session_id)
+        if unchanged_since_stored(stored.source_files, files):
+            unchanged.add(stored.session_id)
+    present = tuple(location.session_id for location in listing.sessions)
+    recent = {
+        session_id: newest_mtime(files)
+        for session_id, files in current.items()
+        if files and wall_now - newest_mtime(files) < ACTIVE_SECONDS
+    }
+    return CatchUpPlan(
+        root_found=True,
+        present=present,
+        changed=tuple(session_id for session_id in present if session_id not in unchanged),
+        prints={session_id: print_key(files or ()) for session_id, files in current.items()},
+        unchanged=frozenset(unchanged),
+        open=frozenset(stored_open),
+        recent=recent,
+        skipped=listing.skipped,
+    )
+
+
+class SessionBook:
+    """The capture's per-session memory; every method is thread-safe."""
+
+    def __init__(self, wall: Callable[[], float] = time.time) -> None:
+        self.wall = wall
+        self._lock = threading.Lock()
+        self._seen: dict[str, PrintKey | None] = {}  # session -> fingerprint the poller last saw
+        self._read: dict[str, PrintKey] = {}  # session -> fingerprint when last read (or known stored)
+        self._open: set[str] = set()
+        self._recent: dict[str, float] = {}  # session -> wall time of its last change (last 24 h)
+
+    def load(self, plan: CatchUpPlan) -> None:
+        """Start from a catch-up plan (start-up, or the store was recreated)."""
+        with self._lock:
+            self._seen = dict(plan.prints)
+            self._read = {session_id: plan.prints[session_id] for session_id in plan.unchanged}
+            self._open = set(plan.open)
+            self._recent = dict(plan.recent)
+
+    def __contains__(self, session_id: object) -> bool:
+        return session_id in self._seen
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    def ids(self) -> list[str]:
+        with self._lock:
+            return list(self._seen)
+
+    def add(self, session_id: str) -> bool:
+        """A session folder appeared; True when it was not known."""
+        with self._lock:
+            if session_id in self._seen:
+                return False
+            self._seen[session_id] = None
+            self._recent[session_id] = self.wall()
+            return True
+
+    def remove(self, session_id: str) -> None:
+        """The session's folder is gone (its stored data stays)."""
+        with self._lock:
+            self._seen.pop(session_id, None)
+            self._read.pop(session_id, None)
+            self._open.discard(session_id)
+            self._recent.pop(session_id, None)
+
+    def saw(self, session_id: str, key: PrintKey) -> bool:
+        """The poller saw these fingerprints; True when they differ from the last ones seen."""
+        with self._lock:
+            if session_id not in self._seen or self._seen[session_id] == key:
+                return False
+            self._seen[session_id] = key
+            self._recent[session_id] = self.wall()
+            return True
+
+    def was_read_at(self, session_id: str, key: PrintKey) -> bool:
+        with self._lock:
+            return self._read.get(session_id) == key
+
+    def read(self, session_id: str, key: PrintKey, *, is_open: bool | None = None) -> None:
+        """The session was read at these fingerprints (stored, or found torn)."""
+        with self._lock:
+            self._read[session_id] = key
+            if is_open is True:
+                self._open.add(session_id)
+            elif is_open is False:
+                self._open.discard(session_id)
+
+    def forget_reads(self) -> None:
+        """The store was recreated: nothing is known to be stored any more."""
+        with self._lock:
+            self._read.clear()
+
+    def active(self) -> list[str]:
+        """Sessions polled every tick: open ones and those changed in the last 24 hours."""
+        with self._lock:
+            return list(self._open | self._recent.keys())
+
+    def prune(self) -> None:
+        cutoff = self.wall() - ACTIVE_SECONDS
+        with self._lock:
+            self._recent = {s: at for s, at in self._recent.items() if at >= cutoff and s in self._seen}
+
+    def most_recent(self, limit: int) -> list[str]:
+        """The sessions that changed most recently, oldest first (to seed the folder watches)."""
+        with self._lock:
+            return sorted(self._recent, key=self._recent.__getitem__)[-limit:]

@@ -1,0 +1,176 @@
+"""The capture's log: ``<ISO time> <LEVEL> <message>`` lines, and a progress bar on a terminal.
+
+Under journald (stderr *is* the stream named by ``JOURNAL_STREAM``) the time is left out,
+since the journal adds its own, and each line starts with a ``<N>`` syslog priority that
+journald turns into the entry's level. ``--daemon`` logs to a file instead of stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import os
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TextIO
+
+from postrun.paths import ensure_private_dir
+
+LOGGER_NAME = "postrun"
+LOG_FILE_BYTES = 10 * 2**20  # --daemon's log rotates at 10 MB, keeping 3 old files
+LOG_FILE_BACKUPS = 3
+_SYSLOG_PRIORITY = {"DEBUG": 7, "INFO": 6, "WARNING": 4, "ERROR": 3, "CRITICAL": 2}
+_PROGRESS_REDRAW_SECONDS = 0.1
+_PROGRESS_WIDTH = 30
+
+
+def stream_is_journal(stream: TextIO, environ: Mapping[str, str]) -> bool:
+    """True when ``stream`` is the journal stream systemd connected (``JOURNAL_STREAM=dev:ino``)."""
+    value = environ.get("JOURNAL_STREAM", "")
+    device, _, inode = value.partition(":")
+    try:
+        info = os.fstat(stream.fileno())
+        return (info.st_dev, info.st_ino) == (int(device), int(inode))
+    except (ValueError, OSError):
+        return False
+
+
+class LineFormatter(logging.Formatter):
+    """``<ISO time> <LEVEL> <message>``; under journald ``<priority><LEVEL> <message>``."""
+
+    def __init__(self, *, journal: bool) -> None:
+        super().__init__()
+        self.journal = journal
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        if record.exc_info and record.levelno <= logging.DEBUG:
+            message = f"{message}\n{self.formatException(record.exc_info)}"
+        if self.journal:
+            return f"<{_SYSLOG_PRIORITY.get(record.levelname, 6)}>{record.levelname} {message}"
+        moment = datetime.fromtimestamp(record.created).astimezone().isoformat(timespec="milliseconds")
+        return f"{moment} {record.levelname} {message}"
+
+
+class ProgressBar:
+    """One self-redrawing line on a terminal: ``catching up [#####     ] 120/400 sessions``."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.lock = threading.RLock()  # shared with the log handler, so lines never interleave
+        self._total = 0
+        self._done = 0
+        self._shown = False
+        self._drawn_at = 0.0
+
+    @property
+    def active(self) -> bool:
+        return self._total > 0
+
+    def start(self, total: int) -> None:
+        with self.lock:
+            self._total, self._done = total, 0
+            self._draw(force=True)
+
+    def advance(self) -> None:
+        with self.lock:
+            if not self.active:
+                return
+            self._done += 1
+            if self._done >= self._total:
+                self.finish()
+            else:
+                self._draw(force=False)
+
+    def finish(self) -> None:
+        with self.lock:
+            self.clear()
+            self._total = 0
+
+    def clear(self) -> None:
+        with self.lock:
+            if self._shown:
+                self.stream.write("\r\x1b[K")
+                self.stream.flush()
+                self._shown = False
+
+    def redraw(self) -> None:
+        with self.lock:
+            if self.active:
+                self._draw(force=True)
+
+    def _draw(self, *, force: bool) -> None:
+        now = time.monotonic()
+        if not force and now - self._drawn_at < _PROGRESS_REDRAW_SECONDS:
+            return
+        filled = _PROGRESS_WIDTH * self._done // max(self._total, 1)
+        bar = "#" * filled + " " * (_PROGRESS_WIDTH - filled)
+        self.stream.write(f"\r\x1b[Kcatching up [{bar}] {self._done}/{self._total} sessions")
+        self.stream.flush()
+        self._shown = True
+        self._drawn_at = now
+
+
+class _TerminalHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes log lines above the progress bar instead of through it."""
+
+    def __init__(self, stream: TextIO, progress: ProgressBar) -> None:
+        super().__init__(stream)
+        self.progress = progress
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with self.progress.lock:
+            self.progress.clear()
+            super().emit(record)
+            self.progress.redraw()
+
+
+@dataclass
+class LogSetup:
+    logger: logging.Logger
+    progress: ProgressBar | None  # None unless stderr is a terminal
+    handler: logging.Handler
+
+    def set_level(self, level: str) -> None:
+        self.logger.setLevel(level)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.finish()
+        self.logger.removeHandler(self.handler)
+        self.handler.close()
+
+
+def configure_logging(level: str, *, environ: Mapping[str, str], log_file: Path | None = None) -> LogSetup:
+    """Send Postrun's log to stderr (or to ``log_file``, created private) at ``level``.
+
+    Raises OSError when the log file's folder cannot be created or the file opened.
+    """
+    handler: logging.Handler
+    progress: ProgressBar | None = None
+    if log_file is not None:
+        ensure_private_dir(log_file.parent)
+        handler = logging.handlers.RotatingFileHandler(
+            log_file, maxBytes=LOG_FILE_BYTES, backupCount=LOG_FILE_BACKUPS, encoding="utf-8"
+        )
+        handler.setFormatter(LineFormatter(journal=False))
+    else:
+        stream = sys.stderr
+        journal = stream_is_journal(stream, environ)
+        if not journal and stream.isatty():
+            progress = ProgressBar(stream)
+            handler = _TerminalHandler(stream, progress)
+        else:
+            handler = logging.StreamHandler(stream)
+        handler.setFormatter(LineFormatter(journal=journal))
+    logger = logging.getLogger(LOGGER_NAME)
+    logger.handlers.clear()
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = False
+    return LogSetup(logger=logger, progress=progress, handler=handler)

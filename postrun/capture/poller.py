@@ -1,0 +1,207 @@
+"""The fallback that never misses: a poll every ``poll_seconds`` and a full sweep every few minutes.
+
+A tick stats the root; lists it only when it changed (a new session folder changes the
+root's mtime) or a hint asked for it; and compares the fingerprints (size, mtime, inode)
+of the active sessions only: open ones and those changed in the last 24 hours. A full
+sweep compares every session. So an idle capture over 10,000 sessions costs a stat of the
+root plus a few stats per active session every tick. The tick also keeps the watcher in
+line (re-arms it after the root was deleted and recreated, or appeared late).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from postrun.agents.cline import Skipped, list_sessions, session_fingerprint
+from postrun.agents.cline.locate import SessionLocation
+from postrun.capture.book import SessionBook, print_key
+from postrun.capture.scheduler import Dispatcher, Reason
+from postrun.capture.watcher import SessionWatcher
+from postrun.errors import NotFound, PostrunError
+
+# A folder without a messages file may be a session being created: it is listed again on
+# every tick for this long, and warned about only if it is still not a session after it.
+NEW_FOLDER_GRACE_SECONDS = 60.0
+
+
+class Poller:
+    """The poll thread. ``wake`` asks for a listing now (a hint named an unknown session)."""
+
+    def __init__(
+        self,
+        root: Path,
+        book: SessionBook,
+        dispatcher: Dispatcher,
+        watcher: SessionWatcher | None,
+        *,
+        poll_seconds: float,
+        full_sweep_seconds: float,
+        logger: logging.Logger,
+        on_sweep: Callable[[], None] = lambda: None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.root = root
+        self.book = book
+        self.dispatcher = dispatcher
+        self.watcher = watcher
+        self.poll_seconds = poll_seconds
+        self.full_sweep_seconds = full_sweep_seconds
+        self.logger = logger
+        self.on_sweep = on_sweep
+        self.monotonic = monotonic
+        self._root_state: tuple[int, int, int] | None = None  # (dev, ino, mtime_ns) at the last listing
+        self._root_present: bool | None = None
+        self._next_sweep = monotonic() + full_sweep_seconds
+        self._young: dict[str, float] = {}  # non-session folders -> when first seen
+        self._warned: set[str] = set()
+        self._listing_requested = False
+        self._listing_reason: Reason = "poll"
+        self._request_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._last_error: str | None = None
+        self._thread = threading.Thread(target=self._loop, name="postrun-poll", daemon=True)
+
+    def prime(self, state: tuple[int, int, int] | None, skipped: tuple[Skipped, ...]) -> None:
+        """What the start-up listing found: the root's state taken just before it (so the first
+        tick does not list again) and the entries it skipped (junk is reported at once)."""
+        self._root_present = state is not None
+        self._root_state = state
+        self._note_skipped(skipped, warn=False)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread.ident is not None:
+            self._thread.join(timeout)
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def wake(self, *, listing: bool, reason: Reason = "event") -> None:
+        if listing:
+            with self._request_lock:
+                self._listing_requested = True
+                self._listing_reason = reason
+        self._wake.set()
+
+    def _loop(self) -> None:
+        deadline = self.monotonic()
+        while not self._stop.is_set():
+            woken = self._wake.wait(max(deadline - self.monotonic(), 0.0))
+            if self._stop.is_set():
+                return
+            self._wake.clear()
+            try:
+                if woken and self.monotonic() < deadline:
+                    self.tick(full=False, compare=False)  # a hint: list now, poll on schedule
+                else:
+                    self.tick(full=self.monotonic() >= self._next_sweep, compare=True)
+                    deadline = self.monotonic() + self.poll_seconds
+                self._last_error = None
+            except Exception as exc:
+                message = f"cline: poll failed: {type(exc).__name__}: {exc}"
+                if message != self._last_error:
+                    self.logger.error(message, exc_info=self.logger.isEnabledFor(logging.DEBUG))
+                    self._last_error = message
+                deadline = self.monotonic() + self.poll_seconds
+
+    def tick(self, *, full: bool, compare: bool = True) -> None:
+        """One poll: the root, a listing when needed, fingerprints, the watcher."""
+        state = root_state(self.root)
+        present = state is not None
+        if present != self._root_present:
+            self._root_changed(present)
+        with self._request_lock:
+            requested, self._listing_requested = self._listing_requested, False
+            listing_reason: Reason = self._listing_reason if requested else "poll"
+        need_listing = present and (
+            full
+            or requested
+            or state != self._root_state
+            or any(self.monotonic() - seen < NEW_FOLDER_GRACE_SECONDS for seen in self._young.values())
+        )
+        if need_listing:
+            self._list(listing_reason)
+            self._root_state = state
+        if compare and present:
+            self._compare(self.book.ids() if full else self.book.active())
+        if full:
+            self._next_sweep = self.monotonic() + self.full_sweep_seconds
+            self.book.prune()
+            self.dispatcher.prune()
+            self.on_sweep()
+        if self.watcher is not None:
+            self.watcher.sync(None if state is None else state[:2])
+
+    def _root_changed(self, present: bool) -> None:
+        if present and self._root_present is False:
+            self.logger.info(f"cline: {self.root} appeared; watching it")
+        elif not present and self._root_present:
+            self.logger.warning(f"cline: {self.root} is gone; stored sessions are kept, waiting for it to come back")
+        self._root_present = present
+
+    def _list(self, reason: Reason) -> None:
+        try:
+            listing = list_sessions(self.root)
+        except NotFound:
+            return
+        present = {location.session_id for location in listing.sessions}
+        for session_id in set(self.book.ids()) - present:
+            self.book.remove(session_id)
+            self.dispatcher.forget(session_id)
+        new = [location for location in listing.sessions if self.book.add(location.session_id)]
+        for location in new:
+            self._young.pop(location.session_id, None)
+            self._compare_one(location, reason)
+        self._note_skipped(listing.skipped, warn=True)
+
+    def _note_skipped(self, skipped: tuple[Skipped, ...], *, warn: bool) -> None:
+        """Remember folders that are not sessions (yet), and warn about junk once it is clearly junk."""
+        now = self.monotonic()
+        first_seen: dict[str, float] = {}
+        for entry in skipped:
+            name = entry.path.name
+            if entry.path.is_dir():
+                first_seen[name] = self._young.get(name, now)
+            settled = now - first_seen.get(name, now - NEW_FOLDER_GRACE_SECONDS) >= NEW_FOLDER_GRACE_SECONDS
+            if entry.warn and (settled or not warn):
+                self._warn_skipped(entry)
+        self._young = first_seen
+
+    def _compare(self, session_ids: list[str]) -> None:
+        for session_id in session_ids:
+            self._compare_one(SessionLocation.in_root(self.root, session_id), "poll")
+
+    def _compare_one(self, location: SessionLocation, reason: Reason) -> None:
+        try:
+            files = session_fingerprint(location)
+        except PostrunError:
+            return  # unreadable metadata: the ingest reports it when the session changes
+        if self.book.saw(location.session_id, print_key(files)):
+            self.dispatcher.changed(location.session_id, reason)
+            if self.watcher is not None:
+                self.watcher.want(location.session_id)
+
+    def _warn_skipped(self, entry: Skipped) -> None:
+        name = entry.path.name
+        if name not in self._warned:
+            self._warned.add(name)
+            self.logger.warning(f"cline: {os.fspath(entry.path)!a}: skipped ({entry.reason})")
+
+
+def root_state(root: Path) -> tuple[int, int, int] | None:
+    """The root's (device, inode, mtime_ns); None when it does not exist."""
+    try:
+        info = root.stat()
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_mtime_ns)
