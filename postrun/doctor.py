@@ -1,0 +1,309 @@
+"""``postrun doctor``: one check per thing that makes capture work, each ok, warn or fail.
+
+Only the configuration, the store and the Cline sessions folder can fail: without them
+capture records nothing. Everything else is a warning with a hint, because a machine can be
+fine without it (a Cline CLI user has no ``globalState.json``; a container or an SSH-only
+machine may have no user service manager).
+
+Checking the store opens it as every command does, so an older store is migrated and loose
+file modes are tightened; the modes are read before that, so the check still reports them.
+"""
+
+from __future__ import annotations
+
+import platform as python_platform
+import re
+import stat
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Literal
+
+from postrun.agents.cline.locate import list_sessions
+from postrun.capture.lock import read_capture_info
+from postrun.errors import ConfigError, PostrunError, StoreTooNewError
+from postrun.paths import Paths, cline_sessions_root, default_db_path
+from postrun.service_files import (
+    NO_USER_MANAGER,
+    Platform,
+    Runner,
+    ServiceStatus,
+    service_status,
+    unreachable_variables,
+)
+from postrun.settings import LoadedSettings, Settings, load_settings
+from postrun.store.db import STORE_VERSION, Database, StoreMissing
+
+Level = Literal["ok", "warn", "fail"]
+LEVELS: tuple[Level, ...] = ("ok", "warn", "fail")
+
+INOTIFY_WATCHES_FILE = Path("/proc/sys/fs/inotify/max_user_watches")
+# Other programs (editors, sync tools) share the per-user watch limit: ask for half of it at most.
+_WATCH_SHARE = 2
+_INOTIFY_HINT = (
+    "raise it: `echo fs.inotify.max_user_watches=524288 | sudo tee /etc/sysctl.d/90-postrun.conf"
+    " && sudo sysctl --system` (until then capture polls the sessions it cannot watch)"
+)
+_DISTRIBUTION = "postrun"
+_REQUIREMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    level: Level
+    detail: str
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class DoctorInputs:
+    """Everything the checks look at, injected."""
+
+    environ: Mapping[str, str]
+    config_file: Path | None  # --config
+    overrides: Mapping[str, object]  # flags that set settings (--db)
+    platform: Platform
+    runner: Runner
+    uid: int
+    inotify_watches_file: Path = INOTIFY_WATCHES_FILE
+
+
+def failed(checks: Sequence[Check]) -> bool:
+    return any(check.level == "fail" for check in checks)
+
+
+def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
+    """Every check, in a fixed order: python, config, store, sessions, globalState.json,
+    capture, service, inotify."""
+    checks = [check_python()]
+    try:
+        loaded: LoadedSettings | None = load_settings(
+            config_file=inputs.config_file, overrides=inputs.overrides, environ=inputs.environ
+        )
+    except ConfigError as exc:
+        loaded = None
+        checks.append(
+            Check("config", "fail", str(exc), "fix the value named above; `postrun config show` lists every setting")
+        )
+    if loaded is None:
+        # The service's files do not depend on the settings: defaults locate them.
+        paths = Paths.from_settings(_default_settings(inputs.environ), inputs.environ)
+        not_checked = "not checked: the configuration does not load"
+        checks += [Check(name, "warn", not_checked) for name in ("store", "sessions", "globalState.json", "capture")]
+        checks.append(check_service(service_status(inputs.platform, paths, inputs.runner, uid=inputs.uid), {}))
+        checks.append(Check("inotify", "warn", not_checked))
+        return tuple(checks)
+
+    paths = Paths.from_settings(loaded.settings, inputs.environ, config_file=loaded.config_path)
+    checks.append(check_config(loaded))
+    checks.append(check_store(paths.db))
+    sessions_check, session_count = check_sessions(paths.cline_dir)
+    checks.append(sessions_check)
+    checks.append(check_global_state(paths.cline_dir))
+    checks.append(check_capture(paths))
+    status = service_status(inputs.platform, paths, inputs.runner, uid=inputs.uid)
+    checks.append(check_service(status, inputs.environ))
+    checks.append(
+        check_inotify(
+            inputs.platform,
+            use_events=loaded.settings.use_events,
+            sessions=session_count,
+            read_limit=lambda: _read_int(inputs.inotify_watches_file),
+        )
+    )
+    return tuple(checks)
+
+
+def _default_settings(environ: Mapping[str, str]) -> Settings:
+    return Settings(db=default_db_path(), cline_dir=cline_sessions_root(environ, base=Path.cwd())[0])
+
+
+def check_python() -> Check:
+    """The interpreter and the version of every installed dependency."""
+    found = [f"Python {python_platform.python_version()} ({sys.executable})"]
+    try:
+        requirements = metadata.requires(_DISTRIBUTION) or []
+    except metadata.PackageNotFoundError:
+        return Check(
+            "python",
+            "warn",
+            found[0] + "; postrun's package metadata is missing",
+            "install Postrun (`pipx install postrun`, a package, or `pip install .`) rather than running a source tree",
+        )
+    missing = []
+    for requirement in requirements:
+        match = _REQUIREMENT_NAME.match(requirement)
+        if match is None or "extra ==" in requirement:
+            continue
+        name = match.group(0)
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            missing.append(name)
+    if missing:
+        return Check(
+            "python", "warn", f"missing: {', '.join(missing)}", "reinstall Postrun so its dependencies come along"
+        )
+    return Check("python", "ok", ", ".join(found))
+
+
+def check_config(loaded: LoadedSettings) -> Check:
+    where = str(loaded.config_path) if loaded.config_found else f"{loaded.config_path} (absent: defaults)"
+    if loaded.warnings:
+        return Check("config", "warn", f"{where}; {'; '.join(loaded.warnings)}", "remove or rename those variables")
+    return Check("config", "ok", where)
+
+
+def check_store(db: Path) -> Check:
+    """The store opens, passes SQLite's integrity check, is private and at a known version."""
+    try:
+        modes = _modes(db)
+    except FileNotFoundError:
+        return Check(
+            "store",
+            "warn",
+            f"no store yet at {db}",
+            "it is created by the first capture (`postrun service install --now`) or `postrun ingest`",
+        )
+    except OSError as exc:
+        return Check("store", "fail", f"{db}: cannot inspect ({exc.strerror or exc})", "check the path and its folder")
+    try:
+        with Database.open(db, create=False) as database:
+            problems = [str(row[0]) for row in database.execute("pragma integrity_check")]
+            version = database.user_version()
+    except StoreTooNewError as exc:
+        return Check("store", "fail", str(exc), "upgrade Postrun")
+    except StoreMissing:
+        return Check("store", "warn", f"no store yet at {db}", "it is created by the first capture")
+    except PostrunError as exc:
+        return Check("store", "fail", str(exc), f"check the file; move it aside to start a new store ({db})")
+    if problems != ["ok"]:
+        return Check(
+            "store",
+            "fail",
+            f"{db}: integrity check failed: {problems[0]}",
+            "stop capture, move the file aside and run `postrun capture --once` to rebuild it from Cline's files",
+        )
+    detail = f"{db} (schema version {version} of {STORE_VERSION}, integrity ok)"
+    loose = [f"{path} was {mode:04o}" for path, mode in modes if mode & 0o077]
+    if loose:
+        return Check(
+            "store",
+            "warn",
+            f"{detail}; readable by others: {', '.join(loose)}",
+            f"chmod 700 {db.parent} && chmod 600 {db} (opening the store tightens the files, not the folder)",
+        )
+    return Check("store", "ok", detail)
+
+
+def _modes(db: Path) -> list[tuple[Path, int]]:
+    """The permission bits of the store's folder and file (which must exist)."""
+    return [(path, stat.S_IMODE(path.stat().st_mode)) for path in (db.parent, db)]
+
+
+def check_sessions(root: Path) -> tuple[Check, int | None]:
+    """The sessions root exists and can be listed; also returns how many sessions it holds."""
+    try:
+        listing = list_sessions(root)
+    except PostrunError as exc:
+        return (
+            Check(
+                "sessions",
+                "fail",
+                str(exc),
+                "has Cline run on this machine? Otherwise set cline_dir in the config file (or POSTRUN_CLINE_DIR)",
+            ),
+            None,
+        )
+    count = len(listing.sessions)
+    return Check("sessions", "ok", f"{count} session{'s' if count != 1 else ''} in {root}"), count
+
+
+def check_global_state(sessions_root: Path) -> Check:
+    """Cline's VS Code settings, next to the sessions root (absent for Cline CLI users)."""
+    path = sessions_root.parent / "globalState.json"
+    if path.is_file():
+        return Check("globalState.json", "ok", str(path))
+    return Check(
+        "globalState.json",
+        "warn",
+        f"not found at {path}",
+        "normal when Cline runs only as the CLI; with the VS Code extension, check the sessions folder",
+    )
+
+
+def check_capture(paths: Paths) -> Check:
+    info = read_capture_info(paths.capture_lock)
+    if info is None:
+        return Check(
+            "capture", "warn", "not running", "`postrun service install --now` (or run `postrun capture` in a terminal)"
+        )
+    details = [f"pid {info.pid}", f"since {info.started_at}"]
+    if info.last_ingest:
+        details.append(f"last ingest {info.last_ingest}")
+    details.append(f"{info.sessions_watched} sessions watched")
+    return Check("capture", "ok", f"running ({', '.join(details)})")
+
+
+def check_service(status: ServiceStatus, environ: Mapping[str, str]) -> Check:
+    """Installed and enabled; also that it starts an executable that still exists and that no
+    POSTRUN_* setting is left in the shell, where the service cannot see it."""
+    if status.file is None:
+        return Check("service", "warn", "not installed", "`postrun service install --now`")
+    detail = f"{status.file}; enabled: {status.enabled}"
+    if status.command and not Path(status.command[0]).exists():
+        return Check(
+            "service",
+            "warn",
+            f"{detail}; it runs {status.command[0]}, which does not exist",
+            "`postrun service install --now` rewrites it for this Postrun",
+        )
+    if status.enabled.value is None:
+        hint = ""
+        if status.enabled.detail == NO_USER_MANAGER:
+            hint = "no user service manager here; on a machine without a login session: `loginctl enable-linger $USER`"
+        return Check("service", "warn", detail, hint)
+    if not status.enabled.value:
+        command = (
+            "systemctl --user enable --now postrun" if status.platform == "linux" else "postrun service install --now"
+        )
+        return Check("service", "warn", detail, f"`{command}`")
+    shell_settings = unreachable_variables(environ)
+    if shell_settings:
+        return Check(
+            "service",
+            "warn",
+            f"{detail}; {', '.join(shell_settings)} set here does not reach the service",
+            "put the setting in the config file (`postrun config path`)",
+        )
+    return Check("service", "ok", detail)
+
+
+def check_inotify(
+    platform: Platform, *, use_events: bool, sessions: int | None, read_limit: Callable[[], int | None]
+) -> Check:
+    """On Linux every watched folder costs one inotify watch, from a per-user limit."""
+    if platform != "linux":
+        return Check("inotify", "ok", f"not used on {platform}")
+    if not use_events:
+        return Check("inotify", "ok", "not used (use_events = false: capture polls)")
+    limit = read_limit()
+    if limit is None:
+        return Check("inotify", "warn", "cannot read fs.inotify.max_user_watches", "is /proc mounted?")
+    if sessions is None:
+        return Check("inotify", "ok", f"max_user_watches {limit} (no sessions folder to count)")
+    needed = sessions + 1  # every session folder and the root
+    detail = f"max_user_watches {limit} for {sessions} session folder{'s' if sessions != 1 else ''}"
+    if needed * _WATCH_SHARE > limit:
+        return Check("inotify", "warn", f"{detail}: too few to watch them all", _INOTIFY_HINT)
+    return Check("inotify", "ok", detail)
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
