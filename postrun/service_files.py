@@ -70,8 +70,8 @@ RestartSec={restart}
 # 75: another capture holds the store; 78: a configuration error. A restart fixes neither.
 RestartPreventExitStatus=75 78
 WatchdogSec={watchdog}
-# The first start may catch up on a long history before it reports READY=1.
-TimeoutStartSec=300
+# READY=1 comes once the store is open (after an upgrade, migrated) and watched.
+TimeoutStartSec=120
 TimeoutStopSec={stop_timeout}
 Environment=PYTHONUNBUFFERED=1
 UMask=0077
