@@ -26,6 +26,7 @@ _PROCEEDED_OPENINGS = (
 _PROCEEDED_REF = re.compile(r"redirected to this file[^:\n]*:[ \t]*(?P<ref>[^\n]*?)[ \t]*(?:\n|\Z)")
 _OUTPUT_SO_FAR = "Output so far:\n"
 TRUNCATED_QUERY = " ... [command truncated:"
+_MORE_CHARS = re.compile(r" (?P<count>\d+) more chars")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,5 +95,8 @@ def query_matches(query: str, command: str) -> bool:
     """Whether a result's ``query`` names ``command`` (queries over 200 chars are cut)."""
     if query == command:
         return True
-    head, cut, _tail = query.partition(TRUNCATED_QUERY)
-    return bool(cut) and command.startswith(head)
+    head, cut, tail = query.partition(TRUNCATED_QUERY)
+    if not cut or not command.startswith(head):
+        return False
+    more = _MORE_CHARS.match(tail)
+    return more is None or len(command) == len(head) + int(more["count"])

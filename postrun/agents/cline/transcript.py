@@ -60,7 +60,7 @@ class Metrics:
         for name, key in TOKEN_KEYS:
             self.tokens[name] += _count(metrics.get(key))
         cost = metrics.get("cost")
-        if type(cost) in (int, float) and math.isfinite(cost) and cost > 0:
+        if isinstance(cost, int | float) and not isinstance(cost, bool) and math.isfinite(cost) and cost > 0:
             self.costs.append(float(cost))
 
     def record(self) -> dict[str, Any] | None:
@@ -121,13 +121,12 @@ def read_transcript(document: Any, where: str) -> Transcript:
         role = raw.get("role")
         if role not in ROLES:
             continue
-        message = Message(
-            position, raw, role, _blocks(raw.get("content"), where, position), "", epoch_ms(raw.get("ts"))
-        )
+        blocks = _blocks(raw.get("content"), where, position)
         try:
-            message.fingerprint = _fingerprint(orjson.dumps(raw))
-        except orjson.JSONEncodeError as exc:
+            fingerprint = _fingerprint(orjson.dumps(raw))
+        except orjson.JSONEncodeError as exc:  # e.g. nested deeper than orjson writes
             raise wrong_shape(where, f"messages[{position}]", str(exc)) from None
+        message = Message(position, raw, role, blocks, fingerprint, epoch_ms(raw.get("ts")))
         message_id = raw.get("id")
         message.key = unique(message_id) if isinstance(message_id, str) and message_id else f"#{position}"
         _note_facts(transcript, message)

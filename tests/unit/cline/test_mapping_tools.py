@@ -1,0 +1,519 @@
+"""Tool calls as steps: every tool row, input shape and outcome rule of cline.md §5."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.unit.cline.kit import (
+    ALL_ASKED,
+    ALL_AUTO,
+    T0,
+    answer,
+    call,
+    item,
+    mapped_session,
+    message,
+    one_call,
+    prompt,
+    steps_by_id,
+)
+
+CWD = "/home/dev/app"
+
+
+def steps(mapped: Any) -> list[dict[str, Any]]:
+    return [row.record for row in mapped.steps if not row.id.startswith(("u1#", "a1#"))]
+
+
+def only(mapped: Any) -> dict[str, Any]:
+    found = steps(mapped)
+    assert len(found) == 1, [step["id"] for step in found]
+    return found[0]
+
+
+# --- run_commands -------------------------------------------------------------------
+
+
+def test_command_items_with_exit_codes_and_stderr() -> None:
+    results = [
+        item("ok", "out\n[stderr]\nwarn"),
+        item(
+            "fails",
+            "[Command exited with code 2]\nsome out\n[stderr]\nboom",
+            success=False,
+            error="Command exited with code 2",
+        ),
+        item(
+            "fails-at-end", "partial\n[Command exited with code 3]", success=False, error="Command exited with code 3"
+        ),
+        item("empty", ""),
+        item("only stderr", "\n[stderr]\nnoise"),
+    ]
+    mapped = one_call("run_commands", {"commands": [result["query"] for result in results]}, results)
+    found = steps(mapped)
+    assert [step["id"] for step in found] == [f"c1#{i}" for i in range(5)]
+    assert [step["payload"] for step in found] == [
+        {"command": "ok", "cwd": CWD, "stdout": "out", "stderr": "warn"},
+        {"command": "fails", "cwd": CWD, "stdout": "some out", "stderr": "boom", "exit_code": 2},
+        {"command": "fails-at-end", "cwd": CWD, "stdout": "partial", "exit_code": 3},
+        {"command": "empty", "cwd": CWD, "stdout": ""},
+        {"command": "only stderr", "cwd": CWD, "stdout": "", "stderr": "noise"},
+    ]
+    assert [step["outcome"] for step in found] == ["ok", "failed", "failed", "ok", "ok"]
+    assert found[1]["error"] == {"type": "cline_tool_error", "message": "Command exited with code 2"}
+    assert all(step["content_status"] == "inline" for step in found)
+    assert all(step["at"] == "2026-09-21T14:13:21.000Z" for step in found)
+
+
+@pytest.mark.parametrize(
+    ("tool_input", "commands"),
+    [
+        ({"commands": ["a", "b"]}, ["a", "b"]),
+        ({"commands": '["a", "b"]'}, ["a", "b"]),
+        ('{"commands": ["a", "b"]}', ["a", "b"]),
+        ({"commands": "a"}, ["a"]),
+        ({"command": "a"}, ["a"]),
+        ({"cmd": "a"}, ["a"]),
+        (["a", "b"], ["a", "b"]),
+        ("a", ["a"]),
+        ({"command": "git", "args": ["log", "-n", "1 2"]}, ["git log -n '1 2'"]),
+        ({"commands": [{"command": "ls", "args": ["-la"]}, "pwd"]}, ["ls -la", "pwd"]),
+    ],
+)
+def test_command_input_shapes(tool_input: Any, commands: list[str]) -> None:
+    mapped = one_call("run_commands", tool_input, [item(command, "x") for command in commands])
+    assert [step["payload"]["command"] for step in steps(mapped)] == commands
+
+
+def test_legacy_execute_command_is_a_command() -> None:
+    step = only(one_call("execute_command", {"command": "npm test", "requires_approval": False}, "Command output: ok"))
+    assert step["type"] == "command"
+    assert step["payload"] == {"command": "npm test", "cwd": CWD, "stdout": "Command output: ok"}
+    assert step["id"] == "c1#0"
+
+
+def test_command_failed_with_empty_result_kept_no_output() -> None:
+    error = "Command failed: Command timed out after 30000ms"
+    step = only(
+        one_call("run_commands", {"commands": ["sleep 60"]}, [item("sleep 60", "", success=False, error=error)])
+    )
+    assert step["payload"] == {"command": "sleep 60", "cwd": CWD}
+    assert (step["content_status"], step["outcome"]) == ("reference_only", "failed")
+    assert step["error"] == {"type": "cline_tool_error", "message": error}
+    assert "output_ref" not in step["payload"]
+
+
+@pytest.mark.parametrize(
+    ("result", "ref", "stdout"),
+    [
+        (
+            "[Command is still running. Output will continue in /tmp/c-1/output.log]\nready",
+            "/tmp/c-1/output.log",
+            "ready",
+        ),
+        ("[Command is still running. Output will continue in /tmp/c-1/output.log]", "/tmp/c-1/output.log", None),
+        (
+            "The user chose to proceed while the command is starting or still running in their terminal. "
+            "This is partial output; further output is being redirected to this file, which you can read to "
+            "check progress: /tmp/cline/proceed-while-running-1-a.log\nOutput so far:\nwatching",
+            "/tmp/cline/proceed-while-running-1-a.log",
+            "watching",
+        ),
+        (
+            "The command was still starting or running after 300 seconds, so Cline automatically proceeded. "
+            "This is partial output; further output is being redirected to this file, which you can read to "
+            "check progress: /tmp/cline/p-2.log\nNo output so far.",
+            "/tmp/cline/p-2.log",
+            None,
+        ),
+    ],
+)
+def test_proceed_while_running(result: str, ref: str, stdout: str | None) -> None:
+    step = only(one_call("run_commands", {"commands": ["npm run dev"]}, [item("npm run dev", result)]))
+    expected: dict[str, Any] = {"command": "npm run dev", "cwd": CWD, "output_ref": ref}
+    if stdout is not None:
+        expected["stdout"] = stdout
+    assert step["payload"] == expected
+    assert (step["content_status"], step["outcome"]) == ("reference_only", "ok")
+
+
+def test_heredoc_joined_by_cline_makes_one_step_per_result() -> None:
+    commands = ["cat > f <<'EOF'", "line", "EOF", "ls"]
+    results = [item("cat > f <<'EOF'\nline\nEOF", ""), item("ls", "f")]
+    found = steps(one_call("run_commands", {"commands": commands}, results))
+    assert [(step["id"], step["payload"]["command"]) for step in found] == [
+        ("c1#0", "cat > f <<'EOF'\nline\nEOF"),
+        ("c1#1", "ls"),
+    ]
+
+
+def cut_query(command: str) -> str:
+    """How Cline shows a command longer than 200 characters in a result's query."""
+    more = len(command) - 200
+    return f"{command[:200]} ... [command truncated: {more} more chars; full command is in the tool call input]"
+
+
+def test_long_commands_come_from_the_input_not_the_cut_query() -> None:
+    long = "echo " + "x" * 300
+    found = steps(one_call("run_commands", {"commands": [long]}, [item(cut_query(long), "x" * 300)]))
+    assert found[0]["payload"]["command"] == long
+    # Also when Cline joined elements: the joined input is matched by the cut query.
+    joined = [long, "done"]
+    cut_joined = cut_query(long + "\ndone")
+    found = steps(one_call("run_commands", {"commands": [*joined, "ls"]}, [item(cut_joined, ""), item("ls", "")]))
+    assert [step["payload"]["command"] for step in found] == [long + "\ndone", "ls"]
+
+
+# --- read_files ----------------------------------------------------------------------
+
+
+def test_read_items_and_ranges() -> None:
+    files = [
+        {"path": "/a.py"},
+        {"path": "/b.py", "start_line": 3, "end_line": 9},
+        {"path": "/c.py", "start_line": 3},
+        {"path": "/d.py", "start_line": True, "end_line": 2},
+        {"file_path": "/e.py"},
+        "/f.py",
+    ]
+    results = [item("/a.py", "1 | a"), item("/b.py:3-9", "3 | b"), item("/c.py:3-EOF", ""), item("/d.py", "")]
+    results += [item("/e.py", ""), item("/f.py", "")]
+    found = steps(one_call("read_files", {"files": files}, results))
+    assert [step["type"] for step in found] == ["read"] * 6
+    assert [step["payload"] for step in found] == [
+        {"path": "/a.py"},
+        {"path": "/b.py", "range": [3, 9]},
+        {"path": "/c.py"},
+        {"path": "/d.py"},
+        {"path": "/e.py"},
+        {"path": "/f.py"},
+    ]
+
+
+@pytest.mark.parametrize(
+    "tool_input",
+    [{"files": "/a.py"}, {"file_paths": ["/a.py"]}, {"paths": "/a.py"}, {"path": "/a.py"}, "/a.py", ["/a.py"]],
+)
+def test_read_input_shapes(tool_input: Any) -> None:
+    assert only(one_call("read_files", tool_input, [item("/a.py", "")]))["payload"] == {"path": "/a.py"}
+
+
+def test_fewer_read_results_are_matched_by_query() -> None:
+    files = [{"path": "/a.py"}, {"start_line": 1, "end_line": 2}, {"path": "/b.py", "start_line": 1, "end_line": 2}]
+    results = [item("/a.py", "a"), item("/b.py:1-2", "b")]
+    found = steps(one_call("read_files", {"files": files}, results))
+    assert [(step["id"], step["payload"]) for step in found] == [
+        ("c1#0", {"path": "/a.py"}),
+        ("c1#1", {"path": "/b.py", "range": [1, 2]}),
+    ]
+
+
+def test_read_failure_and_legacy_read_file() -> None:
+    step = only(
+        one_call("read_files", {"files": ["/x"]}, [item("/x", "", success=False, error="Error reading file: ENOENT")])
+    )
+    assert (step["outcome"], step["error"]["message"], step["decision"]) == (
+        "failed",
+        "Error reading file: ENOENT",
+        "auto",
+    )
+    legacy = only(one_call("read_file", {"path": "/y.py"}, "1 | y"))
+    assert (legacy["type"], legacy["payload"], legacy["outcome"]) == ("read", {"path": "/y.py"}, "ok")
+
+
+def test_read_without_any_path_degrades_to_other() -> None:
+    step = only(one_call("read_files", {"files": [{"start_line": 1}]}, [{"result": "?", "success": True}]))
+    assert step["type"] == "other"
+    assert step["payload"] == {
+        "tool_name": "read_files",
+        "raw": {"input": {"start_line": 1}, "result": {"result": "?", "success": True}},
+    }
+
+
+# --- edits ---------------------------------------------------------------------------
+
+
+def editor_result(path: str, text: str = "Edited") -> str:
+    return json.dumps({"query": f"edit:{path}", "result": text, "success": True})
+
+
+@pytest.mark.parametrize(
+    ("tool_input", "payload"),
+    [
+        (
+            {"path": "/a", "old_text": "x = 1", "new_text": "x = 2"},
+            {"path": "/a", "old_string": "x = 1", "new_string": "x = 2", "is_full_write": False},
+        ),
+        ({"path": "/a", "new_text": "new file\n"}, {"path": "/a", "new_string": "new file\n", "is_full_write": True}),
+        (
+            {"path": "/a", "new_text": "line\n", "insert_line": 4},
+            {"path": "/a", "new_string": "line\n", "is_full_write": False},
+        ),
+        (
+            {"path": "/a", "old_str": "p", "new_str": "q"},
+            {"path": "/a", "old_string": "p", "new_string": "q", "is_full_write": False},
+        ),
+        ('{"path": "/a", "new_text": "t"}', {"path": "/a", "new_string": "t", "is_full_write": True}),
+    ],
+)
+def test_editor(tool_input: Any, payload: dict[str, Any]) -> None:
+    step = only(one_call("editor", tool_input, editor_result("/a")))
+    assert (step["type"], step["id"], step["outcome"]) == ("edit", "c1#0", "ok")
+    assert step["payload"] == payload
+    assert "structured_patch" not in step["payload"]
+
+
+def test_editor_failure_and_editor_without_path() -> None:
+    failed = json.dumps({"query": "edit:/a", "result": "", "success": False, "error": "No replacement performed"})
+    step = only(one_call("editor", {"path": "/a", "old_text": "x", "new_text": "y"}, failed))
+    assert (step["outcome"], step["error"]) == (
+        "failed",
+        {"type": "cline_tool_error", "message": "No replacement performed"},
+    )
+    odd = only(one_call("editor", {"new_text": "y"}, editor_result("?")))
+    assert odd["type"] == "other"
+    assert odd["payload"] == {
+        "tool_name": "editor",
+        "raw": {"input": {"new_text": "y"}, "result": json.loads(editor_result("?"))},
+    }
+
+
+def test_legacy_edit_tools() -> None:
+    write = only(one_call("write_to_file", {"path": "/w", "content": "all\n"}, "done"))
+    assert write["payload"] == {"path": "/w", "new_string": "all\n", "is_full_write": True}
+    diff = (
+        "------- SEARCH\nold a\n=======\nnew a\n+++++++ REPLACE\n<<<<<<< SEARCH\nold b\n=======\nnew b\n>>>>>>> REPLACE"
+    )
+    replace = only(one_call("replace_in_file", {"path": "/r", "diff": diff}, "done"))
+    assert replace["payload"] == {
+        "path": "/r",
+        "old_string": "old a\nold b",
+        "new_string": "new a\nnew b",
+        "is_full_write": False,
+    }
+    unparsed = only(one_call("replace_in_file", {"path": "/r", "diff": "???"}, "done"))
+    assert unparsed["payload"] == {"path": "/r", "is_full_write": False}
+
+
+PATCH = """*** Begin Patch
+*** Add File: src/new.py
++def f():
++    return 1
+*** Update File: src/old.py
+@@ def g():
+ context
+-    return 1
++    return 2
+*** Delete File: src/gone.py
+*** End Patch"""
+
+
+@pytest.mark.parametrize("tool_input", [{"input": PATCH}, PATCH], ids=["object", "bare string"])
+def test_apply_patch_makes_one_edit_per_file(tool_input: Any) -> None:
+    result = json.dumps({"query": "apply_patch", "result": "Successfully applied patch", "success": True})
+    found = steps(one_call("apply_patch", tool_input, result, approvals=ALL_ASKED))
+    assert [(step["id"], step["type"], step["decision"]) for step in found] == [
+        ("c1#0", "edit", "accepted"),
+        ("c1#1", "edit", "accepted"),
+        ("c1#2", "edit", "accepted"),
+    ]
+    assert [step["payload"] for step in found] == [
+        {"path": "src/new.py", "new_string": "def f():\n    return 1\n", "is_full_write": True},
+        {"path": "src/old.py", "old_string": "    return 1\n", "new_string": "    return 2\n", "is_full_write": False},
+        {"path": "src/gone.py", "is_full_write": False},
+    ]
+
+
+def test_unparseable_patch_is_one_other_step() -> None:
+    step = only(
+        one_call("apply_patch", {"input": "not a patch"}, '{"error": "apply_patch failed: bad"}', is_error=True)
+    )
+    assert (step["type"], step["payload"]["tool_name"], step["outcome"]) == ("other", "apply_patch", "failed")
+    assert step["error"]["message"] == "apply_patch failed: bad"
+
+
+# --- other tools ---------------------------------------------------------------------
+
+
+def test_search_and_fetch_items_are_other_steps() -> None:
+    results = [item("foo", "Found 1 results"), item("bar", "No results found")]
+    found = steps(one_call("search_codebase", {"queries": ["foo", "bar"]}, results))
+    assert [step["payload"] for step in found] == [
+        {"tool_name": "search_codebase", "raw": {"input": "foo", "result": results[0]}},
+        {"tool_name": "search_codebase", "raw": {"input": "bar", "result": results[1]}},
+    ]
+    request = {"url": "https://x", "prompt": "sum"}
+    fetched = only(
+        one_call("fetch_web_content", {"requests": [request]}, [item("https://x", "text")], approvals=ALL_ASKED)
+    )
+    assert fetched["payload"] == {
+        "tool_name": "fetch_web_content",
+        "raw": {"input": request, "result": item("https://x", "text")},
+    }
+    assert fetched["decision"] == "accepted"
+
+
+def test_fewer_search_results_are_matched_by_query() -> None:
+    found = steps(one_call("search_codebase", {"queries": ["a", "b"]}, [item("b", "x")]))
+    assert [step["payload"]["raw"]["input"] for step in found] == ["b"]
+
+
+@pytest.mark.parametrize(
+    ("name", "decision"),
+    [
+        ("ask_question", "auto"),
+        ("spawn_agent", "auto"),
+        ("github__create_issue", "accepted"),
+        ("list_files", "accepted"),
+    ],
+)
+def test_other_tools_keep_input_and_decoded_result(name: str, decision: str) -> None:
+    step = only(one_call(name, {"q": 1}, '{"text": "done", "iterations": 2}', approvals=ALL_ASKED))
+    assert step["type"] == "other"
+    assert step["payload"] == {
+        "tool_name": name,
+        "raw": {"input": {"q": 1}, "result": {"text": "done", "iterations": 2}},
+    }
+    assert (step["decision"], step["outcome"]) == (decision, "ok")
+
+
+def test_pending_other_has_no_result() -> None:
+    step = only(one_call("ask_question", {"question": "?"}, answered=False))
+    assert step["payload"] == {"tool_name": "ask_question", "raw": {"input": {"question": "?"}}}
+    assert (step["outcome"], step["content_status"]) == ("pending", "reference_only")
+
+
+# --- outcomes and decisions -----------------------------------------------------------
+
+
+def test_whole_call_error_applies_to_every_item() -> None:
+    error = "Command not executed: `touch` can modify files, and file modifications are blocked in plan mode."
+    found = steps(
+        one_call("run_commands", {"commands": ["ls", "touch x"]}, json.dumps({"error": error}), is_error=True)
+    )
+    assert [step["payload"] for step in found] == [{"command": "ls", "cwd": CWD}, {"command": "touch x", "cwd": CWD}]
+    for step in found:
+        assert (step["decision"], step["outcome"]) == ("rejected", "failed")
+        assert step["error"] == {"type": "cline_tool_error", "message": error}
+
+
+def test_whole_call_error_without_items_is_one_other_step() -> None:
+    error = "Tool call c1 emitted invalid JSON arguments"
+    step = only(one_call("run_commands", {}, json.dumps({"error": error}), is_error=True))
+    assert (step["type"], step["id"], step["outcome"], step["error"]["message"]) == ("other", "c1#0", "failed", error)
+
+
+@pytest.mark.parametrize(
+    "wording",
+    [
+        "User denied the tool execution",
+        "The user denied this edit. The file was NOT modified.",
+        "This tool call was rejected by the user and not executed",
+        'Tool "editor" was not approved',
+        'Tool "editor" requires approval in a TTY session',
+        "Desktop tool approval IPC is not configured",
+        'Tool "editor" is disabled by policy',
+        "Edit not applied: file modifications are blocked in plan mode",
+    ],
+)
+def test_refusals_are_rejected(wording: str) -> None:
+    editor_input = {"path": "/a", "new_text": "x"}
+    whole = only(one_call("editor", editor_input, json.dumps({"error": wording}), is_error=True))
+    plain = only(one_call("editor", editor_input, wording, is_error=True))
+    failed_item = json.dumps({"query": "edit:/a", "result": "", "success": False, "error": wording})
+    in_item = only(one_call("editor", editor_input, failed_item))
+    for step in (whole, plain, in_item):
+        assert (step["type"], step["decision"], step["outcome"]) == ("edit", "rejected", "failed")
+        assert step["error"] == {"type": "cline_tool_error", "message": wording}
+
+
+def test_refusal_wording_in_successful_output_is_not_a_refusal() -> None:
+    step = only(
+        one_call("run_commands", ["grep -r denied"], [item("grep -r denied", "log: User denied the tool execution")])
+    )
+    assert (step["decision"], step["outcome"]) == ("auto", "ok")
+    failed = only(
+        one_call(
+            "run_commands",
+            ["cat log"],
+            [
+                item(
+                    "cat log",
+                    "[Command exited with code 1]\nUser denied the tool execution",
+                    success=False,
+                    error="Command exited with code 1",
+                )
+            ],
+        )
+    )
+    assert (failed["decision"], failed["outcome"]) == ("auto", "failed")
+
+
+@pytest.mark.parametrize(
+    "error", ["AI_NoSuchToolError: Model tried to call unavailable tool 'magic'", "Unknown tool: magic"]
+)
+def test_unknown_tool_is_not_applicable(error: str) -> None:
+    step = only(one_call("magic", {"x": 1}, json.dumps({"error": error}), is_error=True))
+    assert (step["type"], step["decision"], step["outcome"]) == ("other", "n/a", "failed")
+    assert step["error"]["message"] == error
+
+
+def test_plain_failure_keeps_the_category_decision() -> None:
+    step = only(
+        one_call(
+            "editor", {"path": "/a", "new_text": "x"}, "Editor input too large", is_error=True, approvals=ALL_ASKED
+        )
+    )
+    assert (step["decision"], step["outcome"], step["error"]["message"]) == (
+        "accepted",
+        "failed",
+        "Editor input too large",
+    )
+
+
+def test_failed_item_without_error_uses_the_result_text() -> None:
+    step = only(one_call("fetch_web_content", [{"url": "u"}], [{"query": "u", "result": "HTTP 500", "success": False}]))
+    assert step["error"] == {"type": "cline_tool_error", "message": "HTTP 500"}
+
+
+def test_results_in_one_legacy_message_and_text_beside_them() -> None:
+    mapped = mapped_session(
+        [
+            prompt("u1", "go"),
+            message(
+                "a1", "assistant", [call("c1", "read_file", {"path": "/a"}), call("c2", "read_file", {"path": "/b"})]
+            ),
+            message(
+                "r1",
+                "user",
+                [
+                    answer("c1", "a"),
+                    answer("c2", "b", is_error=True),
+                    {"type": "text", "text": "<feedback>more</feedback>"},
+                ],
+                ts=T0 + 5,
+            ),
+        ],
+        approvals=ALL_AUTO,
+    )
+    found = steps_by_id(mapped)
+    assert (found["c1#0"]["outcome"], found["c2#0"]["outcome"]) == ("ok", "failed")
+    assert found["r1#2"]["payload"] == {"role": "user", "text": "<feedback>more</feedback>"}
+    assert found["r1#2"]["turn_id"] == "turn:2"
+
+
+def test_calls_in_several_messages_keep_their_ids() -> None:
+    mapped = mapped_session(
+        [
+            prompt("u1", "go"),
+            message("a1", "assistant", [call("c1", "skills", {})]),
+            message("r1", "user", [answer("c1", "x")]),
+            message("a2", "assistant", [call("c2", "skills", {})], ts=T0 + 7000),
+        ]
+    )
+    found = steps_by_id(mapped)
+    assert list(found) == ["u1#0", "c1#0", "c2#0"]
+    assert found["c2#0"]["at"] == "2026-09-21T14:13:27.000Z"
