@@ -1,0 +1,86 @@
+"""What every command shares: global options, settings loading, the store, error reporting."""
+
+from __future__ import annotations
+
+import functools
+import os
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import typer
+
+from postrun.agents import KNOWN_AGENTS
+from postrun.errors import PostrunError, UsageError
+from postrun.exitcodes import ExitCode
+from postrun.paths import Paths
+from postrun.settings import LoadedSettings, load_settings
+from postrun.store.db import Database
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@dataclass
+class GlobalOptions:
+    config: Path | None = None
+    db: Path | None = None
+    verbose: bool = False
+
+
+state = GlobalOptions()
+
+
+def say(message: str) -> None:
+    """One line on stderr (errors, warnings)."""
+    typer.echo(message, err=True)
+
+
+def command(function: Callable[P, R]) -> Callable[P, R]:
+    """Turn expected errors into one line and their exit code; never print a traceback
+    unless ``--verbose`` asks for one."""
+
+    @functools.wraps(function)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return function(*args, **kwargs)
+        except PostrunError as exc:
+            say(f"error: {exc}")
+            raise typer.Exit(int(exc.exit_code)) from None
+        except KeyboardInterrupt:
+            say("interrupted")
+            raise typer.Exit(130) from None
+        except (typer.Exit, typer.Abort):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
+            if state.verbose:
+                traceback.print_exc()
+            say(f"error: internal error: {type(exc).__name__}: {exc} (run with -v for details)")
+            raise typer.Exit(int(ExitCode.FAILURE)) from None
+
+    return wrapper
+
+
+def load(**overrides: Any) -> tuple[LoadedSettings, Paths]:
+    """Settings for this run (flags > POSTRUN_* > config file > defaults) and their paths."""
+    loaded = load_settings(config_file=state.config, overrides={"db": state.db, **overrides}, environ=os.environ)
+    for warning in loaded.warnings:
+        say(f"warning: {warning}")
+    return loaded, Paths.from_settings(loaded.settings, os.environ, config_file=loaded.config_path)
+
+
+def check_agent(agent: str | None) -> None:
+    if agent is not None and agent not in KNOWN_AGENTS:
+        raise UsageError("", f"unknown agent {agent!r} (known: {', '.join(KNOWN_AGENTS)})")
+
+
+@contextmanager
+def open_store(paths: Paths, *, create: bool = True) -> Iterator[Database]:
+    database = Database.open(paths.db, create=create)
+    try:
+        yield database
+    finally:
+        database.close()

@@ -1,0 +1,148 @@
+"""Ingesting sessions: read an agent's files, map them to v1.2 records, validate, store.
+
+The one place where adapter, validation and store meet; ``postrun ingest`` and the
+capture service both come through here.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import apsw
+
+from postrun.agents.cline import (
+    Listing,
+    MappingCache,
+    SessionLocation,
+    Skipped,
+    approval_snapshot,
+    map_session,
+    read_session,
+    resolve_targets,
+)
+from postrun.errors import NotParseableYet, PostrunError, SourceError, StoreError
+from postrun.records import SourceFile
+from postrun.schema import SchemaError
+from postrun.store.db import Database, describe_sqlite_error
+from postrun.store.ingest import IngestStatus, stored_state, upsert_session
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class IngestOutcome:
+    session_id: str
+    status: IngestStatus
+    steps: int
+    turns: int
+    segments: int
+    rows_written: int
+    elapsed_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class IngestFailure:
+    session_id: str | None
+    error: PostrunError
+
+    @property
+    def torn(self) -> bool:
+        return isinstance(self.error, NotParseableYet)
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    outcomes: list[IngestOutcome] = field(default_factory=list)
+    failures: list[IngestFailure] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+class Ingester:
+    """Ingests sessions into one open store."""
+
+    def __init__(
+        self,
+        database: Database,
+        *,
+        max_bytes: int,
+        clock: Callable[[], datetime] = utc_now,
+        timer: Callable[[], float] = time.perf_counter,
+        hostname: str | None = None,
+    ) -> None:
+        self.database = database
+        self.max_bytes = max_bytes
+        self.clock = clock
+        self.timer = timer
+        self.hostname = hostname or socket.gethostname()
+
+    def ingest(
+        self, location: SessionLocation, cache: MappingCache | None = None
+    ) -> tuple[IngestOutcome, MappingCache]:
+        """Ingest one session. Raises PostrunError (NotParseableYet for a torn file);
+        on any error the stored session is left exactly as it was."""
+        started = self.timer()
+        files = read_session(location, max_bytes=self.max_bytes)
+        try:
+            state = stored_state(self.database, location.session_id)
+        except apsw.Error as exc:
+            raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+        if state is not None:
+            approvals = state.approvals
+        else:
+            manifest_source = files.manifest.get("source") if files.manifest else None
+            approvals = approval_snapshot(
+                location.data_dir,
+                manifest_source if isinstance(manifest_source, str) else None,
+                max_bytes=self.max_bytes,
+            )
+        try:
+            mapped, cache = map_session(files, approvals, cache)
+            mapped.validate()
+        except SchemaError as exc:
+            raise SourceError(str(location.messages), f"maps to invalid records: {exc.problems[0]}") from None
+        try:
+            result = upsert_session(self.database, mapped, now=self.clock(), captured_on=self.hostname)
+        except apsw.Error as exc:
+            raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+        outcome = IngestOutcome(
+            session_id=result.session_id,
+            status=result.status,
+            steps=result.steps,
+            turns=result.turns,
+            segments=result.segments,
+            rows_written=result.rows_written,
+            elapsed_ms=(self.timer() - started) * 1000,
+        )
+        return outcome, cache
+
+    def ingest_all(self, listing: Listing) -> IngestReport:
+        report = IngestReport(skipped=list(listing.skipped))
+        for location in listing.sessions:
+            try:
+                outcome, _ = self.ingest(location)
+            except PostrunError as exc:
+                report.failures.append(IngestFailure(location.session_id, exc))
+            else:
+                report.outcomes.append(outcome)
+        return report
+
+
+def ingest_targets(ingester: Ingester, targets: Sequence[str], *, default_root: Path) -> IngestReport:
+    """``postrun ingest TARGET...``: resolve every target, then ingest each session found."""
+    return ingester.ingest_all(resolve_targets(targets, default_root))
+
+
+def unchanged_since_stored(stored: Sequence[SourceFile], current: Sequence[SourceFile]) -> bool:
+    """True when the files have the size and modification time they had when last stored."""
+
+    def key(files: Sequence[SourceFile]) -> set[tuple[str, int, int]]:
+        return {(f.path, f.size, f.mtime_ns) for f in files}
+
+    return bool(current) and key(stored) == key(current)

@@ -1,0 +1,213 @@
+"""Human-readable views of a stored session: the ``show`` timeline and the Markdown transcript.
+
+Pure functions from v1.2 records (plus the store's own columns) to text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from postrun.store.query import HistoryEntry, SessionDetails
+
+_ONE_LINE_CHARS = 100
+_MARKDOWN_OUTPUT_CHARS = 20_000
+
+
+def one_line(text: str, limit: int = _ONE_LINE_CHARS) -> str:
+    """Whitespace folded to single spaces and cut at ``limit`` characters."""
+    folded = " ".join(text.split())
+    return folded if len(folded) <= limit else folded[: limit - 1] + "…"
+
+
+def step_summary(step: Mapping[str, Any]) -> str:
+    """What the step was, in one line: the command, the path, the text, the tool."""
+    payload = step["payload"]
+    kind = step["type"]
+    if kind == "command":
+        return one_line(payload.get("command", "(command not recorded)"))
+    if kind == "edit":
+        action = "create" if payload.get("is_full_write") else "edit"
+        return f"{action} {payload['path']}"
+    if kind == "read":
+        span = payload.get("range")
+        return str(payload["path"]) + (f" (lines {span[0]}-{span[1]})" if span else "")
+    if kind == "message":
+        text = payload.get("text")
+        return f"{payload['role']}: " + (one_line(text) if text is not None else "(text not recorded)")
+    return str(payload["tool_name"])
+
+
+def outcome_label(step: Mapping[str, Any]) -> str:
+    """ok / failed (exit N, error type) / pending, plus reference-only and decision notes."""
+    parts = [step["outcome"]]
+    exit_code = step["payload"].get("exit_code") if step["type"] == "command" else None
+    details = []
+    if exit_code is not None:
+        details.append(f"exit {exit_code}")
+    if "error" in step:
+        details.append(step["error"]["type"])
+    if details:
+        parts[0] += f" ({', '.join(details)})"
+    if step["decision"] in ("rejected", "accepted"):
+        parts.append(step["decision"])
+    if step["content_status"] == "reference_only":
+        parts.append("reference only")
+    return ", ".join(parts)
+
+
+def _count_phrase(steps: Sequence[Mapping[str, Any]]) -> str:
+    by_type = Counter(step["type"] for step in steps)
+    failed = sum(1 for step in steps if step["outcome"] == "failed")
+    kinds = ", ".join(f"{count} {kind}" for kind, count in sorted(by_type.items()))
+    return f"{len(steps)} ({kinds}), {failed} failed" if steps else "0"
+
+
+def session_header(envelope: Mapping[str, Any], details: SessionDetails, title: str) -> list[str]:
+    session = envelope["session"]
+    agent = session["agent"]
+    workspace = session["workspace"]
+    lines = [f"session  {session['id']}  ({agent['kind']} {agent['version']})"]
+    if title:
+        lines.append(f"title    {one_line(title)}")
+    where = workspace["root"] or "(unknown)"
+    repo = [value for value in (workspace.get("repo"), details.git_branch) if value]
+    lines.append(f"workspace {where}" + (f"  ({', '.join(repo)})" if repo else ""))
+    if details.model or details.provider:
+        lines.append(f"model    {' / '.join(v for v in (details.provider, details.model) if v)}")
+    ended = session.get("ended_at")
+    status = f" ({details.status})" if details.status else ""
+    lines.append(f"started  {session['started_at']}   " + (f"ended {ended}{status}" if ended else f"open{status}"))
+    lines.append(
+        f"steps    {_count_phrase(envelope['steps'])}; {sum(1 for t in envelope['turns'] if t['index'] >= 1)} turns,"
+        f" {len(envelope['segments'])} segments"
+    )
+    metrics = session.get("metrics")
+    if metrics:
+        tokens = metrics["tokens"]
+        lines.append(
+            f"cost     ${metrics['cost_usd']:.4f}, {metrics['api_requests']} API requests,"
+            f" tokens in {tokens['input']:,} / out {tokens['output']:,}"
+            f" (cache read {tokens['cache_read']:,}, write {tokens['cache_creation']:,})"
+        )
+    lines.append(f"stored   on {details.captured_on}, first {details.ingested_at}, last change {details.updated_at}")
+    return lines
+
+
+def session_title(envelope: Mapping[str, Any], details: SessionDetails) -> str:
+    for step in envelope["steps"]:
+        if step["type"] == "message" and step["payload"]["role"] == "user" and step["payload"].get("text"):
+            return str(step["payload"]["text"])
+    return details.agent_title or ""
+
+
+def _turn_heading(turn: Mapping[str, Any], prompt: str | None) -> str:
+    if turn["index"] == 0:
+        return "before the first prompt"
+    mode = f" [{turn['mode']}]" if "mode" in turn else ""
+    return f"turn {turn['index']}{mode}" + (f": {one_line(prompt)}" if prompt else "")
+
+
+def timeline(
+    envelope: Mapping[str, Any], details: SessionDetails, history: Iterable[HistoryEntry] | None = None
+) -> list[str]:
+    """The ``postrun show`` view: a header, then every turn with one line per step."""
+    lines = session_header(envelope, details, session_title(envelope, details))
+    steps_by_turn: dict[str, list[Mapping[str, Any]]] = {}
+    for step in envelope["steps"]:
+        steps_by_turn.setdefault(step["turn_id"], []).append(step)
+    segments = {segment["index"]: segment for segment in envelope["segments"]}
+    current_segment = 0
+    for turn in envelope["turns"]:
+        if turn["segment_index"] != current_segment:
+            current_segment = turn["segment_index"]
+            segment = segments.get(current_segment, {})
+            lines += [
+                "",
+                f"── {segment.get('start_reason', 'segment')} (segment {current_segment})"
+                f" at {segment.get('started_at', '?')} ──",
+            ]
+        steps = steps_by_turn.get(turn["id"], [])
+        prompt = next(
+            (s["payload"].get("text") for s in steps if s["type"] == "message" and s["payload"]["role"] == "user"),
+            None,
+        )
+        lines += ["", _turn_heading(turn, prompt) + f"  ({turn['started_at']})"]
+        for step in steps:
+            lines.append(f"  #{step['seq']:<4} {step['type']:<8} {step_summary(step)}  [{outcome_label(step)}]")
+    if history is not None:
+        entries = list(history)
+        lines += ["", f"history  {len(entries)} earlier version(s)"]
+        for entry in entries:
+            what = step_summary(entry.record) if entry.kind == "step" else one_line(str(entry.record))
+            lines.append(f"  {entry.replaced_at}  {entry.reason:<8} {entry.kind} {entry.record_id}: {what}")
+    return lines
+
+
+def _fence(text: str, info: str = "") -> list[str]:
+    """A Markdown code block that no backtick run inside ``text`` can close."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    if len(text) > _MARKDOWN_OUTPUT_CHARS:
+        hidden = len(text) - _MARKDOWN_OUTPUT_CHARS
+        text = text[:_MARKDOWN_OUTPUT_CHARS] + f"\n… ({hidden:,} more characters in the JSON export)"
+    return [fence + info, text.rstrip("\n"), fence]
+
+
+def _markdown_step(step: Mapping[str, Any]) -> list[str]:
+    payload = step["payload"]
+    kind = step["type"]
+    status = outcome_label(step)
+    if kind == "message":
+        role = payload["role"]
+        text = payload.get("text", "*(text not recorded)*")
+        if role == "user":
+            return ["> " + line for line in text.splitlines() or [""]]
+        if role == "thinking":
+            return ["*Thinking:*", "", *("> " + line for line in text.splitlines() or [""])]
+        return [f"**{role.capitalize()}:**", "", text]
+    if kind == "command":
+        lines = [f"**Command** `{one_line(payload.get('command', '?'), 200)}` — {status}"]
+        if "output_ref" in payload:
+            lines.append(f"(output continues in `{payload['output_ref']}`)")
+        for stream in ("stdout", "stderr"):
+            if payload.get(stream):
+                lines += ["", f"{stream}:", *_fence(payload[stream], "text")]
+        return lines
+    if kind == "edit":
+        action = "Create" if payload.get("is_full_write") else "Edit"
+        lines = [f"**{action}** `{payload['path']}` — {status}"]
+        diff = [f"-{line}" for line in payload.get("old_string", "").splitlines()]
+        diff += [f"+{line}" for line in payload.get("new_string", "").splitlines()]
+        if diff:
+            lines += ["", *_fence("\n".join(diff), "diff")]
+        return lines
+    if kind == "read":
+        return [f"**Read** `{step_summary(step)}` — {status}"]
+    lines = [f"**Tool** `{payload['tool_name']}` — {status}"]
+    if "error" in step:
+        lines += ["", f"Error: {step['error']['message']}"]
+    return lines
+
+
+def markdown(envelope: Mapping[str, Any], details: SessionDetails) -> str:
+    """The session as a readable Markdown transcript."""
+    title = session_title(envelope, details)
+    lines = [f"# {one_line(title) or envelope['session']['id']}", ""]
+    lines += [f"    {line}" for line in session_header(envelope, details, "")]
+    steps_by_turn: dict[str, list[Mapping[str, Any]]] = {}
+    for step in envelope["steps"]:
+        steps_by_turn.setdefault(step["turn_id"], []).append(step)
+    for turn in envelope["turns"]:
+        heading = "Before the first prompt" if turn["index"] == 0 else f"Turn {turn['index']}"
+        if "mode" in turn:
+            heading += f" · {turn['mode']}"
+        lines += ["", f"## {heading}", ""]
+        for step in steps_by_turn.get(turn["id"], []):
+            lines += _markdown_step(step)
+            if step["type"] != "message" and "error" in step and step["type"] != "other":
+                lines += ["", f"Error: {one_line(step['error']['message'], 300)}"]
+            lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"

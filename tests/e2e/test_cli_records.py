@@ -1,0 +1,216 @@
+"""The real `postrun` executable over the fixtures: ingest, sessions, show, export, search."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import apsw
+import pytest
+
+from tests.conftest import FIXTURES, run_postrun
+from tests.support import expect_facts, v12check
+
+CASES = sorted(
+    [p for p in (FIXTURES / "cline").iterdir() if (p / "expect.json").exists()]
+    + [p for p in (FIXTURES / "cline-real").iterdir() if (p / "expect.json").exists()]
+)
+
+
+def copy_data(case: Path, tmp_path: Path) -> Path:
+    """A writable copy of a fixture's Cline data dir; returns its sessions root."""
+    target = tmp_path / "cline" / case.name
+    shutil.copytree(case / "data", target)
+    return target / "sessions"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_fixture_facts_hold_through_ingest_and_export(case: Path, tmp_path: Path, env: dict[str, str]) -> None:
+    root = copy_data(case, tmp_path)
+    ingest = run_postrun("ingest", "--agent", "cline", str(root), env=env)
+    log = f"$ ingest rc={ingest.returncode}\n{ingest.stdout}\n{ingest.stderr}\n"
+    assert "Traceback" not in ingest.stderr
+    expected = json.loads((case / "expect.json").read_text())
+    out = tmp_path / "out"
+    out.mkdir()
+    for session_id in [*expected.get("sessions", {}), *expected.get("absent", [])]:
+        exported = run_postrun("export", session_id, "--format", "json", env=env)
+        assert "Traceback" not in exported.stderr
+        if exported.returncode == 0:
+            (out / f"{session_id}.json").write_text(exported.stdout)
+            assert v12check.problems(json.loads(exported.stdout)) == []
+        else:
+            assert exported.stderr.startswith(f"error: no session {session_id} in ")
+    (out / "log.txt").write_text(log)
+    report = io.StringIO()
+    with redirect_stdout(report):
+        failed = expect_facts.main(str(case), str(out))
+    assert failed == 0, report.getvalue()
+
+
+def test_ingest_prints_one_line_per_session_and_is_idempotent(tmp_path: Path, env: dict[str, str]) -> None:
+    root = copy_data(FIXTURES / "cline" / "basic_act", tmp_path)
+    db = env["POSTRUN_DB"]
+    first = run_postrun("ingest", "--agent", "cline", str(root), env=env)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == f"ingested cline session 1790000000000_basic: 15 steps, 1 turns, 1 segments -> {db}\n"
+    again = run_postrun("ingest", "--agent", "cline", str(root / "1790000000000_basic"), env=env)
+    assert again.stdout.startswith("unchanged cline session 1790000000000_basic: 15 steps")
+
+
+def test_every_target_form(tmp_path: Path, env: dict[str, str]) -> None:
+    home_root = Path(env["HOME"]) / ".cline" / "data" / "sessions"
+    shutil.copytree(FIXTURES / "cline" / "basic_act" / "data" / "sessions", home_root)
+    by_id = run_postrun("ingest", "1790000000000_basic", env=env)
+    assert by_id.returncode == 0 and by_id.stdout.startswith("ingested cline session 1790000000000_basic")
+    root = copy_data(FIXTURES / "cline" / "proceed_while_running", tmp_path)
+    messages = root / "1790000200000_procd" / "1790000200000_procd.messages.json"
+    by_file = run_postrun("ingest", "--agent", "cline", str(messages), env=env)
+    assert by_file.returncode == 0 and "1790000200000_procd" in by_file.stdout
+    missing = run_postrun("ingest", "1790000999999_nopee", env=env)
+    assert missing.returncode == 1
+    assert str(home_root) in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_junk_is_warned_about_and_a_torn_file_fails_alone(tmp_path: Path, env: dict[str, str]) -> None:
+    root = copy_data(FIXTURES / "cline" / "mid_write_and_junk", tmp_path)
+    result = run_postrun("ingest", "--agent", "cline", str(root), env=env)
+    assert result.returncode == 1
+    assert result.stdout.startswith("ingested cline session 1790000400000_goodd")
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1
+    assert "1790000400001_halfw.messages.json: messages file not parseable yet (mid-write?)" in errors[0]
+    warnings = result.stderr.count("warning: ")
+    assert warnings >= 2 and "bad name" in result.stderr and "notes.txt" in result.stderr
+    assert ".tmp-folder" not in result.stderr
+
+
+def test_a_torn_rewrite_leaves_stored_data_as_it_was(tmp_path: Path, env: dict[str, str]) -> None:
+    root = copy_data(FIXTURES / "cline" / "basic_act", tmp_path)
+    assert run_postrun("ingest", str(root), env=env).returncode == 0
+    before = run_postrun("export", "1790000000000_basic", env=env).stdout
+    messages = root / "1790000000000_basic" / "1790000000000_basic.messages.json"
+    messages.write_bytes(messages.read_bytes()[:1000])
+    torn = run_postrun("ingest", str(root), env=env)
+    assert torn.returncode == 1 and "not parseable yet (mid-write?)" in torn.stderr
+    assert run_postrun("export", "1790000000000_basic", env=env).stdout == before
+
+
+def test_unknown_agent_is_a_usage_error(env: dict[str, str], tmp_path: Path) -> None:
+    result = run_postrun("ingest", "--agent", "x", str(tmp_path), env=env)
+    assert result.returncode == 2
+    assert result.stderr == "error: unknown agent 'x' (known: cline)\n"
+
+
+def test_sessions_list_and_json(tmp_path: Path, env: dict[str, str]) -> None:
+    for case in ("basic_act", "plan_act_resumed_open"):
+        run_postrun("ingest", str(copy_data(FIXTURES / "cline" / case, tmp_path)), env=env)
+    listing = run_postrun("sessions", env=env)
+    assert listing.returncode == 0
+    lines = listing.stdout.splitlines()
+    assert "1790000100000_plans" in lines[0] and "open" in lines[0]  # newest first
+    assert "1790000000000_basic" in lines[1] and "ended" in lines[1] and "1 failed" in lines[1]
+    assert "Fix the failing date test" in lines[1]
+    data = json.loads(run_postrun("sessions", "--json", env=env).stdout)
+    plans, basic = data
+    assert plans["open"] is True and "ended_at" not in plans
+    assert basic["ended_at"] == "2026-09-21T14:13:43.000Z" and basic["failed_steps"] == 1
+    for key in (
+        "id",
+        "agent",
+        "started_at",
+        "open",
+        "steps",
+        "failed_steps",
+        "title",
+        "model",
+        "captured_on",
+        "updated_at",
+    ):
+        assert key in basic
+    assert basic["model"] == "claude-sonnet-4-6"
+
+
+def test_sessions_on_a_fresh_machine_is_empty_and_creates_nothing(env: dict[str, str]) -> None:
+    result = run_postrun("sessions", env=env)
+    assert (result.returncode, result.stdout) == (0, "")
+    assert not Path(env["POSTRUN_DB"]).exists()
+
+
+def test_show_timeline_and_history(tmp_path: Path, env: dict[str, str]) -> None:
+    root = copy_data(FIXTURES / "cline" / "basic_act", tmp_path)
+    run_postrun("ingest", str(root), env=env)
+    shown = run_postrun("show", "1790000000000_b", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "turn 1 [act]: Fix the failing date test and add a health check" in shown.stdout
+    assert "npm test -- date" in shown.stdout and "failed (exit 1, cline_tool_error)" in shown.stdout
+    messages = root / "1790000000000_basic" / "1790000000000_basic.messages.json"
+    doc = json.loads(messages.read_text())
+    doc["messages"] = doc["messages"][:-1]  # a checkpoint restore drops the last reply
+    messages.write_text(json.dumps(doc))
+    assert run_postrun("ingest", str(root), env=env).stdout.startswith("updated")
+    history = run_postrun("show", "1790000000000_basic", "--history", env=env)
+    assert "removed  step msg_a7#0: assistant: The date test passes and /health exists." in history.stdout
+
+
+def test_export_formats_and_errors(tmp_path: Path, env: dict[str, str]) -> None:
+    run_postrun("ingest", str(copy_data(FIXTURES / "cline" / "basic_act", tmp_path)), env=env)
+    jsonl = run_postrun("export", "1790000000000_basic", "--format", "jsonl", env=env)
+    records = [json.loads(line) for line in jsonl.stdout.splitlines()]
+    assert records[0]["record"] == "session"
+    kinds = [r["record"] for r in records]
+    assert kinds == sorted(kinds, key=["session", "segment", "actor", "turn", "step"].index)
+    seqs = [r["data"]["seq"] for r in records if r["record"] == "step"]
+    assert seqs == sorted(seqs) == list(range(15))
+    markdown = run_postrun("export", "1790000000000_basic", "--format", "markdown", env=env).stdout
+    assert markdown.startswith("# Fix the failing date test and add a health check")
+    assert "**Command** `npm test -- date` — failed (exit 1, cline_tool_error)" in markdown
+    target = tmp_path / "out.json"
+    written = run_postrun("export", "1790000000000_basic", "-o", str(target), env=env)
+    assert written.returncode == 0 and written.stdout == ""
+    assert json.loads(target.read_text())["schema_version"] == "1.2"
+    unknown = run_postrun("export", "nope", env=env)
+    assert unknown.returncode == 1
+    assert unknown.stderr == f"error: no session nope in {env['POSTRUN_DB']}\n"
+    bad_format = run_postrun("export", "1790000000000_basic", "--format", "xml", env=env)
+    assert bad_format.returncode == 2
+
+
+def test_search(tmp_path: Path, env: dict[str, str]) -> None:
+    run_postrun("ingest", str(copy_data(FIXTURES / "cline" / "basic_act", tmp_path)), env=env)
+    hits = json.loads(run_postrun("search", "npm", "--failed", "--json", env=env).stdout)
+    assert [hit["step_id"] for hit in hits] == ["toolu_cmd1#0"]
+    text = run_postrun("search", "health", "--type", "edit", env=env).stdout
+    assert "toolu_edit2#0" in text
+    bad = run_postrun("search", "x", "--type", "nope", env=env)
+    assert bad.returncode == 2 and bad.stderr.startswith("error: --type: unknown step type")
+
+
+def test_bad_configuration_exits_78_naming_file_and_key(tmp_path: Path, env: dict[str, str]) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("poll_secs = 3\n")
+    result = run_postrun("--config", str(config), "sessions", env=env)
+    assert result.returncode == 78
+    assert str(config) in result.stderr and "poll_secs" in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_a_store_from_a_newer_postrun_exits_78(env: dict[str, str]) -> None:
+    db = Path(env["POSTRUN_DB"])
+    db.parent.mkdir(parents=True)
+    connection = apsw.Connection(str(db))
+    connection.execute("pragma user_version = 999")
+    connection.close()
+    result = run_postrun("sessions", env=env)
+    assert result.returncode == 78
+    assert "newer Postrun" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_version(env: dict[str, str]) -> None:
+    from postrun import __version__
+
+    result = run_postrun("--version", env=env)
+    assert (result.returncode, result.stdout) == (0, f"postrun {__version__}\n")
