@@ -1,0 +1,16 @@
+"""The ``postrun`` command line: a thin shell over the library.
+
+Each command loads the settings, calls one library function and prints its
+result. Expected failures (``PostrunError``) become one line on stderr,
+``error: <where>: <reason>``, and the error's exit code (see ``ExitCode``).
+Command modules attach their commands to ``postrun.cli.app.app`` when imported.
+"""
+
+from __future__ import annotations
+
+from postrun.cli import capture, config, service, sessions  # noqa: F401 - importing registers the commands
+from postrun.cli.app import app
+
+
+def main() -> None:
+    app(prog_name="postrun")
