@@ -3,10 +3,10 @@
 The mapping is a left-to-right fold over the messages. A message's steps are a
 function of the message, the result blocks its calls were answered with, a small
 ``Context`` (seq, turn, time, ids) and a few session-wide facts (``SessionFacts``).
-``MappingCache`` keeps each message's steps under exactly those inputs (digests,
-not the document), so re-mapping a session Cline rewrote with one more message
-builds and validates only the steps that changed. With or without a cache the
-result is the same.
+``MappingCache`` keeps each message's steps under exactly those inputs (message
+fingerprints, not the document), so re-mapping a session Cline rewrote with one
+more message builds and validates only the steps that changed. With or without a
+cache the result is the same.
 """
 
 from __future__ import annotations
@@ -29,7 +29,11 @@ CacheKey = tuple[Fingerprint, Context]  # (the message's JSON, its context)
 
 @dataclass(frozen=True, slots=True)
 class MappingCache:
-    """What the next ``map_session`` of the same session may reuse."""
+    """What the next ``map_session`` of the same session may reuse.
+
+    Valid in the process that made it only (fingerprints use Python's keyed hash);
+    keep it in memory next to the session, never store it.
+    """
 
     header: str  # digest of the session-wide facts every step depends on
     messages: Mapping[CacheKey, MessageSteps] = field(default_factory=dict)

@@ -63,7 +63,10 @@ class ToolResult:
 
 
 def read_result(block: dict[str, Any]) -> ToolResult:
-    value = decode_json_text(block.get("content"))
+    raw = block.get("content")
+    value = decode_json_text(raw)
+    if isinstance(value, list) and value is not raw and not all(isinstance(item, dict) for item in value):
+        value = raw  # text that happens to be a JSON list (e.g. a command's output), not items
     is_error = block.get("is_error") is True
     whole_error: str | None = None
     if isinstance(value, dict) and "error" in value and "success" not in value:

@@ -2,7 +2,7 @@
 
 Batched tools make one step per item, single tools one step (``apply_patch`` one
 per file). A draft has everything of a step except where it sits in the session
-(ids, seq, turn, time), which ``mapping`` adds.
+(ids, seq, turn, time), which ``steps`` adds.
 """
 
 from __future__ import annotations
@@ -87,21 +87,19 @@ def _error(message: str) -> dict[str, str]:
 
 
 def _status(name: str, item: Any, result: ToolResult | None, ctx: ToolContext) -> _Status:
+    decision = decision_for(name, ctx.approvals, approval_was_on=ctx.approval_was_on)
     if result is None:
-        decision = decision_for(name, ctx.approvals, approval_was_on=ctx.approval_was_on)
         if ctx.ended_status is None:
             return _Status(decision, "pending", "reference_only", None)
         message = f"no result recorded; session ended ({ctx.ended_status})"
         return _Status(decision, "failed", "reference_only", _error(message))
     if not item_failed(item, result):
-        return _Status(decision_for(name, ctx.approvals, approval_was_on=ctx.approval_was_on), "ok", "inline", None)
+        return _Status(decision, "ok", "inline", None)
     reported = [text for text in (item_error_text(item), result.whole_error) if text]
     if any(is_unknown_tool(text) for text in reported):
         decision = "n/a"  # the tool does not exist: nobody approved or refused it
     elif any(is_refusal(text) for text in reported):
         decision = "rejected"
-    else:
-        decision = decision_for(name, ctx.approvals, approval_was_on=ctx.approval_was_on)
     message = reported[0] if reported else _item_text(item, result)
     return _Status(decision, "failed", "inline", _error(message))
 
@@ -203,7 +201,7 @@ def _match_by_query(kind: str, requests: list[Any], items: list[Any]) -> list[tu
 def _command_step(i: int, name: str, request: Any, item: Any, result: ToolResult | None, ctx: ToolContext) -> Draft:
     status = _status(name, item, result, ctx)
     payload: dict[str, Any] = {}
-    command = render_command(request) if request is not None else _query(item)
+    command = render_command(request) or _query(item)
     if command is not None:
         payload["command"] = command
     if ctx.cwd is not None:

@@ -1,6 +1,6 @@
 """The cheap whole-transcript pass that runs on every ingest.
 
-It checks the document's shape, digests every message, gives every message and
+It checks the document's shape, fingerprints every message, gives every message and
 tool call a unique id base, pairs each ``tool_use`` with its ``tool_result`` and
 sums the metrics. It builds no steps: that is the expensive part, which the
 mapping only does for messages that changed.

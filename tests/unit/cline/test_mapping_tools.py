@@ -95,6 +95,13 @@ def test_legacy_execute_command_is_a_command() -> None:
     assert step["id"] == "c1#0"
 
 
+def test_plain_text_results_stay_text_even_when_they_look_like_json() -> None:
+    step = only(one_call("execute_command", {"command": "echo [1, 2]"}, "[1, 2]"))
+    assert step["payload"] == {"command": "echo [1, 2]", "cwd": CWD, "stdout": "[1, 2]"}
+    other = only(one_call("ask_question", {"question": "?"}, '["a", "b"]'))
+    assert other["payload"]["raw"]["result"] == '["a", "b"]'
+
+
 def test_command_failed_with_empty_result_kept_no_output() -> None:
     error = "Command failed: Command timed out after 30000ms"
     step = only(
