@@ -10,6 +10,7 @@ have the size and modification time they had when stored are skipped without bei
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -33,6 +34,11 @@ def print_key(files: Sequence[SourceFile]) -> PrintKey:
     return hash(tuple((f.size, f.mtime_ns, f.ino) for f in files))
 
 
+def skipped_line(entry: Skipped) -> str:
+    """The warning for an entry of the sessions root that is not a session (names may be unsafe)."""
+    return f"cline: {os.fspath(entry.path)!a}: skipped ({entry.reason})"
+
+
 def newest_mtime(files: Iterable[SourceFile]) -> float:
     return max((f.mtime_ns for f in files), default=0) / 1e9
 
@@ -49,6 +55,7 @@ class CatchUpPlan:
     open: frozenset[str]  # stored without an end time
     recent: dict[str, float]  # sessions whose files changed in the last 24 h -> newest mtime
     skipped: tuple[Skipped, ...] = field(default=())
+    watch_first: tuple[str, ...] = ()  # open or recent sessions, most recently changed first
 
 
 def plan_catch_up(root: Path, database: Database, *, wall_now: float) -> CatchUpPlan:
@@ -82,6 +89,8 @@ def plan_catch_up(root: Path, database: Database, *, wall_now: float) -> CatchUp
         for session_id, files in current.items()
         if files and wall_now - newest_mtime(files) < ACTIVE_SECONDS
     }
+    active = stored_open | recent.keys()
+    watch_first = sorted(active, key=lambda session_id: newest_mtime(current[session_id] or ()), reverse=True)
     return CatchUpPlan(
         root_found=True,
         present=present,
@@ -91,6 +100,7 @@ def plan_catch_up(root: Path, database: Database, *, wall_now: float) -> CatchUp
         open=frozenset(stored_open),
         recent=recent,
         skipped=listing.skipped,
+        watch_first=tuple(watch_first),
     )
 
 
@@ -176,8 +186,3 @@ class SessionBook:
         cutoff = self.wall() - ACTIVE_SECONDS
         with self._lock:
             self._recent = {s: at for s, at in self._recent.items() if at >= cutoff and s in self._seen}
-
-    def most_recent(self, limit: int) -> list[str]:
-        """The sessions that changed most recently, oldest first (to seed the folder watches)."""
-        with self._lock:
-            return sorted(self._recent, key=self._recent.__getitem__)[-limit:]

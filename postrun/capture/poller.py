@@ -11,7 +11,6 @@ line (re-arms it after the root was deleted and recreated, or appeared late).
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from pathlib import Path
 
 from postrun.agents.cline import Skipped, list_sessions, session_fingerprint
 from postrun.agents.cline.locate import SessionLocation
-from postrun.capture.book import SessionBook, print_key
+from postrun.capture.book import SessionBook, print_key, skipped_line
 from postrun.capture.scheduler import Dispatcher, Reason
 from postrun.capture.watcher import SessionWatcher
 from postrun.errors import NotFound, PostrunError
@@ -140,7 +139,12 @@ class Poller:
             self.dispatcher.prune()
             self.on_sweep()
         if self.watcher is not None:
-            self.watcher.sync(None if state is None else state[:2])
+            armed = self.watcher.sync(None if state is None else state[:2])
+            if armed and present:
+                # Files written before a folder's watch existed raise no event: look now.
+                if any(session_id not in self.book for session_id in armed):
+                    self._list("event")
+                self._compare([session_id for session_id in armed if session_id in self.book], "event")
 
     def _root_changed(self, present: bool) -> None:
         if present and self._root_present is False:
@@ -177,9 +181,9 @@ class Poller:
                 self._warn_skipped(entry)
         self._young = first_seen
 
-    def _compare(self, session_ids: list[str]) -> None:
+    def _compare(self, session_ids: list[str], reason: Reason = "poll") -> None:
         for session_id in session_ids:
-            self._compare_one(SessionLocation.in_root(self.root, session_id), "poll")
+            self._compare_one(SessionLocation.in_root(self.root, session_id), reason)
 
     def _compare_one(self, location: SessionLocation, reason: Reason) -> None:
         try:
@@ -195,7 +199,7 @@ class Poller:
         name = entry.path.name
         if name not in self._warned:
             self._warned.add(name)
-            self.logger.warning(f"cline: {os.fspath(entry.path)!a}: skipped ({entry.reason})")
+            self.logger.warning(skipped_line(entry))
 
 
 def root_state(root: Path) -> tuple[int, int, int] | None:

@@ -31,7 +31,7 @@ from typing import Literal, Protocol
 import apsw
 
 from postrun.agents.cline import MappingCache, SessionLocation, session_fingerprint
-from postrun.capture.book import SessionBook, plan_catch_up, print_key
+from postrun.capture.book import SessionBook, plan_catch_up, print_key, skipped_line
 from postrun.capture.clock import Clock, MonotonicClock
 from postrun.capture.lock import CaptureLock
 from postrun.capture.log import ProgressBar
@@ -209,10 +209,15 @@ class IngestJob:
         except NotParseableYet as exc:
             cost = time.thread_time() - started
             self.book.read(session_id, key)
-            if self.host.report_once(session_id, ("torn", key)):
+            # Once per change of the torn file itself: a touched manifest next to a torn
+            # messages file is read again, but the same tear is not news.
+            torn = next(((f.path, f.size, f.mtime_ns, f.ino) for f in files if f.path == exc.where), key)
+            if self.host.report_once(session_id, ("torn", exc.kind, torn)):
                 self.logger.info(
                     f"cline {session_id}: {exc.kind} file not parseable yet (mid-write?); will retry on next change"
                 )
+            else:
+                self.logger.debug(f"cline {session_id}: {exc.kind} file still not parseable (already reported)")
             return JobResult("torn", cost)
         except StoreError as exc:
             self.host.retry_later(session_id, due.reason, self.faults.failed(exc))
@@ -406,6 +411,9 @@ def run_once(context: CaptureContext, signals: Signals | None = None) -> OnceSum
             plan = plan_catch_up(settings.cline_dir, job.database, wall_now=time.time())
             if not plan.root_found:
                 logger.warning(f"cline: {settings.cline_dir} does not exist; nothing to ingest")
+            for entry in plan.skipped:
+                if entry.warn:
+                    logger.warning(skipped_line(entry))
             logger.info(watching_line(settings.cline_dir, len(plan.present), len(plan.changed), verb="reading"))
             job.book.load(plan)
             summary = OnceSummary(present=len(plan.present), unchanged=len(plan.unchanged))
@@ -486,12 +494,18 @@ class CaptureService:
         self.book.load(plan)
         self.poller.prime(state if plan.root_found else None, plan.skipped)
         if self.watcher is not None:
-            for session_id in self.book.most_recent(MAX_FOLDER_WATCHES):
-                self.watcher.want(session_id)
+            for session_id in reversed(plan.watch_first[:MAX_FOLDER_WATCHES]):
+                self.watcher.want(session_id)  # the sessions likely to change next, most recent last
             self.watcher.sync(None if state is None else state[:2])
         if not plan.root_found:
             self.logger.warning(f"cline: {self.root} does not exist yet; capture waits for it to appear")
         self.logger.info(watching_line(self.root, len(plan.present), len(plan.changed)))
+        self.logger.debug(
+            f"capture: debounce {settings.debounce_seconds:g} s, poll {settings.poll_seconds:g} s,"
+            f" events {'on' if settings.use_events else 'off'}, full sweep every {settings.full_sweep_minutes:g} min,"
+            f" files up to {settings.max_file_mb} MB, {len(self.watcher.watched_folders) if self.watcher else 0}"
+            " session folders watched"
+        )
         self._catch_up_total = len(plan.changed)
         self._catch_up_started = time.monotonic()
         self._caught_up = not plan.changed

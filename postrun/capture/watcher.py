@@ -132,9 +132,13 @@ class SessionWatcher:
     def watched_folders(self) -> frozenset[str]:
         return frozenset(self._folders)
 
-    def sync(self, root_identity: tuple[int, int] | None) -> None:
+    def sync(self, root_identity: tuple[int, int] | None) -> list[str]:
         """Bring the watches in line with the root (``(st_dev, st_ino)``, None when missing)
-        and the wanted folders; re-arms a watch that died (root deleted and recreated)."""
+        and the wanted folders; re-arms a watch that died (root deleted and recreated).
+
+        Returns the sessions whose folder watch is new: their files may have changed before
+        the watch existed, so the caller looks at them once more.
+        """
         for session_id, watch in list(self._folders.items()):
             if not self._alive(watch):
                 self._unschedule(watch)
@@ -143,16 +147,17 @@ class SessionWatcher:
             self._unschedule(self._root_watch)
             self._root_watch = None
         if root_identity is None:
-            return
+            return []
         if self._root_watch is None:
             self._root_watch = self._schedule(self.root)
             self._root_identity = root_identity if self._root_watch is not None else None
             if self._root_watch is None:
-                return
+                return []
         with self._wanted_lock:
             wanted = list(self._wanted)
         for session_id in set(self._folders) - set(wanted):
             self._unschedule(self._folders.pop(session_id))
+        armed: list[str] = []
         for session_id in wanted:
             if session_id in self._folders:
                 continue
@@ -165,6 +170,8 @@ class SessionWatcher:
             if folder_watch is None:
                 break  # out of watches: the poller covers the rest
             self._folders[session_id] = folder_watch
+            armed.append(session_id)
+        return armed
 
     def stop(self) -> None:
         observer, self._observer = self._observer, None

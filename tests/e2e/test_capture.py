@@ -1,0 +1,488 @@
+"""End to end: the real `postrun capture` process over a temp sessions root."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import apsw
+import pytest
+
+from tests.conftest import FIXTURES, postrun_command, run_postrun
+from tests.support.capture_process import (
+    CaptureProcess,
+    copy_data,
+    expected_steps,
+    read_store,
+    replay,
+    wait_until,
+    write_in_place,
+)
+
+DEBOUNCE = 0.2
+POLL = 0.3
+BASIC = "1790000000000_basic"
+PLANS = "1790000100000_plans"
+REAL_A = "1795976499744_q4jun"  # cline-real/a_read_edit
+REAL_B = "1795976512762_vrqks"  # cline-real/b_run_commands
+REAL_E = "1795976639977_qou3n"  # cline-real/e_plan_then_act
+INGEST_LINE = (
+    r"^\S+ INFO cline (ingested|updated|unchanged) {id} \(\d+ steps, \d+ turns, \d+ written\) on {reason} in \d+ ms$"
+)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A sessions root holding the basic_act session, in a Cline data dir of its own."""
+    return copy_data("cline/basic_act", tmp_path / "data")
+
+
+@pytest.fixture
+def capture_env(env: dict[str, str], root: Path) -> dict[str, str]:
+    env.update(
+        POSTRUN_CLINE_DIR=str(root),
+        POSTRUN_DEBOUNCE_SECONDS=str(DEBOUNCE),
+        POSTRUN_POLL_SECONDS=str(POLL),
+    )
+    return env
+
+
+@pytest.fixture
+def events_only(capture_env: dict[str, str]) -> None:
+    """A poll too slow to matter: whatever the test sees came through file-system events."""
+    capture_env["POSTRUN_POLL_SECONDS"] = "60"
+
+
+@pytest.fixture
+def db(capture_env: dict[str, str]) -> Path:
+    return Path(capture_env["POSTRUN_DB"])
+
+
+@pytest.fixture
+def start(capture_env: dict[str, str], tmp_path: Path) -> Iterator[Callable[..., CaptureProcess]]:
+    started: list[CaptureProcess] = []
+
+    def launch(*args: str, env: dict[str, str] | None = None) -> CaptureProcess:
+        process = CaptureProcess(env or capture_env, tmp_path, *args)
+        started.append(process)
+        return process
+
+    yield launch
+    for process in started:
+        process.kill()
+
+
+def add_session(root: Path, case: str, session_id: str) -> None:
+    """Create a session folder the way Cline does: the folder, then its files, written in place."""
+    source = FIXTURES / case / "data" / "sessions" / session_id
+    folder = root / session_id
+    folder.mkdir()
+    for name in (f"{session_id}.messages.json", f"{session_id}.json"):
+        write_in_place(folder / name, (source / name).read_bytes())
+
+
+def edited(content: bytes, mark: str) -> bytes:
+    """basic_act's messages with one assistant text changed (so one step changes)."""
+    original = b"Fixing the off-by-one."
+    assert original in content
+    return content.replace(original, f"Fixing the off-by-one ({mark}).".encode(), 1)
+
+
+def steps_of(db: Path, session_id: str) -> int | None:
+    stored = read_store(db).get(session_id)
+    return None if stored is None else stored.steps
+
+
+@pytest.mark.usefixtures("events_only")
+def test_startup_then_a_new_session_folder(start: Callable[..., CaptureProcess], root: Path, db: Path) -> None:
+    capture = start()
+    capture.wait_for_log(rf"cline: watching {root} \(1 sessions present, 1 new or changed\)$")
+    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    assert steps_of(db, BASIC) == expected_steps(FIXTURES / "cline/basic_act", BASIC)
+    written = time.monotonic()
+    add_session(root, "cline/plan_act_resumed_open", PLANS)
+    wait_until(lambda: steps_of(db, PLANS) == expected_steps(FIXTURES / "cline/plan_act_resumed_open", PLANS))
+    latency = time.monotonic() - written
+    capture.wait_for_log(INGEST_LINE.format(id=PLANS, reason="event"))
+    print(f"new session folder visible in the store after {latency * 1000:.0f} ms (debounce {DEBOUNCE} s)")
+    assert latency < DEBOUNCE + 2.0
+    assert capture.lines(r" (ERROR|WARNING) ") == []
+
+
+@pytest.mark.parametrize(
+    ("case", "session_id", "how"), [("a_read_edit", REAL_A, "in_place"), ("e_plan_then_act", REAL_E, "rename")]
+)
+def test_real_rewrites_replayed(
+    start: Callable[..., CaptureProcess], root: Path, db: Path, case: str, session_id: str, how: str
+) -> None:
+    """Cline's real sequence of rewrites (in place, or temp file + rename) ends up stored whole."""
+    capture = start()
+    capture.wait_for_log(r"cline: watching ")
+    writes = sum(1 for _ in replay(f"cline-real/{case}", root, how=how))
+    expected = expected_steps(FIXTURES / "cline-real" / case, session_id)
+
+    def complete() -> bool:
+        stored = read_store(db).get(session_id)
+        return stored is not None and stored.steps == expected and stored.ended_at is not None
+
+    wait_until(complete, what=f"{session_id} stored with {expected} steps and its end time")
+    ingests = capture.lines(INGEST_LINE.format(id=session_id, reason="(event|poll)"))
+    assert 1 <= len(ingests) <= writes  # debounced: never more ingests than writes
+    assert capture.lines(r" (ERROR|WARNING) ") == []
+    assert capture.lines(r"\.tmp") == []
+
+
+@pytest.mark.usefixtures("events_only")
+def test_file_rewritten_in_place_is_updated(start: Callable[..., CaptureProcess], root: Path, db: Path) -> None:
+    messages = root / BASIC / f"{BASIC}.messages.json"
+    capture = start()
+    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    before = read_store(db)[BASIC]
+    write_in_place(messages, edited(messages.read_bytes(), "in place"))
+    capture.wait_for_log(r"INFO cline updated 1790000000000_basic \(\d+ steps, \d+ turns, [1-9]\d* written\) on event")
+    after = read_store(db)[BASIC]
+    assert after.step_digests != before.step_digests
+
+
+@pytest.mark.usefixtures("events_only")
+def test_file_replaced_by_rename_is_updated(start: Callable[..., CaptureProcess], root: Path, db: Path) -> None:
+    messages = root / BASIC / f"{BASIC}.messages.json"
+    capture = start()
+    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    temp = messages.with_name(messages.name + ".1234.tmp")
+    temp.write_bytes(edited(messages.read_bytes(), "renamed"))
+    os.replace(temp, messages)
+    capture.wait_for_log(r"INFO cline updated 1790000000000_basic .* on event")
+    assert capture.lines(r"\.tmp") == []
+
+
+@pytest.mark.usefixtures("events_only")
+def test_torn_file_then_its_completion(
+    start: Callable[..., CaptureProcess], capture_env: dict[str, str], root: Path, db: Path
+) -> None:
+    messages = root / BASIC / f"{BASIC}.messages.json"
+    complete = messages.read_bytes()
+    capture_env["POSTRUN_LOG_LEVEL"] = "DEBUG"  # shows the re-read that does not log the tear again
+    capture = start()
+    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    stored = read_store(db)[BASIC]
+    torn_line = (
+        r"INFO cline 1790000000000_basic: messages file not parseable yet \(mid-write\?\);"
+        r" will retry on next change$"
+    )
+    write_in_place(messages, complete[: len(complete) // 2])
+    capture.wait_for_log(torn_line)
+    assert read_store(db)[BASIC] == stored  # stored data untouched
+    # The same torn file read again (the manifest next to it was touched) is not logged again.
+    (root / BASIC / f"{BASIC}.json").touch()
+    capture.wait_for_log(r"DEBUG cline 1790000000000_basic: messages file still not parseable \(already reported\)")
+    assert len(capture.lines(torn_line)) == 1
+    assert read_store(db)[BASIC].step_digests == stored.step_digests
+    # A new change that is still torn is news; then the completed file is stored.
+    write_in_place(messages, complete[: len(complete) // 3])
+    capture.wait_for_log(torn_line, count=2)
+    write_in_place(messages, edited(complete, "completed"))
+    capture.wait_for_log(r"INFO cline updated 1790000000000_basic .* on event")
+    assert read_store(db)[BASIC].step_digests != stored.step_digests
+    assert len(capture.lines(torn_line)) == 2
+
+
+def test_root_deleted_and_recreated(start: Callable[..., CaptureProcess], root: Path, db: Path) -> None:
+    capture = start()
+    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    shutil.rmtree(root)
+    capture.wait_for_log(rf"WARNING cline: {root} is gone; stored sessions are kept")
+    root.mkdir()
+    capture.wait_for_log(rf"INFO cline: {root} appeared; watching it")
+    add_session(root, "cline/plan_act_resumed_open", PLANS)
+    wait_until(lambda: steps_of(db, PLANS))
+    assert BASIC in read_store(db)  # a session gone from disk stays in the store
+    capture.wait_for_log(INGEST_LINE.format(id=PLANS, reason="(event|poll)"))
+
+
+def test_root_missing_at_start_and_created_later(
+    start: Callable[..., CaptureProcess], capture_env: dict[str, str], tmp_path: Path, db: Path
+) -> None:
+    late_root = tmp_path / "late" / "sessions"
+    capture_env["POSTRUN_CLINE_DIR"] = str(late_root)
+    capture = start()
+    capture.wait_for_log(rf"WARNING cline: {late_root} does not exist yet; capture waits for it to appear")
+    capture.wait_for_log(rf"cline: watching {late_root} \(0 sessions present, 0 new or changed\)")
+    late_root.mkdir(parents=True)
+    add_session(late_root, "cline/basic_act", BASIC)
+    wait_until(lambda: steps_of(db, BASIC))
+    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="(event|poll)"))
+
+
+def test_poll_only_mode(
+    start: Callable[..., CaptureProcess], capture_env: dict[str, str], root: Path, db: Path
+) -> None:
+    capture_env["POSTRUN_USE_EVENTS"] = "0"
+    capture = start()
+    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    messages = root / BASIC / f"{BASIC}.messages.json"
+    before = read_store(db)[BASIC].step_digests
+    written = time.monotonic()
+    write_in_place(messages, edited(messages.read_bytes(), "polled"))
+    wait_until(lambda: read_store(db)[BASIC].step_digests != before)
+    latency = time.monotonic() - written
+    print(f"poll-only: change visible after {latency * 1000:.0f} ms (debounce {DEBOUNCE} s + poll {POLL} s)")
+    assert latency < DEBOUNCE + POLL + 2.0
+    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="poll"))
+    assert capture.lines(r" on event in ") == []
+    # A new folder is found by the poll too.
+    add_session(root, "cline/plan_act_resumed_open", PLANS)
+    wait_until(lambda: steps_of(db, PLANS))
+    capture.wait_for_log(INGEST_LINE.format(id=PLANS, reason="poll"))
+
+
+def test_sigterm_and_sigint_exit_zero_quickly(
+    start: Callable[..., CaptureProcess], capture_env: dict[str, str], root: Path
+) -> None:
+    for number in (signal.SIGTERM, signal.SIGINT):
+        capture = start()
+        capture.wait_for_log(r"cline: watching ")
+        code, seconds = capture.stop(number)
+        assert code == 0, capture.log()
+        assert seconds < 5
+        capture.wait_for_log(r"INFO capture: stopped$")
+    assert run_postrun("status", env=capture_env).returncode == 3  # the lock went with the process
+
+
+def test_second_instance_refused_with_75(start: Callable[..., CaptureProcess], capture_env: dict[str, str]) -> None:
+    first = start()
+    first.wait_for_log(r"cline: watching ")
+    second = run_postrun("capture", env=capture_env, timeout=30)
+    assert second.returncode == 75
+    assert second.stderr.strip().endswith(f"another capture is running (pid {first.pid})")
+    once = run_postrun("capture", "--once", env=capture_env, timeout=30)
+    assert once.returncode == 75
+
+
+def test_status_running_and_not_running(
+    start: Callable[..., CaptureProcess], capture_env: dict[str, str], db: Path
+) -> None:
+    not_running = run_postrun("status", env=capture_env)
+    assert not_running.returncode == 3
+    assert not_running.stdout.splitlines()[0] == "capture: not running"
+    assert f"store: {db} (not created yet)" in not_running.stdout
+    capture = start()
+    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    running = run_postrun("status", env=capture_env)
+    assert running.returncode == 0, running.stderr
+    lines = running.stdout.splitlines()
+    assert lines[0].startswith(f"capture: running (pid {capture.pid}, since ")
+    steps = expected_steps(FIXTURES / "cline/basic_act", BASIC)
+    assert f"store: {db} (1 sessions, {steps} steps)" in lines
+    assert any(line.startswith("last ingest: 20") for line in lines)
+    assert "sessions watched: 1" in lines
+
+
+def test_once_prints_a_summary(capture_env: dict[str, str], tmp_path: Path) -> None:
+    root = copy_data("cline/mid_write_and_junk", tmp_path / "junk")
+    capture_env["POSTRUN_CLINE_DIR"] = str(root)
+    first = run_postrun("capture", "--once", env=capture_env, timeout=60)
+    assert first.returncode == 0, first.stderr  # a torn file is not a failure
+    assert _summary(first.stdout) == "summary: 2 sessions, 1 ingested, 0 updated, 0 unchanged, 1 torn, 0 failed"
+    assert "cline 1790000400001_halfw: messages file not parseable yet (mid-write?); will retry on next change" in (
+        first.stderr
+    )
+    assert "skipped" in first.stderr  # junk next to the sessions is named once
+    again = run_postrun("capture", "--once", env=capture_env, timeout=60)
+    assert _summary(again.stdout) == "summary: 2 sessions, 0 ingested, 0 updated, 1 unchanged, 1 torn, 0 failed"
+    bad = root / "1790000400009_baddd"
+    bad.mkdir()
+    (bad / f"{bad.name}.messages.json").write_text("42")
+    failed = run_postrun("capture", "--once", env=capture_env, timeout=60)
+    assert failed.returncode == 1
+    assert _summary(failed.stdout) == "summary: 3 sessions, 0 ingested, 0 updated, 1 unchanged, 1 torn, 1 failed"
+    assert f"ERROR cline {bad.name}: " in failed.stderr
+
+
+def _summary(stdout: str) -> str:
+    line = stdout.strip().splitlines()[-1]
+    head, _, timing = line.rpartition(" in ")
+    assert timing.endswith(" ms") and timing[:-3].isdigit(), line
+    return head
+
+
+AUDIT_HOOK = """
+import os, sys
+_root = os.environ.get("TEST_AUDIT_ROOT")
+_out = os.environ.get("TEST_AUDIT_LOG")
+if _root and _out:
+    _fd = os.open(_out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    def _hook(event, args):
+        if event == "open" and args and isinstance(args[0], (str, bytes, os.PathLike)):
+            path = os.path.abspath(os.fsdecode(args[0]))
+            if path.startswith(_root + os.sep):
+                os.write(_fd, (path + "\\n").encode())
+    sys.addaudithook(_hook)
+"""
+
+
+def test_restart_over_unchanged_history_reads_no_transcript(
+    start: Callable[..., CaptureProcess], capture_env: dict[str, str], root: Path, tmp_path: Path
+) -> None:
+    """Proof by an audit hook in the capture process: every file it opens under the root is logged."""
+    for case, session_id in (("cline/plan_act_resumed_open", PLANS), ("cline-real/a_read_edit", REAL_A)):
+        shutil.copytree(FIXTURES / case / "data" / "sessions" / session_id, root / session_id)
+    hook_dir = tmp_path / "audit"
+    hook_dir.mkdir()
+    (hook_dir / "sitecustomize.py").write_text(AUDIT_HOOK)
+    opened = tmp_path / "opened.txt"
+    capture_env.update(PYTHONPATH=str(hook_dir), TEST_AUDIT_ROOT=str(root.parent), TEST_AUDIT_LOG=str(opened))
+    first = start()
+    first.wait_for_log(r"cline: caught up with 3 sessions")
+    assert first.stop()[0] == 0
+    assert any(line.endswith(".messages.json") for line in opened.read_text().splitlines())  # the hook works
+    opened.write_text("")
+    second = start()
+    second.wait_for_log(rf"cline: watching {root} \(3 sessions present, 0 new or changed\)$")
+    assert second.stop()[0] == 0
+    assert opened.read_text() == ""  # not one file under the Cline data dir was opened
+    assert second.lines(r"INFO cline (ingested|updated|unchanged) ") == []  # skipped sessions log nothing at INFO
+
+
+def test_daemon_pid_file_and_sigterm(capture_env: dict[str, str], db: Path) -> None:
+    started = run_postrun("capture", "--daemon", env=capture_env, timeout=60)
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.startswith("postrun capture: running in the background (pid ")
+    pid = int(started.stdout.split("(pid ")[1].split(")")[0])
+    try:
+        lock = Path(f"{db}.capture.lock")
+        assert lock.stat().st_mode & 0o777 == 0o600
+        assert json.loads(lock.read_text())["pid"] == pid  # the lock file is the pid file
+        status = run_postrun("status", env=capture_env)
+        assert status.returncode == 0 and f"pid {pid}" in status.stdout
+        log_file = Path(capture_env["XDG_STATE_HOME"]) / "postrun" / "log" / "capture.log"
+        wait_until(lambda: "INFO cline ingested 1790000000000_basic" in log_file.read_text())
+        assert log_file.stat().st_mode & 0o777 == 0o600  # umask 077
+        os.kill(pid, signal.SIGTERM)
+        wait_until(lambda: not _alive(pid), timeout=5, what="the daemon to exit")
+        assert "INFO capture: stopped" in log_file.read_text()
+        assert run_postrun("status", env=capture_env).returncode == 3
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (not reaped yet, its parent exited) counts as gone.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("variable", ["INVOCATION_ID", "NOTIFY_SOCKET"])
+def test_daemon_refused_under_a_service_manager(capture_env: dict[str, str], variable: str) -> None:
+    capture_env[variable] = "abc"
+    refused = run_postrun("capture", "--daemon", env=capture_env)
+    assert refused.returncode == 2
+    assert f"a service manager runs this capture ({variable} is set)" in refused.stderr
+    assert not Path(f"{capture_env['POSTRUN_DB']}.capture.lock").exists()
+
+
+def test_notify_protocol(start: Callable[..., CaptureProcess], capture_env: dict[str, str]) -> None:
+    """Type=notify end to end, with a datagram socket the test owns (no systemd needed)."""
+    name = f"postrun-test-notify-{os.getpid()}-{time.monotonic_ns()}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as server:
+        server.bind("\0" + name)
+        server.settimeout(10)
+        capture_env.update(NOTIFY_SOCKET="@" + name, WATCHDOG_USEC="300000")
+        capture = start()
+        messages: list[str] = []
+
+        def receive_until(predicate: Callable[[list[str]], bool]) -> None:
+            deadline = time.monotonic() + 10
+            while not predicate(messages):
+                assert time.monotonic() < deadline, messages
+                messages.append(server.recv(4096).decode())
+
+        receive_until(lambda got: any("READY=1" in m for m in got))
+        ready = next(m for m in messages if "READY=1" in m)
+        assert "STATUS=" in ready
+        receive_until(lambda got: sum(m == "WATCHDOG=1" for m in got) >= 3)
+        capture.send(signal.SIGTERM)
+        receive_until(lambda got: "STOPPING=1" in got)
+        assert capture.process.wait(5) == 0
+
+
+def test_journal_stream_drops_the_time(capture_env: dict[str, str], tmp_path: Path) -> None:
+    journal_log = tmp_path / "journal.log"
+    journal_log.touch()
+    stat = journal_log.stat()
+    # stderr is a file whose identity JOURNAL_STREAM names, as journald's stream would be.
+    capture_env["JOURNAL_STREAM"] = f"{stat.st_dev}:{stat.st_ino}"
+    with journal_log.open("a") as stderr:
+        process = subprocess.Popen([*postrun_command(), "capture"], env=capture_env, stderr=stderr)
+        try:
+            wait_until(lambda: "cline: watching" in journal_log.read_text())
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(5) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+    first = journal_log.read_text().splitlines()[0]
+    assert first.startswith("<6>INFO cline: watching ")
+
+
+def test_sighup_rereads_the_configuration(
+    start: Callable[..., CaptureProcess], capture_env: dict[str, str], tmp_path: Path, root: Path, db: Path
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("log_level = 'INFO'\n")
+    capture_env["POSTRUN_CONFIG"] = str(config)
+    capture = start()
+    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    config.write_text("log_level = 'DEBUG'\n")
+    capture.send(signal.SIGHUP)
+    capture.wait_for_log(rf"INFO capture: configuration reloaded from {config}$")
+    capture.wait_for_log(rf"cline: watching {root} \(1 sessions present, 0 new or changed\)$")
+    capture.wait_for_log(r"DEBUG capture: debounce ")  # the new level is in force
+    config.write_text("log_level = 'LOUD'\n")
+    capture.send(signal.SIGHUP)
+    capture.wait_for_log(r"ERROR capture: configuration not reloaded: .*log_level")
+    add_session(root, "cline/plan_act_resumed_open", PLANS)
+    wait_until(lambda: steps_of(db, PLANS))  # still capturing
+
+
+def test_store_removed_while_running_is_recreated(start: Callable[..., CaptureProcess], root: Path, db: Path) -> None:
+    capture = start()
+    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    add_session(root, "cline/plan_act_resumed_open", PLANS)
+    capture.wait_for_log(r"ERROR store .*: the database file was removed or replaced; recreating it and catching up")
+    wait_until(lambda: {BASIC, PLANS} <= read_store(db).keys(), what="both sessions in the new store")
+    assert len(capture.lines(r"ERROR store ")) == 1
+
+
+def test_locked_store_is_retried(start: Callable[..., CaptureProcess], root: Path, db: Path) -> None:
+    """Another writer holds the store longer than the busy timeout: one clear error, then a retry."""
+
+    capture = start()
+    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    blocker = apsw.Connection(str(db))
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        add_session(root, "cline/plan_act_resumed_open", PLANS)
+        capture.wait_for_log(r"ERROR store .*: the database is locked by another process; capture keeps running")
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    wait_until(lambda: steps_of(db, PLANS))
+    capture.wait_for_log(r"INFO store .*: writable again")
