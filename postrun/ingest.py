@@ -96,12 +96,7 @@ class Ingester:
         if state is not None:
             approvals = state.approvals
         else:
-            manifest_source = files.manifest.get("source") if files.manifest else None
-            approvals = approval_snapshot(
-                location.data_dir,
-                manifest_source if isinstance(manifest_source, str) else None,
-                max_bytes=self.max_bytes,
-            )
+            approvals = approval_snapshot(location.data_dir, files.client_source, max_bytes=self.max_bytes)
         try:
             mapped, cache = map_session(files, approvals, cache)
             mapped.validate()
