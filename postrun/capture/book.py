@@ -17,11 +17,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from postrun.agents.cline import AGENT, Skipped, list_sessions, session_fingerprint
+from postrun.agents.cline import Skipped, list_sessions, session_fingerprint
 from postrun.errors import NotFound, PostrunError
 from postrun.ingest import unchanged_since_stored
 from postrun.records import SourceFile
-from postrun.store.capture_state import iter_stored_fingerprints
+from postrun.store.capture_state import stored_fingerprints
 from postrun.store.db import Database
 
 ACTIVE_SECONDS = 24 * 3600  # a session changed this recently is polled every tick
@@ -67,40 +67,40 @@ def plan_catch_up(root: Path, database: Database, *, wall_now: float) -> CatchUp
         listing = list_sessions(root)
     except NotFound:
         return CatchUpPlan(False, (), (), {}, frozenset(), frozenset(), {})
-    current: dict[str, tuple[SourceFile, ...] | None] = {}
-    for location in listing.sessions:
-        try:
-            current[location.session_id] = session_fingerprint(location)
-        except PostrunError:
-            current[location.session_id] = None  # the ingest reports it
+    prints: dict[str, PrintKey] = {}
     unchanged: set[str] = set()
     stored_open: set[str] = set()
-    for stored in iter_stored_fingerprints(database, AGENT):
-        files = current.get(stored.session_id)
-        if files is None:
-            continue
-        if stored.open:
-            stored_open.add(stored.session_id)
-        if unchanged_since_stored(stored.source_files, files):
-            unchanged.add(stored.session_id)
+    active_mtimes: dict[str, float] = {}
+    recent: dict[str, float] = {}
+    for location in listing.sessions:  # one session at a time: memory stays flat
+        session_id = location.session_id
+        try:
+            files: tuple[SourceFile, ...] = session_fingerprint(location)
+        except PostrunError:
+            files = ()  # the ingest reports it
+        prints[session_id] = print_key(files)
+        stored = stored_fingerprints(database, session_id)
+        mtime = newest_mtime(files)
+        if wall_now - mtime < ACTIVE_SECONDS:
+            recent[session_id] = mtime
+        if stored is not None:
+            if stored.open:
+                stored_open.add(session_id)
+            if files and unchanged_since_stored(stored.source_files, files):
+                unchanged.add(session_id)
+        if session_id in recent or session_id in stored_open:
+            active_mtimes[session_id] = mtime
     present = tuple(location.session_id for location in listing.sessions)
-    recent = {
-        session_id: newest_mtime(files)
-        for session_id, files in current.items()
-        if files and wall_now - newest_mtime(files) < ACTIVE_SECONDS
-    }
-    active = stored_open | recent.keys()
-    watch_first = sorted(active, key=lambda session_id: newest_mtime(current[session_id] or ()), reverse=True)
     return CatchUpPlan(
         root_found=True,
         present=present,
         changed=tuple(session_id for session_id in present if session_id not in unchanged),
-        prints={session_id: print_key(files or ()) for session_id, files in current.items()},
+        prints=prints,
         unchanged=frozenset(unchanged),
         open=frozenset(stored_open),
         recent=recent,
         skipped=listing.skipped,
-        watch_first=tuple(watch_first),
+        watch_first=tuple(sorted(active_mtimes, key=active_mtimes.__getitem__, reverse=True)),
     )
 
 

@@ -11,9 +11,10 @@ line (re-arms it after the root was deleted and recreated, or appeared late).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from postrun.agents.cline import Skipped, list_sessions, session_fingerprint
@@ -54,6 +55,7 @@ class Poller:
         self.on_sweep = on_sweep
         self.monotonic = monotonic
         self._root_state: tuple[int, int, int] | None = None  # (dev, ino, mtime_ns) at the last listing
+        self._names = 0  # a digest of the root's entry names at the last listing
         self._root_present: bool | None = None
         self._next_sweep = monotonic() + full_sweep_seconds
         self._young: dict[str, float] = {}  # non-session folders -> when first seen
@@ -66,11 +68,12 @@ class Poller:
         self._last_error: str | None = None
         self._thread = threading.Thread(target=self._loop, name="postrun-poll", daemon=True)
 
-    def prime(self, state: tuple[int, int, int] | None, skipped: tuple[Skipped, ...]) -> None:
+    def prime(self, state: tuple[int, int, int] | None, present: Sequence[str], skipped: tuple[Skipped, ...]) -> None:
         """What the start-up listing found: the root's state taken just before it (so the first
         tick does not list again) and the entries it skipped (junk is reported at once)."""
         self._root_present = state is not None
         self._root_state = state
+        self._names = _names_key([*present, *(entry.path.name for entry in skipped)])
         self._note_skipped(skipped, warn=False)
 
     def start(self) -> None:
@@ -123,10 +126,10 @@ class Poller:
             requested, self._listing_requested = self._listing_requested, False
             listing_reason: Reason = self._listing_reason if requested else "poll"
         need_listing = present and (
-            full
-            or requested
+            requested
             or state != self._root_state
             or any(self.monotonic() - seen < NEW_FOLDER_GRACE_SECONDS for seen in self._young.values())
+            or (full and self._names_changed())
         )
         if need_listing:
             self._list(listing_reason)
@@ -153,11 +156,19 @@ class Poller:
             self.logger.warning(f"cline: {self.root} is gone; stored sessions are kept, waiting for it to come back")
         self._root_present = present
 
+    def _names_changed(self) -> bool:
+        """The full sweep's check of the root's names (cheap), in case an mtime tick hid a change."""
+        try:
+            return _names_key(os.listdir(self.root)) != self._names  # noqa: PTH208 - names only, no Path objects
+        except OSError:
+            return True
+
     def _list(self, reason: Reason) -> None:
         try:
             listing = list_sessions(self.root)
         except NotFound:
             return
+        self._names = _listing_key(listing.sessions, listing.skipped)
         present = {location.session_id for location in listing.sessions}
         for session_id in set(self.book.ids()) - present:
             self.book.remove(session_id)
@@ -200,6 +211,14 @@ class Poller:
         if name not in self._warned:
             self._warned.add(name)
             self.logger.warning(skipped_line(entry))
+
+
+def _names_key(names: Iterable[str]) -> int:
+    return hash(frozenset(names))
+
+
+def _listing_key(sessions: Iterable[SessionLocation], skipped: Iterable[Skipped]) -> int:
+    return _names_key([*(location.session_id for location in sessions), *(entry.path.name for entry in skipped)])
 
 
 def root_state(root: Path) -> tuple[int, int, int] | None:

@@ -492,7 +492,7 @@ class CaptureService:
             self.watcher.sync(None if state is None else state[:2])  # events from here on are hints
         plan = plan_catch_up(self.root, database, wall_now=time.time())
         self.book.load(plan)
-        self.poller.prime(state if plan.root_found else None, plan.skipped)
+        self.poller.prime(state if plan.root_found else None, plan.present, plan.skipped)
         if self.watcher is not None:
             for session_id in reversed(plan.watch_first[:MAX_FOLDER_WATCHES]):
                 self.watcher.want(session_id)  # the sessions likely to change next, most recent last

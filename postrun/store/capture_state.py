@@ -1,12 +1,11 @@
-"""What the capture service reads from the store: every session's fingerprints and open state.
+"""What the capture service reads from the store: a session's stored fingerprints and open state.
 
-One query at start-up (and after the store was recreated) lets the capture skip, without
-reading them, the sessions whose files have not changed since they were stored.
+At start-up (and after the store was recreated) they let the capture skip, without reading
+them, the sessions whose files have not changed since they were stored.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from postrun.records import SourceFile
@@ -21,14 +20,16 @@ class StoredFingerprints:
     open: bool  # no end time yet
 
 
-def iter_stored_fingerprints(database: Database, agent: str) -> Iterator[StoredFingerprints]:
-    """Every stored session of ``agent``, streamed (a long history is never all in memory)."""
-    cursor = database.execute(
-        "SELECT id, source_files, ended_at IS NULL FROM sessions WHERE agent = ?",
-        (agent,),
-    )
-    for session_id, source_files, is_open in cursor:
-        yield StoredFingerprints(str(session_id), decode_source_files(source_files), bool(is_open))
+def stored_fingerprints(database: Database, session_id: str) -> StoredFingerprints | None:
+    """The fingerprints the session was last stored with, and whether it is open; None if not stored.
+
+    One indexed lookup per session keeps the start-up comparison of a long history flat in
+    memory (nothing is loaded for all sessions at once).
+    """
+    row = database.execute("SELECT source_files, ended_at IS NULL FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        return None
+    return StoredFingerprints(session_id, decode_source_files(row[0]), bool(row[1]))
 
 
 def session_is_open(database: Database, session_id: str) -> bool | None:
