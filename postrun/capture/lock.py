@@ -82,6 +82,34 @@ class CaptureLock:
         self.info = replace(self.info, **changes)  # type: ignore[arg-type]
         self._write()
 
+    def still_in_place(self) -> bool:
+        """False when the lock file was removed or replaced (the store's folder was deleted, say):
+        the flock then sits on a file no other capture can see, and guards nothing."""
+        if self._fd is None:
+            return False
+        try:
+            on_disk = self.path.stat()
+        except OSError:
+            return False
+        held = os.fstat(self._fd)
+        return (on_disk.st_dev, on_disk.st_ino) == (held.st_dev, held.st_ino)
+
+    def renew(self) -> None:
+        """Take the lock again at ``path``, keeping what it records (after ``still_in_place`` was False).
+
+        Raises AlreadyRunning when another capture took the store meanwhile.
+        """
+        previous, old_fd = self.info, self._fd
+        self._fd, self.info = None, None
+        try:
+            self.acquire()
+        finally:
+            if old_fd is not None:
+                os.close(old_fd)
+        if previous is not None:
+            self.info = previous
+            self._write()
+
     def _write(self) -> None:
         assert self._fd is not None and self.info is not None
         content = orjson.dumps(asdict(self.info)) + b"\n"

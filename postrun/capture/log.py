@@ -135,15 +135,19 @@ class LogSetup:
     logger: logging.Logger
     progress: ProgressBar | None  # None unless stderr is a terminal
     handler: logging.Handler
+    previous: tuple[int, bool]  # the logger's level and propagate flag before
 
     def set_level(self, level: str) -> None:
         self.logger.setLevel(level)
 
     def close(self) -> None:
+        """Flush and detach the handler; the logger is as it was before."""
         if self.progress is not None:
             self.progress.finish()
         self.logger.removeHandler(self.handler)
         self.handler.close()
+        self.logger.setLevel(self.previous[0])
+        self.logger.propagate = self.previous[1]
 
 
 def configure_logging(level: str, *, environ: Mapping[str, str], log_file: Path | None = None) -> LogSetup:
@@ -169,8 +173,9 @@ def configure_logging(level: str, *, environ: Mapping[str, str], log_file: Path 
             handler = logging.StreamHandler(stream)
         handler.setFormatter(LineFormatter(journal=journal))
     logger = logging.getLogger(LOGGER_NAME)
+    previous = (logger.level, logger.propagate)
     logger.handlers.clear()
     logger.addHandler(handler)
     logger.setLevel(level)
     logger.propagate = False
-    return LogSetup(logger=logger, progress=progress, handler=handler)
+    return LogSetup(logger=logger, progress=progress, handler=handler, previous=previous)

@@ -27,6 +27,9 @@ from postrun.errors import NotFound, PostrunError
 # A folder without a messages file may be a session being created: it is listed again on
 # every tick for this long, and warned about only if it is still not a session after it.
 NEW_FOLDER_GRACE_SECONDS = 60.0
+# File systems stamp times from a coarse clock (a few ms, up to 2 s on FAT): within this
+# long of a change, the root's mtime cannot prove that nothing else changed.
+_RACY_NS = 2_000_000_000
 
 
 class Poller:
@@ -55,6 +58,7 @@ class Poller:
         self.on_sweep = on_sweep
         self.monotonic = monotonic
         self._root_state: tuple[int, int, int] | None = None  # (dev, ino, mtime_ns) at the last listing
+        self._root_racy = True  # the last listing came so soon after a change that another may hide
         self._names = 0  # a digest of the root's entry names at the last listing
         self._root_present: bool | None = None
         self._next_sweep = monotonic() + full_sweep_seconds
@@ -73,6 +77,7 @@ class Poller:
         tick does not list again) and the entries it skipped (junk is reported at once)."""
         self._root_present = state is not None
         self._root_state = state
+        self._root_racy = _racy(state)
         self._names = _names_key([*present, *(entry.path.name for entry in skipped)])
         self._note_skipped(skipped, warn=False)
 
@@ -128,12 +133,14 @@ class Poller:
         need_listing = present and (
             requested
             or state != self._root_state
+            or self._root_racy
             or any(self.monotonic() - seen < NEW_FOLDER_GRACE_SECONDS for seen in self._young.values())
             or (full and self._names_changed())
         )
         if need_listing:
             self._list(listing_reason)
             self._root_state = state
+            self._root_racy = _racy(state)
         if compare and present:
             self._compare(self.book.ids() if full else self.book.active())
         if full:
@@ -219,6 +226,12 @@ def _names_key(names: Iterable[str]) -> int:
 
 def _listing_key(sessions: Iterable[SessionLocation], skipped: Iterable[Skipped]) -> int:
     return _names_key([*(location.session_id for location in sessions), *(entry.path.name for entry in skipped)])
+
+
+def _racy(state: tuple[int, int, int] | None) -> bool:
+    """True when the root changed less than a timestamp tick before now: a second change in
+    the same tick would leave its mtime as it is, so the next poll lists it again (as git does)."""
+    return state is not None and time.time_ns() - state[2] < _RACY_NS
 
 
 def root_state(root: Path) -> tuple[int, int, int] | None:

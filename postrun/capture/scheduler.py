@@ -227,6 +227,10 @@ class Scheduler:
             del self._sessions[session_id]
 
 
+HOUSEKEEPING_SECONDS = 5.0
+_HOUSEKEEPING = Due("", "poll")  # never a session: ids are never empty
+
+
 class Dispatcher:
     """The thin timer thread: waits for the next due session and runs its ingest.
 
@@ -237,10 +241,19 @@ class Dispatcher:
     """
 
     def __init__(
-        self, scheduler: Scheduler, run: Callable[[Due], tuple[float | None, bool]], *, name: str = "ingest"
+        self,
+        scheduler: Scheduler,
+        run: Callable[[Due], tuple[float | None, bool]],
+        *,
+        housekeeping: Callable[[], None] = lambda: None,
+        housekeeping_seconds: float = HOUSEKEEPING_SECONDS,
+        name: str = "ingest",
     ) -> None:
         self.scheduler = scheduler
         self._run = run  # returns (cpu seconds or None when nothing was read, resolved)
+        self._housekeeping = housekeeping  # runs on this thread between ingests, every few seconds
+        self._housekeeping_seconds = housekeeping_seconds
+        self._next_housekeeping = scheduler.clock.now() + housekeeping_seconds
         self._condition = threading.Condition()
         self._stopping = False
         self._busy: Due | None = None
@@ -299,7 +312,13 @@ class Dispatcher:
                 due = self._next()
                 if due is None:
                     return
-                self._busy = due
+                if due is _HOUSEKEEPING:
+                    self._next_housekeeping = self.scheduler.clock.now() + self._housekeeping_seconds
+                else:
+                    self._busy = due
+            if due is _HOUSEKEEPING:
+                self._housekeeping()
+                continue
             cost: float | None = None
             resolved = False
             try:
@@ -310,12 +329,14 @@ class Dispatcher:
                     self.scheduler.finished(due, cost_seconds=cost, resolved=resolved)
 
     def _next(self) -> Due | None:
-        """Wait (holding the condition) until a session is due; None when stopping."""
+        """Wait (holding the condition) until a session is due or housekeeping is; None when stopping."""
         while not self._stopping:
+            now = self.scheduler.clock.now()
+            if now >= self._next_housekeeping:
+                return _HOUSEKEEPING
             due = self.scheduler.take()
             if due is not None:
                 return due
-            wakeup = self.scheduler.next_wakeup()
-            timeout = None if wakeup is None else max(wakeup - self.scheduler.clock.now(), 0.0)
-            self._condition.wait(timeout)
+            wakeup = min(self.scheduler.next_wakeup() or self._next_housekeeping, self._next_housekeeping)
+            self._condition.wait(max(wakeup - now, 0.0))
         return None

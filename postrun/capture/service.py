@@ -39,7 +39,7 @@ from postrun.capture.notify import Notifier
 from postrun.capture.poller import Poller, root_state
 from postrun.capture.scheduler import Dispatcher, Due, Reason, Scheduler
 from postrun.capture.watcher import MAX_FOLDER_WATCHES, SessionWatcher
-from postrun.errors import NotParseableYet, PostrunError, StoreError
+from postrun.errors import AlreadyRunning, NotParseableYet, PostrunError, StoreError
 from postrun.ingest import Ingester
 from postrun.paths import Paths, ensure_private_dir
 from postrun.settings import LoadedSettings, Settings
@@ -195,12 +195,12 @@ class IngestJob:
         if not files or files[0].path != str(location.messages):
             self.logger.debug(f"cline {session_id}: no messages file any more; stored data kept")
             return JobResult("gone")
+        if not self._store_ready(due):
+            return JobResult("store")
         key = print_key(files)
         if self.book.was_read_at(session_id, key):
             self.logger.debug(f"cline {session_id}: not read: files unchanged since the last read (on {due.reason})")
             return JobResult("skipped")
-        if not self._store_ready(due):
-            return JobResult("store")
         assert self.database is not None
         started = time.thread_time()
         self.reads += 1
@@ -254,7 +254,11 @@ class IngestJob:
             self.logger.error(f"cline {session_id}: {message}")
         return JobResult("failed", cost)
 
-    def _store_ready(self, due: Due) -> bool:
+    def check_store(self) -> None:
+        """Housekeeping between ingests: notice a removed store even when nothing changes."""
+        self._store_ready(None)
+
+    def _store_ready(self, due: Due | None) -> bool:
         """Check the store file's identity before the transaction; recreate it if it went away."""
         assert self.host is not None
         if self.database is not None and not self.database.identity_changed():
@@ -268,7 +272,9 @@ class IngestJob:
         try:
             database = Database.open(self.db_path)
         except StoreError as exc:
-            self.host.retry_later(due.session_id, due.reason, self.faults.failed(exc))
+            delay = self.faults.failed(exc)
+            if due is not None:
+                self.host.retry_later(due.session_id, due.reason, delay)
             return False
         self.database = database
         self.ingester = Ingester(database, max_bytes=self.max_bytes)
@@ -449,7 +455,8 @@ class CaptureService:
         self.caches = MappingCaches(context.clock)
         self.scheduler = Scheduler(context.clock, debounce_seconds=self.settings.debounce_seconds)
         self.job: IngestJob | None = None
-        self.dispatcher = Dispatcher(self.scheduler, self._run_job)
+        self.dispatcher = Dispatcher(self.scheduler, self._run_job, housekeeping=self._housekeeping)
+        self._lost_lock = False
         self.watcher: SessionWatcher | None = None
         self.poller: Poller | None = None
         self._info_lock = threading.Lock()
@@ -542,6 +549,8 @@ class CaptureService:
             if signals.reload:
                 signals.reload = False
                 return "reload"
+            if self._lost_lock:
+                return "failed"
             if not (self.dispatcher.is_alive() and self.poller is not None and self.poller.is_alive()):
                 self.logger.error("capture: internal error: a worker thread stopped; exiting")
                 return "failed"
@@ -584,6 +593,21 @@ class CaptureService:
             self.context.progress.finish()
         elapsed = time.monotonic() - self._catch_up_started
         self.logger.info(f"cline: caught up with {self._catch_up_total} sessions in {elapsed:.1f} s")
+
+    def _housekeeping(self) -> None:
+        """On the ingest thread, every few seconds: the store file and the lock file are still ours."""
+        if self.job is not None:
+            self.job.check_store()
+        with self._info_lock:
+            if self.lock.info is None or self.lock.still_in_place():
+                return
+            try:
+                self.lock.renew()
+            except AlreadyRunning as exc:
+                self.logger.error(f"capture: the capture lock was removed and {exc.reason}; stopping")
+                self._lost_lock = True
+                return
+        self.logger.warning(f"capture: the capture lock {self.lock.path} was removed; took it again")
 
     def _hint(self, session_id: str | None) -> None:
         """An event (watchdog's thread): a known session changed, or the poller should look."""

@@ -147,6 +147,8 @@ class SessionWatcher:
             self._unschedule(self._root_watch)
             self._root_watch = None
         if root_identity is None:
+            for session_id in list(self._folders):  # the folders went with the root
+                self._unschedule(self._folders.pop(session_id))
             return []
         if self._root_watch is None:
             self._root_watch = self._schedule(self.root)

@@ -460,7 +460,9 @@ def test_sighup_rereads_the_configuration(
     wait_until(lambda: steps_of(db, PLANS))  # still capturing
 
 
-def test_store_removed_while_running_is_recreated(start: Callable[..., CaptureProcess], root: Path, db: Path) -> None:
+def test_store_removed_while_running_is_recreated(
+    start: Callable[..., CaptureProcess], capture_env: dict[str, str], root: Path, db: Path
+) -> None:
     capture = start()
     capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
     for suffix in ("", "-wal", "-shm"):
@@ -469,6 +471,21 @@ def test_store_removed_while_running_is_recreated(start: Callable[..., CapturePr
     capture.wait_for_log(r"ERROR store .*: the database file was removed or replaced; recreating it and catching up")
     wait_until(lambda: {BASIC, PLANS} <= read_store(db).keys(), what="both sessions in the new store")
     assert len(capture.lines(r"ERROR store ")) == 1
+
+
+def test_store_folder_removed_while_idle(
+    start: Callable[..., CaptureProcess], capture_env: dict[str, str], db: Path
+) -> None:
+    """Nothing changes in Cline's folder, yet the store and the lock come back (housekeeping)."""
+    capture = start()
+    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    shutil.rmtree(db.parent)
+    capture.wait_for_log(r"ERROR store .*: the database file was removed or replaced")
+    wait_until(lambda: BASIC in read_store(db), what="the session in the recreated store")
+    capture.wait_for_log(r"WARNING capture: the capture lock .* was removed; took it again")
+    status = run_postrun("status", env=capture_env)
+    assert status.returncode == 0, status.stdout
+    assert run_postrun("capture", env=capture_env).returncode == 75  # still one capture per store
 
 
 def test_locked_store_is_retried(start: Callable[..., CaptureProcess], root: Path, db: Path) -> None:

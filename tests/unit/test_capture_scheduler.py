@@ -266,3 +266,36 @@ def test_dispatcher_stop_waits_for_the_ingest_in_progress() -> None:
     release.set()
     assert dispatcher.stop(5)
     assert finished == ["a"]  # "b" was not started after the stop
+
+
+def test_dispatcher_housekeeping_runs_on_its_thread_between_ingests() -> None:
+    calls: list[str] = []
+    twice = threading.Event()
+
+    def housekeeping() -> None:
+        calls.append(threading.current_thread().name)
+        if len(calls) >= 2:
+            twice.set()
+
+    dispatcher = Dispatcher(
+        Scheduler(MonotonicClock(), debounce_seconds=0.01),
+        lambda due: (0.0, True),
+        housekeeping=housekeeping,
+        housekeeping_seconds=0.05,
+    )
+    dispatcher.start()
+    try:
+        assert twice.wait(5)  # with nothing to ingest at all
+    finally:
+        assert dispatcher.stop(5)
+    assert set(calls) == {"postrun-ingest"}
+
+
+def test_a_read_skipped_by_fingerprint_does_not_dilute_pacing(scheduler: Scheduler, clock: FakeClock) -> None:
+    for cost in (0.5, None, None, None):  # one real ingest, then hints whose files had not changed
+        scheduler.changed("heavy", "event")
+        due, _ = run_until_due(scheduler, clock)
+        ingest_cost = 0.0 if cost is None else cost
+        clock.advance(ingest_cost)
+        scheduler.finished(due, cost_seconds=cost, resolved=True)
+    assert scheduler.pace_interval("heavy") == pytest.approx(50.0)

@@ -1,0 +1,181 @@
+"""One capture ingest (IngestJob) over real files and a real store: torn files, failures, faults."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Hashable, Iterable, Iterator
+from pathlib import Path
+
+import apsw
+import pytest
+
+from postrun.capture.book import SessionBook, plan_catch_up
+from postrun.capture.clock import FakeClock
+from postrun.capture.scheduler import Due, Reason, Scheduler
+from postrun.capture.service import IngestJob, MappingCaches
+from postrun.store.db import Database
+from tests.conftest import FIXTURES
+from tests.support.capture_process import read_store
+
+BASIC = "1790000000000_basic"
+
+
+class Host:
+    """The scheduler's side of a job: the real report-once rule, retries and catch-ups recorded."""
+
+    def __init__(self) -> None:
+        self.scheduler = Scheduler(FakeClock(), debounce_seconds=1)
+        self.retries: list[tuple[str, Reason, float]] = []
+        self.catch_ups: list[list[str]] = []
+
+    def report_once(self, session_id: str, problem: Hashable) -> bool:
+        return self.scheduler.report_once(session_id, problem)
+
+    def retry_later(self, session_id: str, reason: Reason, delay: float) -> None:
+        self.retries.append((session_id, reason, delay))
+
+    def catch_up(self, session_ids: Iterable[str]) -> None:
+        self.catch_ups.append(list(session_ids))
+
+
+class Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"{record.levelname} {record.getMessage()}")
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    shutil.copytree(FIXTURES / "cline/basic_act/data", tmp_path / "data")
+    return tmp_path / "data" / "sessions"
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "store" / "postrun.db"
+
+
+@pytest.fixture
+def log() -> Iterator[Lines]:
+    handler = Lines()
+    logger = logging.getLogger("postrun.test.job")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    yield handler
+    logger.removeHandler(handler)
+
+
+@pytest.fixture
+def job(root: Path, db_path: Path) -> Iterator[tuple[IngestJob, Host]]:
+    database = Database.open(db_path)
+    book = SessionBook()
+    book.load(plan_catch_up(root, database, wall_now=time.time()))
+    job = IngestJob(
+        root=root,
+        db_path=db_path,
+        database=database,
+        max_bytes=2**26,
+        book=book,
+        caches=MappingCaches(FakeClock()),
+        logger=logging.getLogger("postrun.test.job"),
+    )
+    host = Host()
+    job.host = host
+    yield job, host
+    job.close()
+
+
+def test_ingest_line_and_no_second_read_of_unchanged_files(job: tuple[IngestJob, Host], log: Lines) -> None:
+    ingest_job, _ = job
+    assert ingest_job.run(Due(BASIC, "startup")).outcome == "ingested"
+    assert log.lines == [
+        "INFO cline ingested 1790000000000_basic (15 steps, 1 turns, 19 written) on startup in "
+        + log.lines[0].rsplit(" in ", 1)[1]
+    ]
+    assert log.lines[0].endswith(" ms")
+    result = ingest_job.run(Due(BASIC, "event"))  # a hint, but the files did not change
+    assert (result.outcome, result.cost_seconds) == ("skipped", None)
+    assert ingest_job.reads == 1
+    assert len(log.lines) == 1
+
+
+def test_torn_file_reported_once_per_change_and_store_untouched(
+    job: tuple[IngestJob, Host], root: Path, db_path: Path, log: Lines
+) -> None:
+    ingest_job, _ = job
+    ingest_job.run(Due(BASIC, "startup"))
+    stored = read_store(db_path)[BASIC]
+    messages = root / BASIC / f"{BASIC}.messages.json"
+    complete = messages.read_bytes()
+    torn = "INFO cline 1790000000000_basic: messages file not parseable yet (mid-write?); will retry on next change"
+    messages.write_bytes(complete[:100])
+    assert ingest_job.run(Due(BASIC, "event")).outcome == "torn"
+    assert ingest_job.run(Due(BASIC, "poll")).outcome == "skipped"  # the same torn file is not read again
+    (root / BASIC / f"{BASIC}.json").touch()  # a change next to it: read again, not reported again
+    assert ingest_job.run(Due(BASIC, "event")).outcome == "torn"
+    assert log.lines.count(torn) == 1
+    messages.write_bytes(complete[:200])  # a new tear is news
+    assert ingest_job.run(Due(BASIC, "event")).outcome == "torn"
+    assert log.lines.count(torn) == 2
+    assert read_store(db_path)[BASIC] == stored
+    messages.write_bytes(complete)
+    assert ingest_job.run(Due(BASIC, "event")).outcome == "unchanged"
+
+
+def test_a_bad_session_is_reported_once_and_retried_on_change(
+    job: tuple[IngestJob, Host], root: Path, log: Lines
+) -> None:
+    ingest_job, _ = job
+    messages = root / BASIC / f"{BASIC}.messages.json"
+    good = messages.read_bytes()
+    messages.write_text("42")
+    assert ingest_job.run(Due(BASIC, "startup")).outcome == "failed"
+    assert ingest_job.run(Due(BASIC, "poll")).outcome == "skipped"
+    errors = [line for line in log.lines if line.startswith("ERROR ")]
+    assert errors == [f"ERROR cline {BASIC}: {messages}: wrong shape: top level: expected an object or a list"]
+    messages.write_bytes(good)
+    assert ingest_job.run(Due(BASIC, "event")).outcome == "ingested"
+
+
+def test_store_removed_is_recreated_and_caught_up(job: tuple[IngestJob, Host], db_path: Path, log: Lines) -> None:
+    ingest_job, host = job
+    ingest_job.run(Due(BASIC, "startup"))
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+    result = ingest_job.run(Due(BASIC, "startup"))  # the fingerprint guard is reset with the store
+    assert result.outcome == "ingested"
+    assert BASIC in read_store(db_path)
+    assert host.catch_ups == [[BASIC]]
+    assert [line for line in log.lines if line.startswith("ERROR")] == [
+        f"ERROR store {db_path}: the database file was removed or replaced; recreating it and catching up"
+    ]
+
+
+def test_locked_store_is_retried_with_a_growing_delay(
+    job: tuple[IngestJob, Host], db_path: Path, root: Path, log: Lines
+) -> None:
+    ingest_job, host = job
+    assert ingest_job.database is not None
+    ingest_job.database.connection.set_busy_timeout(50)  # keep the test fast
+    blocker = apsw.Connection(str(db_path))
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        assert ingest_job.run(Due(BASIC, "event")).outcome == "store"
+        messages = root / BASIC / f"{BASIC}.messages.json"
+        messages.write_bytes(messages.read_bytes() + b" ")
+        assert ingest_job.run(Due(BASIC, "event")).outcome == "store"
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert [delay for *_, delay in host.retries] == [2.0, 4.0]
+    assert ingest_job.run(Due(BASIC, "event")).outcome == "ingested"
+    assert [line for line in log.lines if not line.startswith("INFO cline ingested")] == [
+        f"ERROR store {db_path}: the database is locked by another process; capture keeps running and retries"
+        " (every 60 s at most)",
+        f"INFO store {db_path}: writable again",
+    ]
