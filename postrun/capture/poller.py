@@ -14,7 +14,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from postrun.agents.cline import Skipped, list_sessions, session_fingerprint
@@ -32,8 +33,15 @@ NEW_FOLDER_GRACE_SECONDS = 60.0
 _RACY_NS = 2_000_000_000
 
 
+@dataclass(frozen=True, slots=True)
+class _Folder:
+    entry: Skipped
+    first_seen: float
+    had_messages: bool
+
+
 class Poller:
-    """The poll thread. ``wake`` asks for a listing now (a hint named an unknown session)."""
+    """The poll thread; ``wake`` makes it look at the root now."""
 
     def __init__(
         self,
@@ -62,10 +70,9 @@ class Poller:
         self._names = 0  # a digest of the root's entry names at the last listing
         self._root_present: bool | None = None
         self._next_sweep = monotonic() + full_sweep_seconds
-        self._young: dict[str, float] = {}  # non-session folders -> when first seen
+        self._folders: dict[str, _Folder] = {}  # folders in the root that were not sessions at the last listing
         self._warned: set[str] = set()
-        self._listing_requested = False
-        self._listing_reason: Reason = "poll"
+        self._hinted = False
         self._request_lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -79,7 +86,7 @@ class Poller:
         self._root_state = state
         self._root_racy = _racy(state)
         self._names = _names_key([*present, *(entry.path.name for entry in skipped)])
-        self._note_skipped(skipped, warn=False)
+        self._note_skipped(skipped, warn=False, had_messages={})  # not known: looked at on the next tick
 
     def start(self) -> None:
         self._thread.start()
@@ -93,11 +100,11 @@ class Poller:
     def is_alive(self) -> bool:
         return self._thread.is_alive()
 
-    def wake(self, *, listing: bool, reason: Reason = "event") -> None:
-        if listing:
-            with self._request_lock:
-                self._listing_requested = True
-                self._listing_reason = reason
+    def wake(self) -> None:
+        """An event hinted at something new in the root: tick now (new folders, the watcher;
+        fingerprints stay on schedule). What this tick finds is reported as found by an event."""
+        with self._request_lock:
+            self._hinted = True
         self._wake.set()
 
     def _loop(self) -> None:
@@ -128,19 +135,18 @@ class Poller:
         if present != self._root_present:
             self._root_changed(present)
         with self._request_lock:
-            requested, self._listing_requested = self._listing_requested, False
-            listing_reason: Reason = self._listing_reason if requested else "poll"
-        need_listing = present and (
-            requested
-            or state != self._root_state
-            or self._root_racy
-            or any(self.monotonic() - seen < NEW_FOLDER_GRACE_SECONDS for seen in self._young.values())
-            or (full and self._names_changed())
-        )
-        if need_listing:
-            self._list(listing_reason)
-            self._root_state = state
-            self._root_racy = _racy(state)
+            hinted, self._hinted = self._hinted, False
+        reason: Reason = "event" if hinted else "poll"
+        if present:
+            if state != self._root_state or self._root_racy or full:
+                # The root's mtime moves for any entry created, removed or renamed in it (Cline's
+                # own temp files too): list it again only when the names really changed.
+                if self._names_changed():
+                    self._list(reason)
+                self._root_state = state
+                self._root_racy = _racy(state)
+            if self._folder_ripened(every=full):
+                self._list(reason)
         if compare and present:
             self._compare(self.book.ids() if full else self.book.active())
         if full:
@@ -152,7 +158,7 @@ class Poller:
             armed = self.watcher.sync(None if state is None else state[:2])
             if armed and present:
                 # Files written before a folder's watch existed raise no event: look now.
-                if any(session_id not in self.book for session_id in armed):
+                if self._folder_ripened(every=False, only=armed):
                     self._list("event")
                 self._compare([session_id for session_id in armed if session_id in self.book], "event")
 
@@ -164,13 +170,36 @@ class Poller:
         self._root_present = present
 
     def _names_changed(self) -> bool:
-        """The full sweep's check of the root's names (cheap), in case an mtime tick hid a change."""
+        """Whether the root's entry names differ from the last listing's (cheap: names only)."""
         try:
             return _names_key(os.listdir(self.root)) != self._names  # noqa: PTH208 - names only, no Path objects
         except OSError:
             return True
 
+    def _folder_ripened(self, *, every: bool, only: Iterable[str] | None = None) -> bool:
+        """Whether a folder that was not a session at the last listing now has a messages file.
+
+        Checked on every tick for folders seen in the last minute (a session being created),
+        and for all of them at a full sweep. Only a change triggers a listing: a folder that
+        stays junk with a messages file in it is not listed again and again. Folders that
+        are still not sessions after a minute are warned about (once).
+        """
+        now = self.monotonic()
+        names = list(self._folders) if only is None else [name for name in only if name in self._folders]
+        ripened = False
+        for name in names:
+            folder = self._folders[name]
+            young = now - folder.first_seen < NEW_FOLDER_GRACE_SECONDS
+            if not young and folder.entry.warn:
+                self._warn_skipped(folder.entry)
+            if not ripened and not folder.had_messages and (young or every):
+                ripened = self._has_messages(name)
+        return ripened
+
     def _list(self, reason: Reason) -> None:
+        # Taken before the listing: a messages file that appears during it must still count as
+        # news for a folder the listing skipped (else that session would wait for a full sweep).
+        had_messages = {name: self._has_messages(name) for name in self._folders}
         try:
             listing = list_sessions(self.root)
         except NotFound:
@@ -180,24 +209,31 @@ class Poller:
         for session_id in set(self.book.ids()) - present:
             self.book.remove(session_id)
             self.dispatcher.forget(session_id)
-        new = [location for location in listing.sessions if self.book.add(location.session_id)]
-        for location in new:
-            self._young.pop(location.session_id, None)
-            self._compare_one(location, reason)
-        self._note_skipped(listing.skipped, warn=True)
+        for location in listing.sessions:
+            if self.book.add(location.session_id):
+                self._compare_one(location, reason)
+        self._note_skipped(listing.skipped, warn=True, had_messages=had_messages)
 
-    def _note_skipped(self, skipped: tuple[Skipped, ...], *, warn: bool) -> None:
-        """Remember folders that are not sessions (yet), and warn about junk once it is clearly junk."""
+    def _has_messages(self, name: str) -> bool:
+        return SessionLocation.in_root(self.root, name).messages.exists()
+
+    def _note_skipped(self, skipped: tuple[Skipped, ...], *, warn: bool, had_messages: Mapping[str, bool]) -> None:
+        """Remember folders that are not sessions (yet); warn about other junk now (or, at
+        start-up, about everything: a session is not being created at that very moment)."""
         now = self.monotonic()
-        first_seen: dict[str, float] = {}
+        folders: dict[str, _Folder] = {}
         for entry in skipped:
             name = entry.path.name
             if entry.path.is_dir():
-                first_seen[name] = self._young.get(name, now)
-            settled = now - first_seen.get(name, now - NEW_FOLDER_GRACE_SECONDS) >= NEW_FOLDER_GRACE_SECONDS
-            if entry.warn and (settled or not warn):
+                known = self._folders.get(name)
+                folders[name] = _Folder(
+                    entry, now if known is None else known.first_seen, had_messages.get(name, False)
+                )
+                if warn:
+                    continue  # warned about once it has stayed junk for a while
+            if entry.warn:
                 self._warn_skipped(entry)
-        self._young = first_seen
+        self._folders = folders
 
     def _compare(self, session_ids: list[str], reason: Reason = "poll") -> None:
         for session_id in session_ids:

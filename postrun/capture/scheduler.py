@@ -297,8 +297,8 @@ class Dispatcher:
     def is_alive(self) -> bool:
         return self._thread.is_alive()
 
-    def stop(self, timeout: float) -> bool:
-        """Let the ingest in progress finish, then stop. False if it did not finish in time."""
+    def stop(self, timeout: float | None) -> bool:
+        """Let the ingest in progress finish, then stop. False if it did not finish in ``timeout``."""
         with self._condition:
             self._stopping = True
             self._condition.notify_all()

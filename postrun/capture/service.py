@@ -524,13 +524,14 @@ class CaptureService:
         self.poller.start()
         self._update_lock_info()
 
-    def stop(self) -> bool:
-        """Stop hints, let the ingest in progress finish, close the store. False if it would not finish."""
+    def stop(self, grace: float | None = STOP_GRACE_SECONDS) -> bool:
+        """Stop hints, let the ingest in progress finish (within ``grace`` seconds; None: however
+        long it takes), close the store. False when the ingest did not finish in time."""
         if self.poller is not None:
             self.poller.stop()
         if self.watcher is not None:
             self.watcher.stop()
-        finished = self.dispatcher.stop(STOP_GRACE_SECONDS)
+        finished = self.dispatcher.stop(grace)
         if self.context.progress is not None:
             self.context.progress.finish()
         if finished and self.job is not None:
@@ -617,7 +618,7 @@ class CaptureService:
         if session_id is not None and self.watcher is not None:
             self.watcher.want(session_id)  # a new folder: watch it, its files are coming
         if self.poller is not None:
-            self.poller.wake(listing=True, reason="event")
+            self.poller.wake()
 
     def _ingested(self) -> None:
         with self._info_lock:
@@ -666,11 +667,14 @@ def run_capture(context: CaptureContext, signals: Signals) -> int:
             else:
                 notifier.stopping()
                 context.logger.info("capture: stopping")
-            clean = service.stop()
-            if not clean:
-                busy = "the ingest in progress"
-                context.logger.warning(f"capture: stopped without waiting for {busy} (it is redone on the next start)")
-                return 0
+            # A reload waits for the ingest in progress however long it takes; a stop waits a
+            # few seconds, then leaves without it (SQLite rolls an unfinished write back).
+            if not service.stop(None if ended == "reload" else STOP_GRACE_SECONDS):
+                context.logger.warning(
+                    "capture: stopped without waiting for the ingest in progress (redone next start)"
+                )
+                logging.shutdown()
+                os._exit(0)  # the ingest thread still uses the store: no clean interpreter exit
             if ended == "failed":
                 return 1
             if ended == "stop":

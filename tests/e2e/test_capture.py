@@ -33,6 +33,7 @@ PLANS = "1790000100000_plans"
 REAL_A = "1795976499744_q4jun"  # cline-real/a_read_edit
 REAL_B = "1795976512762_vrqks"  # cline-real/b_run_commands
 REAL_E = "1795976639977_qou3n"  # cline-real/e_plan_then_act
+REAL_H = "1795976749765_vx695"  # cline-real/h_subagents
 INGEST_LINE = (
     r"^\S+ INFO cline (ingested|updated|unchanged) {id} \(\d+ steps, \d+ turns, \d+ written\) on {reason} in \d+ ms$"
 )
@@ -108,7 +109,8 @@ def test_startup_then_a_new_session_folder(start: Callable[..., CaptureProcess],
     assert steps_of(db, BASIC) == expected_steps(FIXTURES / "cline/basic_act", BASIC)
     written = time.monotonic()
     add_session(root, "cline/plan_act_resumed_open", PLANS)
-    wait_until(lambda: steps_of(db, PLANS) == expected_steps(FIXTURES / "cline/plan_act_resumed_open", PLANS))
+    expected = expected_steps(FIXTURES / "cline/plan_act_resumed_open", PLANS)
+    capture.wait_until(lambda: steps_of(db, PLANS) == expected, what="the new session in the store")
     latency = time.monotonic() - written
     capture.wait_for_log(INGEST_LINE.format(id=PLANS, reason="event"))
     print(f"new session folder visible in the store after {latency * 1000:.0f} ms (debounce {DEBOUNCE} s)")
@@ -117,12 +119,28 @@ def test_startup_then_a_new_session_folder(start: Callable[..., CaptureProcess],
 
 
 @pytest.mark.parametrize(
-    ("case", "session_id", "how"), [("a_read_edit", REAL_A, "in_place"), ("e_plan_then_act", REAL_E, "rename")]
+    ("case", "session_id", "how", "events"),
+    [
+        ("a_read_edit", REAL_A, "in_place", True),
+        ("b_run_commands", REAL_B, "in_place", False),
+        ("e_plan_then_act", REAL_E, "rename", True),
+        ("h_subagents", REAL_H, "in_place", True),  # files caught empty at creation, subagent transcripts
+    ],
 )
 def test_real_rewrites_replayed(
-    start: Callable[..., CaptureProcess], root: Path, db: Path, case: str, session_id: str, how: str
+    start: Callable[..., CaptureProcess],
+    capture_env: dict[str, str],
+    tmp_path: Path,
+    root: Path,
+    db: Path,
+    case: str,
+    session_id: str,
+    how: str,
+    events: bool,
 ) -> None:
-    """Cline's real sequence of rewrites (in place, or temp file + rename) ends up stored whole."""
+    """Cline's real sequence of rewrites ends up stored exactly as a one-shot ingest of the final files."""
+    # Each path alone must be enough: events with a poll too slow to matter, or polls only.
+    capture_env["POSTRUN_POLL_SECONDS" if events else "POSTRUN_USE_EVENTS"] = "60" if events else "0"
     capture = start()
     capture.wait_for_log(r"cline: watching ")
     writes = sum(1 for _ in replay(f"cline-real/{case}", root, how=how))
@@ -132,11 +150,18 @@ def test_real_rewrites_replayed(
         stored = read_store(db).get(session_id)
         return stored is not None and stored.steps == expected and stored.ended_at is not None
 
-    wait_until(complete, what=f"{session_id} stored with {expected} steps and its end time")
+    capture.wait_until(complete, what=f"{session_id} stored with {expected} steps and its end time")
     ingests = capture.lines(INGEST_LINE.format(id=session_id, reason="(event|poll)"))
     assert 1 <= len(ingests) <= writes  # debounced: never more ingests than writes
+    assert all(line.endswith(" ms") and (" on event " in line) == events for line in ingests)
     assert capture.lines(r" (ERROR|WARNING) ") == []
     assert capture.lines(r"\.tmp") == []
+    # The same files ingested once, from scratch, give the very same records.
+    one_shot = dict(capture_env, POSTRUN_DB=str(tmp_path / "one-shot.db"))
+    assert run_postrun("ingest", str(root / session_id), env=one_shot).returncode == 0
+    fresh = read_store(tmp_path / "one-shot.db")[session_id]
+    captured = read_store(db)[session_id]
+    assert (captured.digest, captured.step_digests) == (fresh.digest, fresh.step_digests)
 
 
 @pytest.mark.usefixtures("events_only")
@@ -202,7 +227,7 @@ def test_root_deleted_and_recreated(start: Callable[..., CaptureProcess], root: 
     root.mkdir()
     capture.wait_for_log(rf"INFO cline: {root} appeared; watching it")
     add_session(root, "cline/plan_act_resumed_open", PLANS)
-    wait_until(lambda: steps_of(db, PLANS))
+    capture.wait_until(lambda: steps_of(db, PLANS), what="the new session in the store")
     assert BASIC in read_store(db)  # a session gone from disk stays in the store
     capture.wait_for_log(INGEST_LINE.format(id=PLANS, reason="(event|poll)"))
 
@@ -217,7 +242,7 @@ def test_root_missing_at_start_and_created_later(
     capture.wait_for_log(rf"cline: watching {late_root} \(0 sessions present, 0 new or changed\)")
     late_root.mkdir(parents=True)
     add_session(late_root, "cline/basic_act", BASIC)
-    wait_until(lambda: steps_of(db, BASIC))
+    capture.wait_until(lambda: steps_of(db, BASIC), what="the session in the store")
     capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="(event|poll)"))
 
 
@@ -231,7 +256,7 @@ def test_poll_only_mode(
     before = read_store(db)[BASIC].step_digests
     written = time.monotonic()
     write_in_place(messages, edited(messages.read_bytes(), "polled"))
-    wait_until(lambda: read_store(db)[BASIC].step_digests != before)
+    capture.wait_until(lambda: read_store(db)[BASIC].step_digests != before, what="the change in the store")
     latency = time.monotonic() - written
     print(f"poll-only: change visible after {latency * 1000:.0f} ms (debounce {DEBOUNCE} s + poll {POLL} s)")
     assert latency < DEBOUNCE + POLL + 2.0
@@ -239,7 +264,7 @@ def test_poll_only_mode(
     assert capture.lines(r" on event in ") == []
     # A new folder is found by the poll too.
     add_session(root, "cline/plan_act_resumed_open", PLANS)
-    wait_until(lambda: steps_of(db, PLANS))
+    capture.wait_until(lambda: steps_of(db, PLANS), what="the new session in the store")
     capture.wait_for_log(INGEST_LINE.format(id=PLANS, reason="poll"))
 
 
@@ -457,7 +482,7 @@ def test_sighup_rereads_the_configuration(
     capture.send(signal.SIGHUP)
     capture.wait_for_log(r"ERROR capture: configuration not reloaded: .*log_level")
     add_session(root, "cline/plan_act_resumed_open", PLANS)
-    wait_until(lambda: steps_of(db, PLANS))  # still capturing
+    capture.wait_until(lambda: steps_of(db, PLANS), what="the new session in the store")  # still capturing
 
 
 def test_store_removed_while_running_is_recreated(
@@ -469,7 +494,7 @@ def test_store_removed_while_running_is_recreated(
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     add_session(root, "cline/plan_act_resumed_open", PLANS)
     capture.wait_for_log(r"ERROR store .*: the database file was removed or replaced; recreating it and catching up")
-    wait_until(lambda: {BASIC, PLANS} <= read_store(db).keys(), what="both sessions in the new store")
+    capture.wait_until(lambda: {BASIC, PLANS} <= read_store(db).keys(), what="both sessions in the new store")
     assert len(capture.lines(r"ERROR store ")) == 1
 
 
@@ -481,7 +506,7 @@ def test_store_folder_removed_while_idle(
     capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
     shutil.rmtree(db.parent)
     capture.wait_for_log(r"ERROR store .*: the database file was removed or replaced")
-    wait_until(lambda: BASIC in read_store(db), what="the session in the recreated store")
+    capture.wait_until(lambda: BASIC in read_store(db), what="the session in the recreated store")
     capture.wait_for_log(r"WARNING capture: the capture lock .* was removed; took it again")
     status = run_postrun("status", env=capture_env)
     assert status.returncode == 0, status.stdout
@@ -501,5 +526,5 @@ def test_locked_store_is_retried(start: Callable[..., CaptureProcess], root: Pat
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()
-    wait_until(lambda: steps_of(db, PLANS))
+    capture.wait_until(lambda: steps_of(db, PLANS), what="the new session in the store")
     capture.wait_for_log(r"INFO store .*: writable again")

@@ -121,8 +121,9 @@ class Polling:
     """A Poller driven tick by tick (its thread never started), over a real root."""
 
     def __init__(self, root: Path, database: Database) -> None:
-        self.clock = FakeClock()
-        self.scheduler = Scheduler(self.clock, debounce_seconds=1.0)
+        self.clock = FakeClock()  # the poller's
+        self.scheduler_clock = FakeClock()
+        self.scheduler = Scheduler(self.scheduler_clock, debounce_seconds=1.0)
         self.book = SessionBook()
         plan = plan_catch_up(root, database, wall_now=time.time())
         self.book.load(plan)
@@ -140,7 +141,7 @@ class Polling:
 
     def due(self) -> list[tuple[str, str]]:
         """Everything the ticks so far made due (taken from the scheduler)."""
-        self.clock.advance(60)
+        self.scheduler_clock.advance(60)
         found = []
         while (due := self.scheduler.take()) is not None:
             found.append((due.session_id, due.reason))

@@ -80,6 +80,13 @@ class CaptureProcess:
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n--- capture log ---\n{self.log()}") from None
 
+    def wait_until(self, condition: Callable[[], T | None], *, what: str, timeout: float = WAIT_SECONDS) -> T:
+        """``wait_until``, with the capture's log in the failure message."""
+        try:
+            return wait_until(condition, timeout=timeout, what=what)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n--- capture log ---\n{self.log()}") from None
+
     def send(self, number: int) -> None:
         self.process.send_signal(number)
 
