@@ -73,6 +73,7 @@ class Poller:
         self._folders: dict[str, _Folder] = {}  # folders in the root that were not sessions at the last listing
         self._warned: set[str] = set()
         self._hinted = False
+        self.listings = 0  # full listings of the root since start (they are the poll's big cost)
         self._request_lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -204,6 +205,8 @@ class Poller:
             listing = list_sessions(self.root)
         except NotFound:
             return
+        self.listings += 1
+        self.logger.debug(f"cline: listed {self.root} ({len(listing.sessions)} sessions)")
         self._names = _listing_key(listing.sessions, listing.skipped)
         present = {location.session_id for location in listing.sessions}
         for session_id in set(self.book.ids()) - present:

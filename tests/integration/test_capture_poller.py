@@ -112,7 +112,7 @@ def recorder() -> Recorder:
     recorder = Recorder()
     logger = logging.getLogger("postrun.test.poller")
     logger.addHandler(recorder)
-    logger.setLevel(logging.DEBUG)
+    logger.setLevel(logging.INFO)
     yield recorder
     logger.removeHandler(recorder)
 
@@ -222,3 +222,20 @@ def test_full_sweep_compares_every_session(root: Path, database: Database) -> No
     assert polling.due() == []
     polling.poller.tick(full=True)
     assert polling.due() == [(BASIC, "poll")]
+
+
+def test_clines_own_files_in_the_root_do_not_cost_a_listing(root: Path, database: Database) -> None:
+    """Cline rewrites sessions.index.json in the root by temp file + rename: the root's mtime
+    moves every time, but its names do not, so the root is not listed again."""
+    polling = Polling(root, database)
+    index = root / "sessions.index.json"
+    for round_ in range(5):
+        temp = root / "sessions.index.json.tmp"
+        temp.write_text(f'{{"round": {round_}}}')
+        os.replace(temp, index)
+        polling.poller.tick(full=False)
+    assert polling.poller.listings == 1  # the first time, when sessions.index.json was new
+    add_session(root, "cline/plan_act_resumed_open", PLANS)
+    polling.poller.tick(full=False)
+    assert polling.poller.listings == 2
+    assert polling.due() == [(PLANS, "poll")]
