@@ -531,3 +531,30 @@ def test_locked_store_is_retried(start: Callable[..., CaptureProcess], root: Pat
         blocker.close()
     capture.wait_until(lambda: steps_of(db, PLANS), what="the new session in the store")
     capture.wait_for_log(r"INFO store .*: writable again")
+
+
+def test_progress_bar_on_a_terminal_during_the_first_catch_up(
+    capture_env: dict[str, str], root: Path, tmp_path: Path
+) -> None:
+    import pty
+
+    for case, session_id in (("cline/plan_act_resumed_open", PLANS), ("cline-real/a_read_edit", REAL_A)):
+        shutil.copytree(FIXTURES / case / "data" / "sessions" / session_id, root / session_id)
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen([*postrun_command(), "capture"], env=capture_env, stderr=terminal)
+    os.close(terminal)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 20
+        while b"cline: caught up with 3 sessions" not in seen:
+            assert time.monotonic() < deadline, seen
+            seen += os.read(controller, 4096)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(5) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
+    text = seen.decode(errors="replace")
+    assert "catching up [" in text and " sessions" in text
+    assert "\x1b[K" in text  # the bar's line is cleared before log lines are written over it
