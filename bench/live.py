@@ -1,0 +1,201 @@
+"""3 and 4. A running ``postrun capture``: incremental update cost and write-to-visible latency.
+
+Open sessions are written into the sessions root before capture starts (so its start-up
+ingests them): a few small ones and one large one (~10 MB). Then, while capture runs:
+
+- small sessions get one assistant text message each, on a fixed schedule, cycling
+  through them so that none is written again before its last write was ingested: with
+  ingests of a few ms, pacing never holds them back (the "unpaced" latency);
+- the large session gets one assistant text message, then the next only after capture
+  logged the re-ingest of the previous one: that log line's ``<ms>`` and ``<W> written``
+  are the incremental update figures, compared with the parse floor of the file as
+  written; its latency is reported on its own line (pacing may hold it back).
+
+Latency is from just before the file is written to the moment a read-only connection to
+the store sees the new step (a fresh read transaction every 10 ms): what ``postrun
+export`` would show. One ``postrun export`` at the end checks that it does.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import apsw
+import orjson
+
+from bench.floor import parse_floor
+from bench.history import SessionWriter, dumps
+from bench.proc import Capture, postrun_command, run
+
+_POLL_SECONDS = 0.01
+_UPDATE_TIMEOUT = 90.0  # pacing waits at most 60 s
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    session_id: str
+    latency_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """One re-ingest of the large session after one appended message."""
+
+    ingest_ms: float  # from capture's log line
+    rows_written: int
+    steps: int
+    file_bytes: int
+    floor_seconds: float
+    latency_seconds: float
+    trigger: str
+
+    @property
+    def ratio(self) -> float:
+        return self.ingest_ms / 1000 / self.floor_seconds
+
+
+@dataclass
+class LiveResult:
+    events: bool
+    samples: list[Sample] = field(default_factory=list)  # small sessions: not held back by pacing
+    updates: list[Update] = field(default_factory=list)  # the large, paced session
+    exported: bool = False  # ``postrun export`` showed the last appended message
+
+
+@dataclass
+class _Pending:
+    session: SessionWriter
+    step_id: str
+    written_at: float
+    paced: bool
+
+
+def _path(root: Path, session: SessionWriter) -> Path:
+    return root / session.session_id / f"{session.session_id}.messages.json"
+
+
+def _append(root: Path, session: SessionWriter, text: str) -> tuple[str, float, int]:
+    """Append one assistant text message and rewrite the file in place, as Cline does."""
+    message = session.add_reply(text)
+    blob = dumps(session.messages_document())
+    started = time.perf_counter()
+    _path(root, session).write_bytes(blob)
+    return f"{message['id']}#0", started, len(blob)
+
+
+def measure_live(
+    root: Path,
+    env: Mapping[str, str],
+    *,
+    small: Sequence[SessionWriter],
+    large: SessionWriter,
+    samples: int,
+    spacing_seconds: float,
+    large_updates: int,
+    events: bool,
+    log_path: Path,
+) -> LiveResult:
+    for session in (*small, large):
+        session.write(root, ended=False)
+    db = Path(env["POSTRUN_DB"])
+    capture_env = dict(env) | ({} if events else {"POSTRUN_USE_EVENTS": "0"})
+    result = LiveResult(events=events)
+    with Capture(capture_env, log_path) as capture:
+        for session in (*small, large):
+            capture.wait_for(re.compile(rf"cline ingested {re.escape(session.session_id)} "), timeout=120)
+        updated = re.compile(
+            rf"cline updated {re.escape(large.session_id)} \((?P<steps>\d+) steps, \d+ turns,"
+            r" (?P<written>\d+) written\) on (?P<trigger>\w+) in (?P<ms>\d+) ms"
+        )
+        store = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            _drive(root, capture, store, small, large, samples, spacing_seconds, large_updates, updated, result)
+        finally:
+            store.close()
+    last = small[-1] if small else large
+    result.exported = _exported(env, last)
+    return result
+
+
+def _drive(
+    root: Path,
+    capture: Capture,
+    store: apsw.Connection,
+    small: Sequence[SessionWriter],
+    large: SessionWriter,
+    samples: int,
+    spacing: float,
+    large_updates: int,
+    updated: re.Pattern[str],
+    result: LiveResult,
+) -> None:
+    pending: list[_Pending] = []
+    start = time.perf_counter()
+    next_small = 0
+    large_sent = 0
+    large_waiting: tuple[float, int] | None = None  # (written at, file bytes) of the unlogged append
+    large_latency: dict[str, float] = {}
+    large_logs: list[re.Match[str]] = []
+    deadline = start + samples * spacing + large_updates * _UPDATE_TIMEOUT
+    while next_small < samples or pending or large_sent < large_updates or large_waiting is not None:
+        now = time.perf_counter()
+        if now > deadline:
+            raise TimeoutError(f"live phase did not finish; log: {capture.log_path}")
+        if next_small < samples and now >= start + next_small * spacing:
+            session = small[next_small % len(small)]
+            step_id, written_at, _ = _append(root, session, f"bench sample {next_small}")
+            pending.append(_Pending(session, step_id, written_at, paced=False))
+            next_small += 1
+        if large_waiting is None and large_sent < large_updates:
+            step_id, written_at, size = _append(root, large, f"bench update {large_sent}")
+            pending.append(_Pending(large, step_id, written_at, paced=True))
+            large_waiting = (written_at, size)
+            large_sent += 1
+        for line in capture.refresh():
+            found = updated.search(line)
+            if found is not None and large_waiting is not None:
+                large_logs.append(found)
+        for item in list(pending):
+            if _visible(store, item.session.session_id, item.step_id):
+                latency = time.perf_counter() - item.written_at
+                pending.remove(item)
+                if item.paced:
+                    large_latency[item.step_id] = latency
+                else:
+                    result.samples.append(Sample(item.session.session_id, latency))
+        if large_waiting is not None and large_logs and large_latency:
+            found = large_logs.pop(0)
+            latency = large_latency.pop(next(iter(large_latency)))
+            floor = parse_floor([_path(root, large)], repeats=5)
+            result.updates.append(
+                Update(
+                    ingest_ms=float(found["ms"]),
+                    rows_written=int(found["written"]),
+                    steps=int(found["steps"]),
+                    file_bytes=large_waiting[1],
+                    floor_seconds=floor,
+                    latency_seconds=latency,
+                    trigger=found["trigger"],
+                )
+            )
+            large_waiting = None
+        time.sleep(_POLL_SECONDS)
+
+
+def _visible(store: apsw.Connection, session_id: str, step_id: str) -> bool:
+    row = store.execute("SELECT 1 FROM steps WHERE session_id = ? AND id = ?", (session_id, step_id)).fetchone()
+    return row is not None
+
+
+def _exported(env: Mapping[str, str], session: SessionWriter) -> bool:
+    """``postrun export <id> --format json`` holds the last message appended to ``session``."""
+    finished = run([*postrun_command(), "export", session.session_id, "--format", "json"], env)
+    if finished.returncode != 0:
+        return False
+    envelope = orjson.loads(finished.stdout)
+    last_text = session.messages[-1]["content"][0]["text"]
+    return any(step.get("payload", {}).get("text") == last_text for step in envelope.get("steps", []))

@@ -1,0 +1,189 @@
+"""Running the real ``postrun`` process, and the figures the OS keeps about it.
+
+Every run gets an isolated environment: its own HOME and XDG folders in the bench's temp
+dir, ``POSTRUN_DB`` and ``POSTRUN_CLINE_DIR`` set, and no other ``POSTRUN_*`` or service
+manager variable inherited, so no user configuration or journald wiring leaks in.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+_INHERITED_DROPPED = ("JOURNAL_STREAM", "NOTIFY_SOCKET", "INVOCATION_ID", "WATCHDOG_USEC", "WATCHDOG_PID")
+
+
+def postrun_command() -> list[str]:
+    """The installed ``postrun`` script next to this interpreter, else ``python -m postrun``."""
+    script = Path(sys.executable).parent / "postrun"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "postrun"]
+
+
+def isolated_env(home: Path, *, db: Path, cline_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("POSTRUN_") and key not in _INHERITED_DROPPED and not key.startswith("XDG_")
+    }
+    for name in ("config", "data", "state", "cache"):
+        (home / f".{name}").mkdir(parents=True, exist_ok=True)
+    env |= {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".data"),
+        "XDG_STATE_HOME": str(home / ".state"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "POSTRUN_DB": str(db),
+        "POSTRUN_CLINE_DIR": str(cline_dir),
+    }
+    return env | dict(extra or {})
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """A process that ran to its end, with the kernel's accounting of it (``wait4``)."""
+
+    returncode: int
+    wall_seconds: float  # from just before the fork to the reaping
+    cpu_seconds: float  # user + system, all its threads
+    max_rss_bytes: int
+    stdout: str
+    stderr: str
+
+
+def run(args: Sequence[str], env: Mapping[str, str], *, timeout: float = 900.0) -> Finished:
+    """Run a command to its end; its output goes to files in ``HOME`` (no pipe can fill up)."""
+    out_dir = Path(env["HOME"])
+    out_path, err_path = out_dir / "run.stdout", out_dir / "run.stderr"
+    with out_path.open("wb") as out, err_path.open("wb") as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(list(args), env=dict(env), stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        killer = threading.Timer(timeout, process.kill)  # a hung run fails the bench, never blocks it
+        killer.start()
+        try:
+            _, status, usage = os.wait4(process.pid, 0)
+        finally:
+            killer.cancel()
+        wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    return Finished(
+        process.returncode,
+        wall,
+        usage.ru_utime + usage.ru_stime,
+        usage.ru_maxrss * 1024,
+        out_path.read_text(errors="replace"),
+        err_path.read_text(errors="replace"),
+    )
+
+
+def strace_available() -> bool:
+    return shutil.which("strace") is not None
+
+
+def count_opens(args: Sequence[str], env: Mapping[str, str], trace_file: Path, pattern: str) -> tuple[Finished, int]:
+    """Run under ``strace -f -e trace=open,openat`` and count successful opens of paths matching ``pattern``."""
+    traced = ["strace", "-f", "-qq", "-e", "trace=open,openat,openat2", "-o", str(trace_file), *args]
+    finished = run(traced, env)
+    opened = re.compile(r'open(?:at2?)?\((?:[^,]+, )?"(?P<path>[^"]*)".*\) = \d+')
+    matcher = re.compile(pattern)
+    count = 0
+    for line in trace_file.read_text(errors="replace").splitlines():
+        found = opened.search(line)
+        if found is not None and matcher.search(found["path"]):
+            count += 1
+    return finished, count
+
+
+class Capture:
+    """A running ``postrun capture`` whose stderr log is followed line by line."""
+
+    def __init__(self, env: Mapping[str, str], log_path: Path, args: Sequence[str] = ()) -> None:
+        self.log_path = log_path
+        self._log = log_path.open("wb")
+        self._offset = 0
+        self._pending = b""
+        self.lines: list[str] = []
+        self.process = subprocess.Popen(
+            [*postrun_command(), "capture", *args],
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+        )
+        self.ps = psutil.Process(self.process.pid)
+
+    def refresh(self) -> list[str]:
+        """Read what the log gained since the last call; returns the new complete lines (also kept in ``lines``)."""
+        with self.log_path.open("rb") as log:
+            log.seek(self._offset)
+            data = log.read()
+        self._offset += len(data)
+        *complete, self._pending = (self._pending + data).split(b"\n")
+        lines = [line.decode(errors="replace") for line in complete]
+        self.lines.extend(lines)
+        return lines
+
+    def wait_for(self, pattern: re.Pattern[str], timeout: float, *, since: int = 0) -> re.Match[str]:
+        """The first log line from index ``since`` on that matches ``pattern``, waiting for it up to ``timeout``.
+
+        Raises TimeoutError, or RuntimeError when capture exited.
+        """
+        deadline = time.monotonic() + timeout
+        index = since
+        while True:
+            self.refresh()
+            for line in self.lines[index:]:
+                found = pattern.search(line)
+                if found is not None:
+                    return found
+            index = max(index, len(self.lines))
+            if self.process.poll() is not None:
+                raise RuntimeError(f"postrun capture exited ({self.process.returncode}); log: {self.log_path}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no log line matching {pattern.pattern!r} in {timeout:g} s; log: {self.log_path}")
+            time.sleep(0.01)
+
+    def cpu_seconds(self) -> float:
+        times = self.ps.cpu_times()
+        return float(times.user + times.system)
+
+    def rss_bytes(self) -> int:
+        return int(self.ps.memory_info().rss)
+
+    def peak_rss_bytes(self) -> int:
+        """The kernel's high-water mark of the process's RSS (VmHWM), in bytes."""
+        status = Path(f"/proc/{self.process.pid}/status")
+        if status.exists():
+            for line in status.read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+        return self.rss_bytes()
+
+    def stop(self, timeout: float = 10.0) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+        self.refresh()
+        return self.process.returncode
+
+    def __enter__(self) -> Capture:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,235 @@
+"""``python -m bench``: generate a synthetic Cline history, measure Postrun on it, write BENCHMARKS.md.
+
+The phases run in a fixed order, because each builds on the last: the cold ingest fills
+the store the warm start and the idle capture run over; the live phases then add open
+sessions to the same sessions root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import math
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from bench import cold, daemon, live, report, storesize, warm
+from bench.history import HISTORY_END_MS, MESSAGES_PER_TURN, SessionWriter, open_session, write_history
+from bench.machine import describe
+from bench.proc import isolated_env
+
+REPO = Path(__file__).resolve().parent.parent
+MB = 2**20
+HEADER = [
+    "# Benchmarks",
+    "",
+    "Postrun's speed, cost and scale on a synthetic Cline history of realistic shape",
+    "(issue 5). Regenerate the table with `python -m bench` (about 5 minutes) or",
+    "`python -m bench --full`.",
+]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How big and how long: ``--quick`` (the default) or ``--full``; flags override fields."""
+
+    name: str
+    sessions: int
+    turns: float  # mean turns per history session
+    cold_runs: int
+    warm_runs: int
+    small_sessions: int
+    latency_samples: int
+    latency_spacing: float
+    large_mb: float
+    large_updates: int
+    idle_seconds: float
+    busy_sessions: int
+    busy_mb: float
+    busy_seconds: float
+
+
+QUICK = Profile(
+    name="quick",
+    sessions=10_000,
+    turns=1,
+    cold_runs=3,
+    warm_runs=5,
+    small_sessions=6,
+    latency_samples=20,
+    latency_spacing=1.0,
+    large_mb=10,
+    large_updates=4,
+    idle_seconds=60,
+    busy_sessions=4,
+    busy_mb=5,
+    busy_seconds=45,
+)
+FULL = dataclasses.replace(
+    QUICK,
+    name="full",
+    turns=4,
+    cold_runs=5,
+    warm_runs=9,
+    latency_samples=60,
+    large_updates=8,
+    idle_seconds=330,  # includes one full sweep (every 5 minutes)
+    busy_seconds=300,
+)
+
+
+def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, Profile]:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="the default: under 5 minutes on 2 cores")
+    size.add_argument("--full", action="store_true", help="a heavier history and longer idle and busy windows")
+    parser.add_argument("--seed", type=int, default=7, help="the generator's seed (default 7, as the original)")
+    parser.add_argument("--sessions", type=int, help="sessions in the history")
+    parser.add_argument("--turns", type=float, help="mean turns per history session")
+    parser.add_argument("--idle-seconds", type=float, help="the idle window")
+    parser.add_argument("--busy-seconds", type=float, help="the busy window")
+    parser.add_argument("--workdir", type=Path, help="where to generate (default: a new temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the generated history and stores")
+    parser.add_argument("--output", type=Path, default=REPO / "BENCHMARKS.md", help="the file to update")
+    parser.add_argument("--no-write", action="store_true", help="print the table only")
+    parser.add_argument("--json", type=Path, help="also write every figure as JSON here")
+    args = parser.parse_args(argv)
+    profile = FULL if args.full else QUICK
+    overrides = {
+        "sessions": args.sessions,
+        "turns": args.turns,
+        "idle_seconds": args.idle_seconds,
+        "busy_seconds": args.busy_seconds,
+    }
+    profile = dataclasses.replace(profile, **{k: v for k, v in overrides.items() if v is not None})
+    return args, profile
+
+
+def log(message: str) -> None:
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args, profile = parse_args(sys.argv[1:] if argv is None else argv)
+    command = "python -m bench " + shlex.join(sys.argv[1:] if argv is None else argv)
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="postrun-bench-"))
+    started = time.monotonic()
+    try:
+        results = measure(profile, args.seed, workdir, command.strip())
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    machine = describe(REPO)
+    text = report.section(results, machine)
+    print(text)
+    if args.json is not None:
+        args.json.write_bytes(orjson.dumps(dataclasses.asdict(results), option=orjson.OPT_INDENT_2))
+    if not args.no_write:
+        report.write_benchmarks(args.output, text, HEADER)
+        log(f"wrote {args.output}")
+    log(f"done in {time.monotonic() - started:.0f} s")
+    return 0
+
+
+@contextlib.contextmanager
+def phase(title: str) -> Iterator[None]:
+    log(title)
+    started = time.monotonic()
+    yield
+    log(f"  ... {time.monotonic() - started:.0f} s")
+
+
+def measure(profile: Profile, seed: int, workdir: Path, command: str) -> report.Results:
+    root = workdir / "cline" / "sessions"  # Cline's layout: <data dir>/sessions/<id>/
+    db = workdir / "store" / "postrun.db"
+    env = isolated_env(workdir / "home", db=db, cline_dir=root)
+    logs = workdir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+
+    with phase(f"generating {profile.sessions:,} sessions (mean {profile.turns:g} turns, seed {seed}) in {root}"):
+        history = write_history(root, seed=seed, sessions=profile.sessions, mean_turns=profile.turns)
+    described = (
+        f"{history.sessions:,} finished sessions, {history.messages:,} messages, {history.tool_calls:,} tool calls,"
+        f" {history.bytes / MB:,.0f} MB (seed {seed}, mean {profile.turns:g} turns of {MESSAGES_PER_TURN} messages)"
+    )
+    with phase(f"1 cold ingest: {described}; {profile.cold_runs} runs"):
+        cold_result = cold.measure_cold(history.written, env, runs=profile.cold_runs)
+        store_result = storesize.measure_store(db, source_bytes=history.bytes)
+    with phase(f"2 warm start: {profile.warm_runs} runs"):
+        warm_result = warm.measure_warm(env, runs=profile.warm_runs, scratch=workdir)
+    with phase(f"5 idle capture: {profile.idle_seconds:g} s"):
+        idle = daemon.measure_idle(env, seconds=profile.idle_seconds, log_path=logs / "idle.log")
+
+    live_results = []
+    for index, events in enumerate((True, False)):
+        mode = "events" if events else "poll"
+        title = f"3+4 live capture ({mode}): {profile.latency_samples} writes, {profile.large_updates} large updates"
+        with phase(title):
+            small = [
+                open_session(seed * 1000 + index * 100 + k, target_bytes=1, started_ms=_live_start(index, k))
+                for k in range(profile.small_sessions)
+            ]
+            large_seed = seed * 1000 + index * 100 + 99
+            large = open_session(large_seed, target_bytes=int(profile.large_mb * MB), started_ms=_live_start(index, 99))
+            live_results.append(
+                live.measure_live(
+                    root,
+                    env,
+                    small=small,
+                    large=large,
+                    samples=profile.latency_samples,
+                    spacing_seconds=profile.latency_spacing,
+                    large_updates=profile.large_updates,
+                    events=events,
+                    log_path=logs / f"live-{mode}.log",
+                )
+            )
+
+    with phase(f"5 busy capture: {profile.busy_sessions} sessions for {profile.busy_seconds:g} s"):
+        busy = daemon.measure_busy(
+            root,
+            env,
+            sessions=[
+                _busy_session(profile, seed * 1000 + 500 + k, _live_start(5, k)) for k in range(profile.busy_sessions)
+            ],
+            seconds=profile.busy_seconds,
+            seed=seed,
+            log_path=logs / "busy.log",
+        )
+    return report.Results(
+        command=command,
+        profile=f"profile {profile.name}: "
+        + ", ".join(f"{k} {v}" for k, v in dataclasses.asdict(profile).items() if k != "name"),
+        history=described,
+        cold=cold_result,
+        warm=warm_result,
+        store=store_result,
+        live_events=live_results[0],
+        live_poll=live_results[1],
+        idle=idle,
+        busy=busy,
+    )
+
+
+def _busy_session(profile: Profile, seed: int, started_ms: int) -> tuple[SessionWriter, int]:
+    """A session of ``busy_mb`` already written, plus enough turns to release one message per rewrite."""
+    writer = open_session(seed, target_bytes=int(profile.busy_mb * MB), started_ms=started_ms)
+    shown = len(writer.messages)
+    rewrites = math.ceil(profile.busy_seconds / daemon.REWRITE_SECONDS) + 1
+    for _ in range(math.ceil(rewrites / MESSAGES_PER_TURN)):
+        writer.add_turn()
+    return writer, shown
+
+
+def _live_start(phase: int, index: int) -> int:
+    """Open sessions start after the history ends, each at its own minute."""
+    return HISTORY_END_MS + (phase * 1000 + index + 1) * 60_000

@@ -1,0 +1,40 @@
+"""The benchmark's synthetic history is real Cline input: the adapter maps it to valid records."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from bench.history import MESSAGES_PER_TURN, TOOLS_PER_TURN, write_history
+from postrun.agents.cline import list_sessions, map_session, read_session
+
+MAX_BYTES = 64 * 2**20
+
+
+def test_generated_sessions_map_to_valid_records(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    totals = write_history(root, seed=3, sessions=3, mean_turns=2)
+
+    listing = list_sessions(root)
+    assert [s.session_id for s in listing.sessions] == sorted(w.session_id for w in totals.written)
+    types: Counter[str] = Counter()
+    for location in listing.sessions:
+        files = read_session(location, max_bytes=MAX_BYTES)
+        assert files.manifest is not None and "ended_at" in files.manifest
+        mapped, _ = map_session(files, {"kind": "cli", "tool_auto_approve": True, "settings": "missing"})
+        mapped.validate()
+        turns = len(mapped.turns)
+        # Per turn: the prompt, 12 calls each with their assistant text, the closing reply.
+        assert len(files.messages["messages"]) == turns * MESSAGES_PER_TURN
+        assert len(mapped.steps) == turns * (2 + 2 * TOOLS_PER_TURN)
+        assert all(row.record["outcome"] == "ok" for row in mapped.steps)
+        types.update(row.record["type"] for row in mapped.steps)
+    assert set(types) == {"message", "command", "read", "edit"}
+
+
+def test_same_seed_writes_the_same_bytes(tmp_path: Path) -> None:
+    first = write_history(tmp_path / "a", seed=11, sessions=2, mean_turns=1)
+    second = write_history(tmp_path / "b", seed=11, sessions=2, mean_turns=1)
+    for one, other in zip(first.written, second.written, strict=True):
+        assert one.messages_path.read_bytes() == other.messages_path.read_bytes()
+        assert one.manifest_path.read_bytes() == other.manifest_path.read_bytes()
