@@ -103,8 +103,12 @@ def _become_daemon(run: Callable[[ReportReady], int], write_fd: int) -> NoReturn
         nonlocal reported
         if not reported:
             reported = True
-            os.write(write_fd, (line + "\n").encode())
-            os.close(write_fd)
+            try:
+                os.write(write_fd, (line + "\n").encode())
+            except OSError:
+                pass  # the caller stopped waiting (killed, or timed out): the daemon runs on
+            finally:
+                os.close(write_fd)
 
     try:
         context = daemon.DaemonContext(

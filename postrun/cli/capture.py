@@ -114,8 +114,12 @@ def _serve(loaded: LoadedSettings, paths: Paths, reload: Any, report_ready: Any,
     try:
         return run_capture(context, signals)
     except PostrunError as exc:
-        if daemon:
+        if daemon:  # its stderr is /dev/null: the log is the only place to say it
             log.logger.error(f"capture: {exc}")
+        raise
+    except Exception as exc:
+        if daemon:
+            log.logger.error(f"capture: internal error: {type(exc).__name__}: {exc}", exc_info=True)
         raise
     finally:
         signals.restore()

@@ -444,6 +444,11 @@ def test_notify_protocol(start: Callable[..., CaptureProcess], capture_env: dict
         ready = next(m for m in messages if "READY=1" in m)
         assert "STATUS=" in ready
         receive_until(lambda got: sum(m == "WATCHDOG=1" for m in got) >= 3)
+        capture.send(signal.SIGHUP)  # reload: RELOADING=1 with the time, then READY=1 again
+        receive_until(lambda got: sum("READY=1" in m for m in got) >= 2)
+        reloading = [i for i, m in enumerate(messages) if m.startswith("RELOADING=1\nMONOTONIC_USEC=")]
+        assert len(reloading) == 1
+        assert any("READY=1" in m for m in messages[reloading[0] :])
         capture.send(signal.SIGTERM)
         receive_until(lambda got: "STOPPING=1" in got)
         assert capture.process.wait(5) == 0
