@@ -15,6 +15,7 @@ import select
 import signal
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import NoReturn
 
 from postrun.errors import PostrunError, UsageError
@@ -113,7 +114,9 @@ def _become_daemon(run: Callable[[ReportReady], int], write_fd: int) -> NoReturn
     try:
         context = daemon.DaemonContext(
             umask=DAEMON_UMASK,
-            working_directory="/",
+            # Not "/": SIGHUP re-reads the configuration, and relative paths in it (a flag, a
+            # POSTRUN_* variable) must mean what they meant when capture was started.
+            working_directory=str(Path.cwd()),
             files_preserve=[write_fd],
             detach_process=True,
             prevent_core=True,

@@ -53,8 +53,12 @@ def capture(
         refuse_under_supervisor(os.environ)
     loaded, paths = load(**overrides)
 
+    # The file found at start, by its absolute path; the default location is looked up again
+    # (a config file created after start is then picked up).
+    config_file = loaded.config_path if loaded.config_found else state.config
+
     def reload() -> LoadedSettings:
-        return load_settings(config_file=state.config, overrides={"db": state.db, **overrides}, environ=os.environ)
+        return load_settings(config_file=config_file, overrides={"db": state.db, **overrides}, environ=os.environ)
 
     if daemon:
         pid = start_daemon(
