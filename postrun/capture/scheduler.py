@@ -184,9 +184,6 @@ class Scheduler:
     def catching_up(self) -> int:
         return len(self._startup)
 
-    def is_pending(self, session_id: str) -> bool:
-        return session_id in self._pending or session_id in self._startup
-
     def pace_interval(self, session_id: str) -> float:
         """How long the session must wait between live ingests (0: not paced)."""
         state = self._sessions.get(session_id)
@@ -337,6 +334,7 @@ class Dispatcher:
             due = self.scheduler.take()
             if due is not None:
                 return due
-            wakeup = min(self.scheduler.next_wakeup() or self._next_housekeeping, self._next_housekeeping)
+            due_at = self.scheduler.next_wakeup()
+            wakeup = self._next_housekeeping if due_at is None else min(due_at, self._next_housekeeping)
             self._condition.wait(max(wakeup - now, 0.0))
         return None

@@ -56,8 +56,8 @@ MAIN_TICK_SECONDS = 1.0
 Outcome = Literal["ingested", "updated", "unchanged", "torn", "failed", "store", "skipped", "gone"]
 
 
-def utc_stamp(moment: datetime | None = None) -> str:
-    return (moment or datetime.now(UTC)).isoformat(timespec="seconds").replace("+00:00", "Z")
+def utc_stamp() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +102,6 @@ class MappingCaches:
             while len(self._caches) > self.limit:
                 self._caches.popitem(last=False)
 
-    def drop(self, session_id: str) -> None:
-        with self._lock:
-            self._caches.pop(session_id, None)
-
     def prune(self) -> None:
         cutoff = self.clock.now() - self.idle_seconds
         with self._lock:
@@ -115,9 +111,6 @@ class MappingCaches:
     def clear(self) -> None:
         with self._lock:
             self._caches.clear()
-
-    def __len__(self) -> int:
-        return len(self._caches)
 
 
 class StoreFaults:
