@@ -35,30 +35,66 @@ def is_safe_name(name: str) -> bool:
     return name not in (".", "..") and SAFE_NAME.fullmatch(name) is not None
 
 
-@dataclass(frozen=True, slots=True)
 class SessionLocation:
-    """The files of one session. ``data_dir`` holds globalState.json and settings/."""
+    """The files of one session. ``data_dir`` holds globalState.json and settings/.
 
-    session_id: str
-    folder: Path
-    messages: Path
-    manifest: Path
-    sessions_root: Path
+    A value (compared and hashed by its paths). A session in a root keeps only its id
+    and the root; its paths are built when asked for, so a listing of thousands of
+    sessions stays small and quick to make.
+    """
+
+    __slots__ = ("_files", "session_id", "sessions_root")
+
+    def __init__(self, session_id: str, folder: Path, messages: Path, manifest: Path, sessions_root: Path) -> None:
+        self.session_id = session_id
+        self.sessions_root = sessions_root
+        self._files: tuple[Path, Path, Path] | None = (folder, messages, manifest)
 
     @classmethod
     def in_root(cls, sessions_root: Path, session_id: str) -> SessionLocation:
-        folder = sessions_root / session_id
-        return cls(
-            session_id=session_id,
-            folder=folder,
-            messages=folder / f"{session_id}{MESSAGES_SUFFIX}",
-            manifest=folder / f"{session_id}.json",
-            sessions_root=sessions_root,
-        )
+        location = cls.__new__(cls)
+        location.session_id = session_id
+        location.sessions_root = sessions_root
+        location._files = None
+        return location
+
+    def _paths(self) -> tuple[Path, Path, Path]:
+        if self._files is not None:
+            return self._files
+        folder = self.sessions_root / self.session_id
+        return folder, folder / f"{self.session_id}{MESSAGES_SUFFIX}", folder / f"{self.session_id}.json"
+
+    @property
+    def folder(self) -> Path:
+        return self._paths()[0]
+
+    @property
+    def messages(self) -> Path:
+        return self._paths()[1]
+
+    @property
+    def manifest(self) -> Path:
+        return self._paths()[2]
 
     @property
     def data_dir(self) -> Path:
         return self.sessions_root.parent
+
+    def _key(self) -> tuple[str, Path, Path, Path, Path]:
+        return (self.session_id, *self._paths(), self.sessions_root)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SessionLocation) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        folder, messages, manifest = self._paths()
+        return (
+            f"SessionLocation(session_id={self.session_id!r}, folder={folder!r}, messages={messages!r},"
+            f" manifest={manifest!r}, sessions_root={self.sessions_root!r})"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,22 +135,23 @@ def list_sessions(root: Path) -> Listing:
     """Every session folder in a sessions root, and what was skipped.
 
     Raises ``NotFound`` when ``root`` does not exist and ``SourceError`` when it
-    cannot be listed.
+    cannot be listed. One ``scandir`` of the root and one ``stat`` per session folder:
+    the capture lists roots of thousands of sessions at every start.
     """
     root = _absolute(root)
     try:
-        names = sorted(entry.name for entry in root.iterdir())
+        with os.scandir(root) as scan:
+            entries = sorted(scan, key=lambda entry: entry.name)
     except FileNotFoundError:
         raise NotFound(str(root), "no such folder") from None
     except NotADirectoryError:
         raise SourceError(str(root), "not a folder") from None
     except OSError as exc:
         raise SourceError(str(root), f"cannot list: {exc.strerror or exc}") from None
-    real_root = root.resolve()
     sessions: list[SessionLocation] = []
     skipped: list[Skipped] = []
-    for name in names:
-        found = _classify(root, real_root, name)
+    for entry in entries:
+        found = _classify(root, entry)
         if isinstance(found, Skipped):
             skipped.append(found)
         else:
@@ -122,29 +159,38 @@ def list_sessions(root: Path) -> Listing:
     return Listing(tuple(sessions), tuple(skipped))
 
 
-def _classify(root: Path, real_root: Path, name: str) -> SessionLocation | Skipped:
-    path = root / name
+def _classify(root: Path, entry: os.DirEntry[str]) -> SessionLocation | Skipped:
+    name = entry.name
     quiet = _quietly_skipped(name)
     if quiet:
-        return Skipped(path, quiet, warn=False)
+        return Skipped(root / name, quiet, warn=False)
     if not is_safe_name(name):
-        return Skipped(path, "unsafe name", warn=True)
-    if path.is_symlink():
+        return Skipped(root / name, "unsafe name", warn=True)
+    if entry.is_symlink():
+        path = root / name
         if not path.exists():
             return Skipped(path, "broken symlink", warn=True)
-        if not path.resolve().is_relative_to(real_root):
+        if not path.resolve().is_relative_to(root.resolve()):
             return Skipped(path, "symlink to outside the sessions folder", warn=True)
-    if not path.is_dir():
-        return Skipped(path, "not a session folder", warn=True)
-    location = SessionLocation.in_root(root, name)
-    if location.messages.exists():
-        if "__" in name and not location.manifest.exists():
+    try:
+        is_dir = entry.is_dir()
+    except OSError:
+        is_dir = False
+    if not is_dir:
+        return Skipped(root / name, "not a session folder", warn=True)
+    folder = entry.path
+    if _exists(f"{folder}/{name}{MESSAGES_SUFFIX}"):
+        if "__" in name and not _exists(f"{folder}/{name}.json"):
             # Early Cline builds kept subagent transcripts in sibling folders.
-            return Skipped(path, "subagent transcript folder", warn=False)
-        return location
-    if location.manifest.exists():
-        return Skipped(path, "no messages file yet", warn=False)
-    return Skipped(path, f"no {name}{MESSAGES_SUFFIX}", warn=True)
+            return Skipped(root / name, "subagent transcript folder", warn=False)
+        return SessionLocation.in_root(root, name)
+    if _exists(f"{folder}/{name}.json"):
+        return Skipped(root / name, "no messages file yet", warn=False)
+    return Skipped(root / name, f"no {name}{MESSAGES_SUFFIX}", warn=True)
+
+
+def _exists(path: str) -> bool:
+    return os.path.exists(path)  # noqa: PTH110 - a string path: no Path object per session folder
 
 
 def resolve_targets(targets: Iterable[str | os.PathLike[str]], default_root: Path) -> Listing:
