@@ -17,7 +17,7 @@ from typing import Any
 
 _STDERR = "\n[stderr]\n"
 _EXIT_FIRST = re.compile(r"\A\[Command exited with code (?P<code>-?\d+)\]\n?")
-_EXIT_LAST = re.compile(r"(?:\A|\n)\[Command exited with code (?P<code>-?\d+)\]\n?\Z")
+_EXIT_LINE = re.compile(r"\[Command exited with code (?P<code>-?\d+)\]")
 _STILL_RUNNING = re.compile(r"\A\[Command is still running\. Output will continue in (?P<ref>[^\]\n]+)\]\n?")
 _PROCEEDED_OPENINGS = (
     "The user chose to proceed while the command",
@@ -51,11 +51,28 @@ def parse_command_result(text: str) -> CommandOutput:
     if detached is not None:
         return detached
     exit_code: int | None = None
-    marker = _EXIT_FIRST.match(text) or _EXIT_LAST.search(text)
-    if marker is not None:
-        exit_code = int(marker["code"])
-        text = text[: marker.start()] + text[marker.end() :]
+    first = _EXIT_FIRST.match(text)
+    if first is not None:
+        exit_code = int(first["code"])
+        text = text[first.end() :]
+    else:
+        last = _exit_line_last(text)
+        if last is not None:
+            exit_code, text = last
     return _split(text, exit_code=exit_code)
+
+
+def _exit_line_last(text: str) -> tuple[int, str] | None:
+    """The exit code when it is the last line (one newline may follow), and the text without that line.
+
+    Only the last line is looked at: outputs can be hundreds of KB.
+    """
+    end = len(text) - 1 if text.endswith("\n") else len(text)
+    line_start = text.rfind("\n", 0, end) + 1
+    marker = _EXIT_LINE.fullmatch(text, line_start, end)
+    if marker is None:
+        return None
+    return int(marker["code"]), text[: max(line_start - 1, 0)]
 
 
 def _split(text: str, *, exit_code: int | None = None, output_ref: str | None = None) -> CommandOutput:
