@@ -109,7 +109,7 @@ class Poller:
         self._wake.set()
 
     def _loop(self) -> None:
-        deadline = self.monotonic()
+        deadline = self.monotonic() + self.poll_seconds  # the start-up plan has just looked at everything
         while not self._stop.is_set():
             woken = self._wake.wait(max(deadline - self.monotonic(), 0.0))
             if self._stop.is_set():
