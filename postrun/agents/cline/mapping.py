@@ -5,26 +5,49 @@ function of the message, the result blocks its calls were answered with, a small
 ``Context`` (seq, turn, time, ids) and a few session-wide facts (``SessionFacts``).
 ``MappingCache`` keeps each message's steps under exactly those inputs (message
 fingerprints, not the document), so re-mapping a session Cline rewrote with one
-more message builds and validates only the steps that changed. With or without a
-cache the result is the same.
+more message builds and validates only the steps that changed. It also keeps where
+the last fold ended: when Cline only appended messages, the fold starts again at the
+first message whose inputs changed (a new one, or an earlier call that got its result)
+instead of walking every message. With or without a cache the result is the same.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from postrun.agents.cline.files import SessionFiles
 from postrun.agents.cline.segments import SegmentPlan, plan_segments
 from postrun.agents.cline.steps import ROOT_ACTOR, Context, MessageSteps, SessionFacts, map_message
 from postrun.agents.cline.times import iso_from_ms, iso_from_ns, valid_timestamp
 from postrun.agents.cline.tools import ToolContext
-from postrun.agents.cline.transcript import Fingerprint, Transcript, read_transcript
+from postrun.agents.cline.transcript import Fingerprint, Transcript, TranscriptResume, read_transcript
 from postrun.records import MappedSession, SessionExtras, StepRow, canonical_json, digest
 
 AGENT = "cline"
 CacheKey = tuple[Fingerprint, Context]  # (the message's JSON, its context)
+
+
+class _Before(NamedTuple):
+    """The fold's state just before one message."""
+
+    rows: int
+    turns: int  # turns opened so far
+    turn_id: str
+    turn_segment: int
+    at: int | str
+
+
+@dataclass(frozen=True, slots=True)
+class FoldResume:
+    """Where the last fold ended, so the next one can start at the first changed message."""
+
+    inputs: tuple[str, str, tuple[int, ...]]  # (header, started_at, segment run counts) it ran under
+    keys: tuple[CacheKey, ...]  # each message's cache key, in order
+    before: tuple[_Before, ...]  # the state before each message, then after the last
+    rows: tuple[StepRow, ...]
+    opened_turns: tuple[dict[str, Any], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +60,8 @@ class MappingCache:
 
     header: str  # digest of the session-wide facts every step depends on
     messages: Mapping[CacheKey, MessageSteps] = field(default_factory=dict)
+    transcript: TranscriptResume | None = None
+    fold: FoldResume | None = None
 
 
 def map_session(
@@ -50,7 +75,7 @@ def map_session(
     that cannot be mapped.
     """
     where = str(files.location.messages)
-    transcript = read_transcript(files.messages, where)
+    transcript = read_transcript(files.messages, where, previous.transcript if previous is not None else None)
     manifest = files.manifest or {}
     metadata = _dict(manifest.get("metadata"))
     ended_at = valid_timestamp(manifest.get("ended_at"))
@@ -70,8 +95,8 @@ def map_session(
         source_files=[source.path for source in files.source_files],
     )
     header = digest(canonical_json([facts.session_id, tools.cwd, approvals, tools.approval_was_on, tools.ended_status]))
-    reusable = previous.messages if previous is not None and previous.header == header else {}
-    cached, rows, opened_turns = _fold(transcript, facts, plan, started_at, reusable)
+    fold = _fold(transcript, facts, plan, started_at, header, previous)
+    rows, opened_turns = list(fold.rows), list(fold.opened_turns)
     session = _session_record(files, transcript, manifest, metadata, started_at)
     if ended_at is not None:
         session["ended_at"] = ended_at
@@ -86,7 +111,7 @@ def map_session(
         approvals=approvals,
         source_files=files.source_files,
     )
-    return mapped, MappingCache(header, cached)
+    return mapped, MappingCache(header, fold.cached, transcript.resume, fold.resume)
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -108,24 +133,47 @@ def _started_at(manifest: dict[str, Any], transcript: Transcript, files: Session
     return iso_from_ns(next((f.mtime_ns for f in files.source_files if f.path == messages_path), 0))
 
 
+@dataclass(frozen=True, slots=True)
+class _Folded:
+    cached: dict[CacheKey, MessageSteps]
+    rows: tuple[StepRow, ...]
+    opened_turns: tuple[dict[str, Any], ...]
+    resume: FoldResume
+
+
 def _fold(
     transcript: Transcript,
     facts: SessionFacts,
     plan: SegmentPlan,
     started_at: str,
-    reusable: Mapping[CacheKey, MessageSteps],
-) -> tuple[dict[CacheKey, MessageSteps], list[StepRow], list[dict[str, Any]]]:
-    cached: dict[CacheKey, MessageSteps] = {}
-    rows: list[StepRow] = []
-    opened_turns: list[dict[str, Any]] = []
-    turn_id, turn_segment = "turn:0", 0
-    at: int | str = started_at
+    header: str,
+    previous: MappingCache | None,
+) -> _Folded:
+    inputs = (header, started_at, plan.run_counts)
+    reusable: Mapping[CacheKey, MessageSteps] = {}
+    if previous is not None and previous.header == header:
+        reusable = previous.messages
+    last = previous.fold if previous is not None else None
+    start = min(transcript.first_changed, len(last.keys)) if last is not None and last.inputs == inputs else 0
+    if last is not None and start:
+        # The messages before ``start`` are unchanged, and so is everything the fold made of them.
+        cached = dict(reusable)
+        for stale in last.keys[start:]:
+            cached.pop(stale, None)
+        state = last.before[start]
+        rows, opened_turns = list(last.rows[: state.rows]), list(last.opened_turns[: state.turns])
+        keys, before = list(last.keys[:start]), list(last.before[:start])
+        turn_id, turn_segment, at = state.turn_id, state.turn_segment, state.at
+    else:
+        cached, rows, opened_turns, keys, before = {}, [], [], [], []
+        turn_id, turn_segment, at = "turn:0", 0, started_at
     by_position = transcript.by_position
-    for message in transcript.messages:
+    for message in transcript.messages[start:]:
+        before.append(_Before(len(rows), len(opened_turns), turn_id, turn_segment, at))
         if message.ts is not None:
             at = message.ts  # a message without ts keeps the previous message's time
         next_turn = len(opened_turns) + 1
-        answers = sorted(message.answers.items())
+        answers = sorted(transcript.answers.get(message.position, {}).items())
         context = Context(
             seq=len(rows),
             turn_id=turn_id,
@@ -134,21 +182,25 @@ def _fold(
             next_turn_segment=plan.segment_for_turn(next_turn),
             at=at,
             key=message.key,
-            tool_keys=tuple(message.tool_keys),
+            tool_keys=message.tool_keys,
             results=tuple((call, by_position[answer].fingerprint, block) for call, (answer, block) in answers),
-            bound=tuple(message.bound),
+            bound=message.bound,
         )
         key = (message.fingerprint, context)
         steps = reusable.get(key)
         if steps is None:
-            results = {call: by_position[answer].blocks[block] for call, (answer, block) in answers}
-            steps = map_message(message, results, context, facts)
+            results = {call: transcript.blocks(by_position[answer])[block] for call, (answer, block) in answers}
+            steps = map_message(message, transcript.raw(message), transcript.blocks(message), results, context, facts)
         cached[key] = steps
+        keys.append(key)
         rows.extend(steps.rows)
         if steps.opened_turn is not None:
             opened_turns.append(steps.opened_turn)
             turn_id, turn_segment = steps.opened_turn["id"], steps.opened_turn["segment_index"]
-    return cached, rows, opened_turns
+    before.append(_Before(len(rows), len(opened_turns), turn_id, turn_segment, at))
+    folded_rows, folded_turns = tuple(rows), tuple(opened_turns)
+    resume = FoldResume(inputs, tuple(keys), tuple(before), folded_rows, folded_turns)
+    return _Folded(cached, folded_rows, folded_turns, resume)
 
 
 def _turn_records(session_id: str, opened_turns: list[dict[str, Any]], rows: list[StepRow]) -> list[dict[str, Any]]:

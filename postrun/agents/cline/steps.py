@@ -107,25 +107,31 @@ class _StepBuilder:
 
 
 def map_message(
-    message: Message, results: dict[int, dict[str, Any]], context: Context, facts: SessionFacts
+    message: Message,
+    raw: dict[str, Any],
+    blocks: list[dict[str, Any]],
+    results: dict[int, dict[str, Any]],
+    context: Context,
+    facts: SessionFacts,
 ) -> MessageSteps:
-    """The steps of one message; ``results`` maps a call's block to its result block."""
+    """The steps of one message (its JSON ``raw`` and content ``blocks``); ``results`` maps a
+    call's block to its result block."""
     steps = _StepBuilder(context, facts)
-    metadata = message.raw.get("metadata")
+    metadata = raw.get("metadata")
     texts = {
         index: block["text"]
-        for index, block in enumerate(message.blocks)
+        for index, block in enumerate(blocks)
         if block.get("type") == "text" and isinstance(block.get("text"), str)
     }
     user_texts = {index: unwrap(text) for index, text in texts.items()} if message.role == "user" else {}
     synthetic = bool(user_texts) and is_synthetic(metadata, next(iter(texts.values())))
     opened_turn: dict[str, Any] | None = None
     if not synthetic and any(prompt_text(text) for text in user_texts.values()):
-        opened_turn = _open_turn(message, context, facts, list(user_texts.values()), steps.at)
+        opened_turn = _open_turn(raw, context, facts, list(user_texts.values()), steps.at)
         steps.turn_id, steps.segment = opened_turn["id"], opened_turn["segment_index"]
     shows_error = message.role == "assistant" and isinstance(metadata, dict) and metadata.get("displayRole") == "error"
     tool_keys = dict(context.tool_keys)
-    for index, block in enumerate(message.blocks):
+    for index, block in enumerate(blocks):
         kind = block.get("type")
         step_id = f"{context.key}#{index}"
         if index in tool_keys:
@@ -175,7 +181,7 @@ def _assistant_text(steps: _StepBuilder, step_id: str, text: str | None, shows_e
 
 
 def _open_turn(
-    message: Message, context: Context, facts: SessionFacts, texts: list[UserText], at: str
+    raw: dict[str, Any], context: Context, facts: SessionFacts, texts: list[UserText], at: str
 ) -> dict[str, Any]:
     turn: dict[str, Any] = {
         "id": f"turn:{context.next_turn}",
@@ -185,7 +191,7 @@ def _open_turn(
         "index": context.next_turn,
         "started_at": at,
     }
-    prompt_id = message.raw.get("id")
+    prompt_id = raw.get("id")
     if isinstance(prompt_id, str) and prompt_id:
         turn["prompt_id"] = prompt_id
     mode = next((text.mode for text in texts if text.mode is not None), None)

@@ -4,11 +4,18 @@ It checks the document's shape, fingerprints every message, gives every message 
 tool call a unique id base, pairs each ``tool_use`` with its ``tool_result`` and
 sums the metrics. It builds no steps: that is the expensive part, which the
 mapping only does for messages that changed.
+
+Cline rewrites a session's file with messages appended. A pass can therefore resume
+where the last pass over the same session ended (``TranscriptResume``): when every
+message that pass saw is still there, unchanged (same fingerprints), only the new
+messages are walked; the earlier ones are taken as they were. Anything else (a message
+changed, removed or inserted) is a full pass. Both give the same transcript.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,24 +36,31 @@ BlockRef = tuple[int, int]  # (message position, block position)
 # A message's JSON as (length, hash). Python's keyed 64-bit hash is many times faster
 # than a cryptographic digest and only compared within one process, like the cache.
 Fingerprint = tuple[int, int]
+_NUMBERS = (int, float)
 
 
 def wrong_shape(where: str, path: str, what: str) -> SourceError:
     return SourceError(where, f"wrong shape: {path}: {what}")
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Message:
+    """What the pass found about one user or assistant message.
+
+    Everything here depends on the message and those before it only, so it stays true
+    when messages are appended. Which results answer its calls is in
+    ``Transcript.answers`` (a later message can add one); its JSON and blocks are read
+    from the current document (``Transcript.raw`` and ``Transcript.blocks``).
+    """
+
+    index: int  # in ``Transcript.messages``
     position: int  # in the file's message list
-    raw: dict[str, Any]
     role: str
-    blocks: list[dict[str, Any]]
     fingerprint: Fingerprint
     ts: int | None  # valid epoch milliseconds, when the message has them
-    key: str = ""  # unique id base of its non-tool steps
-    tool_keys: list[tuple[int, str]] = field(default_factory=list)  # (block, unique id base) per call
-    answers: dict[int, BlockRef] = field(default_factory=dict)  # tool_use block -> its tool_result
-    bound: list[int] = field(default_factory=list)  # its tool_result blocks that answer a call
+    key: str  # unique id base of its non-tool steps
+    tool_keys: tuple[tuple[int, str], ...]  # (block, unique id base) per call
+    bound: tuple[int, ...]  # its tool_result blocks that answer a call
 
 
 @dataclass(slots=True)
@@ -57,11 +71,17 @@ class Metrics:
 
     def add(self, metrics: dict[str, Any]) -> None:
         self.requests += 1
+        tokens = self.tokens
         for name, key in TOKEN_KEYS:
-            self.tokens[name] += _count(metrics.get(key))
+            value = metrics.get(key)
+            if value is not None:
+                tokens[name] += _count(value)
         cost = metrics.get("cost")
-        if isinstance(cost, int | float) and not isinstance(cost, bool) and math.isfinite(cost) and cost > 0:
+        if isinstance(cost, _NUMBERS) and not isinstance(cost, bool) and math.isfinite(cost) and cost > 0:
             self.costs.append(float(cost))
+
+    def copy(self) -> Metrics:
+        return Metrics(self.requests, dict(self.tokens), list(self.costs))
 
     def record(self) -> dict[str, Any] | None:
         """Summed as stored (``inputTokens`` already includes the cache); None without any."""
@@ -81,30 +101,161 @@ def _count(value: Any) -> int:
 @dataclass(slots=True)
 class Transcript:
     document: dict[str, Any]
+    raw_messages: list[Any] = field(default_factory=list)  # the document's message list, as parsed
     messages: list[Message] = field(default_factory=list)  # user and assistant messages, in order
     by_position: dict[int, Message] = field(default_factory=dict)
+    # message position -> {its tool_use block -> the tool_result answering it}. The inner
+    # dicts are never changed once stored (a resumed pass shares them): replace them.
+    answers: dict[int, Mapping[int, BlockRef]] = field(default_factory=dict)
     earliest_ms: int | None = None
     metrics: Metrics = field(default_factory=Metrics)
     model_info: dict[str, Any] = field(default_factory=dict)  # of the last assistant message with one
     approval_refused: bool = False  # an error shows approval was on (matters for CLI sessions)
+    # The first message (index in ``messages``) that a resumed pass did not take as it
+    # was: a new one, or an earlier one whose call got its result. 0 after a full pass.
+    first_changed: int = 0
+    resume: TranscriptResume | None = None  # where the next pass may start
+
+    def raw(self, message: Message) -> dict[str, Any]:
+        raw: dict[str, Any] = self.raw_messages[message.position]
+        return raw
+
+    def blocks(self, message: Message) -> list[dict[str, Any]]:
+        """The message's content blocks (a string content is one text block)."""
+        return _normalized_blocks(self.raw(message).get("content"))
 
 
-class _UniqueIds:
-    """Id bases that stay unique when an id repeats (``call_0`` in every run of some models)."""
+@dataclass(frozen=True, slots=True)
+class TranscriptResume:
+    """The state at the end of a pass, for the next pass over the same session.
 
-    def __init__(self) -> None:
-        self._seen: dict[str, int] = {}
+    Valid in the process that made it only (fingerprints use Python's keyed hash).
+    Holds no part of the parsed document but ``model_info``.
+    """
 
-    def __call__(self, raw_id: str) -> str:
+    prints: tuple[Fingerprint | None, ...]  # every message of the file by position (None: not an object)
+    messages: tuple[Message, ...]
+    answers: Mapping[int, Mapping[int, BlockRef]]
+    seen_ids: Mapping[str, int]
+    waiting: Mapping[str, tuple[BlockRef, ...]]
+    earliest_ms: int | None
+    metrics: Metrics
+    model_info: dict[str, Any]
+    approval_refused: bool
+
+
+class _Pass:
+    """One walk over a document's messages, from its start or resumed."""
+
+    def __init__(self, transcript: Transcript, where: str) -> None:
+        self.transcript = transcript
+        self.where = where
+        self.seen_ids: dict[str, int] = {}
+        self.waiting: dict[str, list[BlockRef]] = {}  # tool_use id -> calls not answered yet
+        self.prints: list[Fingerprint | None] = []
+
+    def unique(self, raw_id: str) -> str:
+        """An id base that stays unique when an id repeats (``call_0`` in every run of some models)."""
         # "#" separates an id from a position: escaping it keeps every step id unique.
         base = raw_id.replace("%", "%25").replace("#", "%23")
-        count = self._seen.get(base, 0) + 1
-        self._seen[base] = count
+        count = self.seen_ids.get(base, 0) + 1
+        self.seen_ids[base] = count
         return base if count == 1 else f"{base}#{count}"
 
+    def restore(self, resume: TranscriptResume) -> None:
+        transcript = self.transcript
+        transcript.messages = list(resume.messages)
+        transcript.by_position = {message.position: message for message in resume.messages}
+        transcript.answers = dict(resume.answers)
+        transcript.earliest_ms = resume.earliest_ms
+        transcript.metrics = resume.metrics.copy()
+        transcript.model_info = resume.model_info
+        transcript.approval_refused = resume.approval_refused
+        transcript.first_changed = len(resume.messages)
+        self.seen_ids = dict(resume.seen_ids)
+        self.waiting = {call_id: list(calls) for call_id, calls in resume.waiting.items()}
+        self.prints = list(resume.prints)
 
-def read_transcript(document: Any, where: str) -> Transcript:
-    """Raises ``SourceError`` (``wrong shape: …``) for a document that cannot be mapped."""
+    def add(self, position: int, raw: Any, fingerprint: Fingerprint | None = None) -> None:
+        transcript, where = self.transcript, self.where
+        if not isinstance(raw, dict):
+            raise wrong_shape(where, f"messages[{position}]", "expected an object")
+        role = raw.get("role")
+        if role not in ROLES:
+            # Skipped, but fingerprinted when it can be: a later pass must see it unchanged.
+            self.prints.append(fingerprint or _fingerprint_or_none(raw))
+            return
+        blocks = _blocks(raw.get("content"), where, position)
+        if fingerprint is None:
+            try:
+                fingerprint = _fingerprint(orjson.dumps(raw))
+            except orjson.JSONEncodeError as exc:  # e.g. nested deeper than orjson writes
+                raise wrong_shape(where, f"messages[{position}]", str(exc)) from None
+        self.prints.append(fingerprint)
+        message_id = raw.get("id")
+        key = self.unique(message_id) if isinstance(message_id, str) and message_id else f"#{position}"
+        tool_keys: list[tuple[int, str]] = []
+        bound: list[int] = []
+        for index, block in enumerate(blocks):
+            kind = block.get("type")
+            if kind == "tool_use":
+                call_id, name = block.get("id"), block.get("name")
+                if isinstance(call_id, str) and call_id and isinstance(name, str) and name:
+                    tool_keys.append((index, self.unique(call_id)))
+                    self.waiting.setdefault(call_id, []).append((position, index))
+            elif kind == "tool_result":
+                answered = block.get("tool_use_id")
+                calls = self.waiting.get(answered) if isinstance(answered, str) else None
+                if calls:
+                    # The latest unanswered call with that id: ids can repeat in a session.
+                    self._answer(calls.pop(), (position, index))
+                    bound.append(index)
+                if not transcript.approval_refused:
+                    transcript.approval_refused = any(
+                        wording in report for report in error_reports(block) for wording in APPROVAL_ON_WORDINGS
+                    )
+        message = Message(
+            len(transcript.messages),
+            position,
+            role,
+            fingerprint,
+            epoch_ms(raw.get("ts")),
+            key,
+            tuple(tool_keys),
+            tuple(bound),
+        )
+        _note_facts(transcript, message, raw)
+        transcript.messages.append(message)
+        transcript.by_position[position] = message
+
+    def _answer(self, call: BlockRef, answer: BlockRef) -> None:
+        transcript = self.transcript
+        call_position, call_block = call
+        transcript.answers[call_position] = {**transcript.answers.get(call_position, {}), call_block: answer}
+        called = transcript.by_position.get(call_position)
+        if called is not None:  # else the call is in the message being added: it is new anyway
+            transcript.first_changed = min(transcript.first_changed, called.index)
+
+    def finish(self) -> None:
+        transcript = self.transcript
+        transcript.resume = TranscriptResume(
+            prints=tuple(self.prints),
+            messages=tuple(transcript.messages),
+            answers=dict(transcript.answers),
+            seen_ids=self.seen_ids,
+            waiting={call_id: tuple(calls) for call_id, calls in self.waiting.items() if calls},
+            earliest_ms=transcript.earliest_ms,
+            metrics=transcript.metrics.copy(),
+            model_info=transcript.model_info,
+            approval_refused=transcript.approval_refused,
+        )
+
+
+def read_transcript(document: Any, where: str, resume: TranscriptResume | None = None) -> Transcript:
+    """The transcript of a messages document; ``resume`` is the last pass's ``Transcript.resume``.
+
+    Raises ``SourceError`` (``wrong shape: …``) for a document that cannot be mapped.
+    """
     if isinstance(document, list):
         document = {"messages": document}  # older files: a bare list of messages
     if not isinstance(document, dict):
@@ -112,72 +263,77 @@ def read_transcript(document: Any, where: str) -> Transcript:
     raw_messages = document.get("messages")
     if not isinstance(raw_messages, list):
         raise wrong_shape(where, "messages", "required" if raw_messages is None else "expected a list")
-    transcript = Transcript(document)
-    unique = _UniqueIds()
-    waiting: dict[str, list[BlockRef]] = {}  # tool_use id -> calls not answered yet
-    for position, raw in enumerate(raw_messages):
-        if not isinstance(raw, dict):
-            raise wrong_shape(where, f"messages[{position}]", "expected an object")
-        role = raw.get("role")
-        if role not in ROLES:
-            continue
-        blocks = _blocks(raw.get("content"), where, position)
-        try:
-            fingerprint = _fingerprint(orjson.dumps(raw))
-        except orjson.JSONEncodeError as exc:  # e.g. nested deeper than orjson writes
-            raise wrong_shape(where, f"messages[{position}]", str(exc)) from None
-        message = Message(position, raw, role, blocks, fingerprint, epoch_ms(raw.get("ts")))
-        message_id = raw.get("id")
-        message.key = unique(message_id) if isinstance(message_id, str) and message_id else f"#{position}"
-        _note_facts(transcript, message)
-        transcript.messages.append(message)
-        transcript.by_position[position] = message
-        for index, block in enumerate(message.blocks):
-            kind = block.get("type")
-            if kind == "tool_use":
-                call_id, name = block.get("id"), block.get("name")
-                if isinstance(call_id, str) and call_id and isinstance(name, str) and name:
-                    message.tool_keys.append((index, unique(call_id)))
-                    waiting.setdefault(call_id, []).append((position, index))
-            elif kind == "tool_result":
-                answered = block.get("tool_use_id")
-                calls = waiting.get(answered) if isinstance(answered, str) else None
-                if calls:
-                    # The latest unanswered call with that id: ids can repeat in a session.
-                    call_position, call_block = calls.pop()
-                    transcript.by_position[call_position].answers[call_block] = (position, index)
-                    message.bound.append(index)
-                if not transcript.approval_refused:
-                    transcript.approval_refused = any(
-                        wording in report for report in error_reports(block) for wording in APPROVAL_ON_WORDINGS
-                    )
+    transcript = Transcript(document, raw_messages)
+    walk = _Pass(transcript, where)
+    known, unchanged = _known_prefix(raw_messages, resume)
+    start = 0
+    if resume is not None and unchanged:
+        walk.restore(resume)
+        start = len(resume.prints)
+    for position in range(start, len(raw_messages)):
+        walk.add(position, raw_messages[position], known[position] if position < len(known) else None)
+    walk.finish()
     return transcript
+
+
+def _known_prefix(raw_messages: list[Any], resume: TranscriptResume | None) -> tuple[list[Fingerprint], bool]:
+    """Fingerprints of the leading messages, taken while comparing them with the last pass's,
+    and whether every message the last pass saw is still there, unchanged."""
+    if resume is None or len(raw_messages) < len(resume.prints):
+        return [], False
+    found: list[Fingerprint] = []
+    dumps = orjson.dumps  # the loop runs over every message of a live session: kept tight
+    for raw, seen in zip(raw_messages, resume.prints, strict=False):
+        if seen is None or not isinstance(raw, dict):
+            return found, False  # the full pass reports or skips it
+        try:
+            blob = dumps(raw)
+        except orjson.JSONEncodeError:
+            return found, False
+        fingerprint = (len(blob), hash(blob))
+        found.append(fingerprint)  # computed already: a full pass reuses it
+        if fingerprint != seen:
+            return found, False
+    return found, True
 
 
 def _fingerprint(blob: bytes) -> Fingerprint:
     return len(blob), hash(blob)
 
 
-def _note_facts(transcript: Transcript, message: Message) -> None:
+def _fingerprint_or_none(raw: dict[str, Any]) -> Fingerprint | None:
+    try:
+        return _fingerprint(orjson.dumps(raw))
+    except orjson.JSONEncodeError:
+        return None
+
+
+def _note_facts(transcript: Transcript, message: Message, raw: dict[str, Any]) -> None:
     if message.ts is not None and (transcript.earliest_ms is None or message.ts < transcript.earliest_ms):
         transcript.earliest_ms = message.ts
     if message.role == "assistant":
-        metrics = message.raw.get("metrics")
+        metrics = raw.get("metrics")
         if isinstance(metrics, dict):
             transcript.metrics.add(metrics)
-        model_info = message.raw.get("modelInfo")
+        model_info = raw.get("modelInfo")
         if isinstance(model_info, dict):
             transcript.model_info = model_info
 
 
 def _blocks(content: Any, where: str, position: int) -> list[dict[str, Any]]:
-    if content is None:
-        return []
+    if isinstance(content, list):
+        for index, block in enumerate(content):
+            if not isinstance(block, dict):
+                raise wrong_shape(where, f"messages[{position}].content[{index}]", "expected an object")
+    elif content is not None and not isinstance(content, str):
+        raise wrong_shape(where, f"messages[{position}].content", "expected a list or a string")
+    return _normalized_blocks(content)
+
+
+def _normalized_blocks(content: Any) -> list[dict[str, Any]]:
+    """Blocks of a content ``_blocks`` accepted (checked when the message was first walked)."""
+    if isinstance(content, list):
+        return content
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
-    if not isinstance(content, list):
-        raise wrong_shape(where, f"messages[{position}].content", "expected a list or a string")
-    for index, block in enumerate(content):
-        if not isinstance(block, dict):
-            raise wrong_shape(where, f"messages[{position}].content[{index}]", "expected an object")
-    return content
+    return []
