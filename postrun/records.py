@@ -33,17 +33,14 @@ class StepRow:
     record: dict[str, Any]
     blob: bytes
     digest: str
+    id: str
 
     @classmethod
     def build(cls, record: dict[str, Any]) -> StepRow:
         """Validate ``record`` (raises ``schema.SchemaError``) and serialize it once."""
         schema.validate_record("step", record, f"step {record.get('id')!r}")
         blob = canonical_json(record)
-        return cls(record, blob, digest(blob))
-
-    @property
-    def id(self) -> str:
-        return str(self.record["id"])
+        return cls(record, blob, digest(blob), str(record["id"]))
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,16 +101,13 @@ class _Writer:
 
     def sync_steps(self, rows: list[StepRow]) -> None:
         execute = self.connection.execute
-        stored = {
-            step_id: (rowid, stored_digest)
-            for rowid, step_id, stored_digest in execute(
-                "SELECT rowid, id, digest FROM steps WHERE session_id = ?", (self.session_id,)
-            )
-        }
+        # Only ids and digests: a re-ingest after one new message compares thousands of
+        # unchanged steps, and looks up the rowid of the few that changed.
+        stored: dict[str, str] = dict(execute("SELECT id, digest FROM steps WHERE session_id = ?", (self.session_id,)))
         for row in rows:
             record = row.record
             previous = stored.pop(row.id, None)
-            if previous is not None and previous[1] == row.digest:
+            if previous == row.digest:
                 continue
             values = (
                 record["seq"],
@@ -129,7 +126,7 @@ class _Writer:
                     (self.session_id, row.id, *values),
                 ).get
             else:
-                rowid = previous[0]
+                rowid = self._rowid(row.id)
                 self._step_to_history(rowid, "changed")
                 execute(
                     "UPDATE steps SET seq = ?, turn_id = ?, type = ?, outcome = ?, content_status = ?,"
@@ -139,11 +136,19 @@ class _Writer:
                 execute("DELETE FROM step_search WHERE rowid = ?", (rowid,))
             execute("INSERT INTO step_search (rowid, body) VALUES (?, ?)", (rowid, search_body(record)))
             self.rows += 1
-        for rowid, _ in stored.values():
+        for step_id in stored:
+            rowid = self._rowid(step_id)
             self._step_to_history(rowid, "removed")
             execute("DELETE FROM steps WHERE rowid = ?", (rowid,))
             execute("DELETE FROM step_search WHERE rowid = ?", (rowid,))
             self.rows += 1
+
+    def _rowid(self, step_id: str) -> int:
+        return int(
+            self.connection.execute(
+                "SELECT rowid FROM steps WHERE session_id = ? AND id = ?", (self.session_id, step_id)
+            ).get
+        )
 
     def _step_to_history(self, rowid: int, reason: str) -> None:
         for step_id, record, record_digest in self.connection.execute(
