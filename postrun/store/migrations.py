@@ -84,4 +84,11 @@ CREATE INDEX history_by_session ON history (session_id, id);
 CREATE VIRTUAL TABLE step_search USING fts5 (body, tokenize = 'unicode61 remove_diacritics 2');
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1,)
+# Every ingest compares the session's stored step digests with the mapped ones. Read
+# from the table, each digest sits behind its (large, often overflowing) record; this
+# index answers that query alone.
+_V2 = """
+CREATE INDEX steps_digests ON steps (session_id, id, digest);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
