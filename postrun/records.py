@@ -39,7 +39,9 @@ class StepRow:
     def build(cls, record: dict[str, Any]) -> StepRow:
         """Validate ``record`` (raises ``schema.SchemaError``) and serialize it once."""
         schema.validate_record("step", record, f"step {record.get('id')!r}")
-        blob = canonical_json(record)
+        # orjson hands back its whole output buffer, often many times the JSON's length; rows
+        # live on in a capture's mapping cache, so they keep an exact copy.
+        blob = bytes(memoryview(canonical_json(record)))
         return cls(record, blob, digest(blob), str(record["id"]))
 
 
