@@ -161,12 +161,12 @@ def _xdg_config_home(environ: Mapping[str, str], home: Path) -> Path:
 
 
 def ensure_private_dir(path: Path) -> None:
-    """Make ``path`` an existing directory that only its owner can enter (mode 0700).
+    """Make sure ``path`` is a directory; create the missing ones with mode 0700.
 
-    Missing folders are created 0700 whatever the umask (as the XDG spec asks); an existing
-    ``path`` that group or others can access is tightened. Existing parents (``~/.local``)
-    are left alone: they are not Postrun's. Raises ``OSError`` when it cannot (the caller
-    knows what the folder was for and words the error).
+    Folders Postrun creates are 0700 whatever the umask (as the XDG spec asks). Existing
+    folders are left alone: a store configured in ``/tmp`` or a shared folder is not
+    Postrun's to chmod. Raises ``OSError`` when it cannot (the caller knows what the
+    folder was for and words the error).
     """
     missing = [folder for folder in (path, *path.parents) if not folder.exists()]
     for folder in reversed(missing):
@@ -175,8 +175,5 @@ def ensure_private_dir(path: Path) -> None:
         except FileExistsError:
             continue  # created meanwhile by someone else: not ours to chmod, unless it is the leaf
         folder.chmod(_PRIVATE_MODE)  # mkdir's mode is filtered by the umask
-    mode = path.stat().st_mode
-    if not stat.S_ISDIR(mode):
+    if not stat.S_ISDIR(path.stat().st_mode):
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
-    if stat.S_IMODE(mode) & 0o077:
-        path.chmod(_PRIVATE_MODE)

@@ -133,17 +133,14 @@ def test_ensure_private_dir_creates_0700_whatever_the_umask(tmp_path: Path, any_
     assert mode(parent) == 0o755  # existed: not ours
 
 
-def test_ensure_private_dir_tightens_an_open_leaf_only(tmp_path: Path, any_umask: None) -> None:
-    parent = tmp_path / "local"
-    target = parent / "postrun"
-    target.mkdir(parents=True, mode=0o777)
-    parent.chmod(0o755)
-    target.chmod(0o750)
-    ensure_private_dir(target)
-    assert mode(target) == 0o700
-    assert mode(parent) == 0o755
-    ensure_private_dir(target)  # idempotent
-    assert mode(target) == 0o700
+def test_ensure_private_dir_leaves_an_existing_folder_alone(tmp_path: Path, any_umask: None) -> None:
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)  # a store configured in /tmp must not chmod /tmp
+    ensure_private_dir(shared)
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o1777
+    ensure_private_dir(shared / "postrun")
+    assert mode(shared / "postrun") == 0o700
 
 
 def test_ensure_private_dir_refuses_a_file(tmp_path: Path) -> None:
