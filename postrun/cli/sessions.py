@@ -34,7 +34,8 @@ def ingest(
         report = ingest_targets(ingester, targets, default_root=paths.cline_default_sessions)
     for skipped in report.skipped:
         if skipped.warn:
-            say(f"warning: {skipped.path}: skipped ({skipped.reason})")
+            # Escaped: a folder name can hold a newline or a terminal escape sequence.
+            say(f"warning: {str(skipped.path)!a}: skipped ({skipped.reason})")
     for outcome in report.outcomes:
         typer.echo(
             f"{outcome.status} {agent} session {outcome.session_id}: {outcome.steps} steps, {outcome.turns} turns,"

@@ -9,9 +9,10 @@ during the read only causes one more ingest later).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from postrun.agents.cline.locate import SessionLocation
+from postrun.agents.cline.locate import OUTSIDE_ROOT, SessionLocation, leads_outside
 from postrun.errors import NotFound, SourceError
 from postrun.jsonio import read_json, stat_fingerprint
 from postrun.records import SourceFile
@@ -39,13 +40,15 @@ class SessionFiles:
 def read_session(location: SessionLocation, *, max_bytes: int) -> SessionFiles:
     """Read and parse a session's files.
 
-    Raises ``SourceError`` when the messages file is missing or unusable or the
-    manifest is not an object, and ``NotParseableYet`` (kind ``messages`` or
+    Raises ``SourceError`` when the messages file is missing or unusable, when either
+    file is a symlink that leads outside the sessions root (never followed out of it) or
+    the manifest is not an object, and ``NotParseableYet`` (kind ``messages`` or
     ``manifest``) when either file is caught empty or half written.
     """
     messages_print = stat_fingerprint(location.messages)
     if messages_print is None:
         raise SourceError(str(location.messages), "no messages file")
+    _refuse_outside(location, location.messages)
     try:
         messages = read_json(location.messages, kind="messages", max_bytes=max_bytes)
     except NotFound:
@@ -54,6 +57,7 @@ def read_session(location: SessionLocation, *, max_bytes: int) -> SessionFiles:
     manifest: dict[str, Any] | None = None
     manifest_print = stat_fingerprint(location.manifest)
     if manifest_print is not None:
+        _refuse_outside(location, location.manifest)
         try:
             parsed = read_json(location.manifest, kind="manifest", max_bytes=max_bytes)
         except NotFound:
@@ -64,6 +68,11 @@ def read_session(location: SessionLocation, *, max_bytes: int) -> SessionFiles:
             manifest = parsed
             source_files.append(manifest_print)
     return SessionFiles(location, messages, manifest, tuple(source_files))
+
+
+def _refuse_outside(location: SessionLocation, path: Path) -> None:
+    if leads_outside(path, location.sessions_root):
+        raise SourceError(str(path), OUTSIDE_ROOT)
 
 
 def session_fingerprint(location: SessionLocation) -> tuple[SourceFile, ...]:

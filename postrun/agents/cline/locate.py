@@ -31,8 +31,16 @@ CLINE_ROOT_FILES = frozenset(
 )
 
 
+OUTSIDE_ROOT = "symlink to outside the sessions folder"
+
+
 def is_safe_name(name: str) -> bool:
     return name not in (".", "..") and SAFE_NAME.fullmatch(name) is not None
+
+
+def leads_outside(path: Path, root: Path) -> bool:
+    """True when ``path``, its symlinks followed, is not inside ``root`` (a planted symlink)."""
+    return not path.resolve().is_relative_to(root.resolve())
 
 
 class SessionLocation:
@@ -170,8 +178,8 @@ def _classify(root: Path, entry: os.DirEntry[str]) -> SessionLocation | Skipped:
         path = root / name
         if not path.exists():
             return Skipped(path, "broken symlink", warn=True)
-        if not path.resolve().is_relative_to(root.resolve()):
-            return Skipped(path, "symlink to outside the sessions folder", warn=True)
+        if leads_outside(path, root):
+            return Skipped(path, OUTSIDE_ROOT, warn=True)
     try:
         is_dir = entry.is_dir()
     except OSError:

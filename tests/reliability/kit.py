@@ -1,0 +1,284 @@
+"""What the reliability suites share: reading a whole store record by record, checking a
+store's integrity, the one-shot reference ingest, and small synthetic Cline sessions.
+
+Stores are always read through a fresh read-only SQLite connection, so what a test sees
+is what any other process would see.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import apsw
+import orjson
+
+from tests.conftest import run_postrun
+from tests.support.capture_process import write_in_place
+
+# The stored columns that come from the session's files (not when or where it was stored).
+_SESSION_COLUMNS = (
+    "agent, record, digest, started_at, ended_at, model, provider, cline_title, cline_status, git_branch, approvals"
+)
+
+
+@dataclass(frozen=True)
+class StoredRecords:
+    """Everything stored about one session that its files decide, record by record."""
+
+    columns: tuple[Any, ...]
+    segments: tuple[tuple[int, str], ...]
+    actors: tuple[tuple[str, str], ...]
+    turns: tuple[tuple[str, int, str], ...]
+    steps: tuple[tuple[str, int, str], ...]  # (id, seq, record) in seq order
+
+
+def _connect(db: Path) -> apsw.Connection:
+    connection = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    connection.set_busy_timeout(5000)
+    return connection
+
+
+def read_records(db: Path) -> dict[str, StoredRecords]:
+    """Every stored session (one read transaction: a consistent snapshot); {} without a store."""
+    if not db.exists():
+        return {}
+    connection = _connect(db)
+    try:
+        with connection:  # one snapshot of the whole store
+            if connection.execute("SELECT count(*) FROM sqlite_master WHERE name = 'sessions'").get == 0:
+                return {}
+            found: dict[str, StoredRecords] = {}
+            for session_id, *columns in connection.execute(f"SELECT id, {_SESSION_COLUMNS} FROM sessions"):
+                found[session_id] = StoredRecords(
+                    columns=tuple(columns),
+                    segments=_rows(
+                        connection, "SELECT idx, record FROM segments WHERE session_id = ? ORDER BY idx", session_id
+                    ),
+                    actors=_rows(
+                        connection, "SELECT id, record FROM actors WHERE session_id = ? ORDER BY id", session_id
+                    ),
+                    turns=_rows(
+                        connection,
+                        "SELECT id, idx, record FROM turns WHERE session_id = ? ORDER BY idx, id",
+                        session_id,
+                    ),
+                    steps=_rows(
+                        connection, "SELECT id, seq, record FROM steps WHERE session_id = ? ORDER BY seq", session_id
+                    ),
+                )
+            return found
+    finally:
+        connection.close()
+
+
+def _rows(connection: apsw.Connection, sql: str, session_id: str) -> tuple[Any, ...]:
+    return tuple(tuple(row) for row in connection.execute(sql, (session_id,)))
+
+
+def differences(found: Mapping[str, StoredRecords], expected: Mapping[str, StoredRecords], limit: int = 5) -> list[str]:
+    """A readable list of what differs between two stores (empty when they hold the same records)."""
+    problems: list[str] = []
+    for session_id in sorted(expected.keys() - found.keys()):
+        problems.append(f"{session_id}: missing")
+    for session_id in sorted(found.keys() - expected.keys()):
+        problems.append(f"{session_id}: not expected")
+    for session_id in sorted(found.keys() & expected.keys()):
+        left, right = found[session_id], expected[session_id]
+        for name in ("columns", "segments", "actors", "turns", "steps"):
+            mine, theirs = getattr(left, name), getattr(right, name)
+            if mine != theirs:
+                detail = f"{len(mine)} vs {len(theirs)} rows"
+                if name == "steps":
+                    first = next((i for i, (a, b) in enumerate(zip(mine, theirs, strict=False)) if a != b), None)
+                    detail += f", first differing step #{first}" if first is not None else ""
+                problems.append(f"{session_id}: {name} differ ({detail})")
+    return problems[:limit] + ([f"... and {len(problems) - limit} more"] if len(problems) > limit else [])
+
+
+def store_problems(db: Path) -> list[str]:
+    """What is wrong with a store file: SQLite's integrity and foreign-key checks, and the
+    full-text index out of step with the steps it indexes (it is written in the same transaction)."""
+    connection = _connect(db)
+    try:
+        with connection:
+            problems = [str(row[0]) for row in connection.execute("PRAGMA integrity_check") if row[0] != "ok"]
+            problems += [f"foreign key: {tuple(row)}" for row in connection.execute("PRAGMA foreign_key_check")]
+            steps = {row[0] for row in connection.execute("SELECT rowid FROM steps")}
+            indexed = {row[0] for row in connection.execute("SELECT rowid FROM step_search")}
+            if steps != indexed:
+                problems.append(
+                    f"search index: {len(indexed - steps)} stale rows, {len(steps - indexed)} steps missing"
+                )
+        return problems
+    finally:
+        connection.close()
+
+
+def one_shot(root: Path, db: Path, env: Mapping[str, str]) -> dict[str, StoredRecords]:
+    """What a clean `postrun ingest` of ``root`` into a new store ``db`` holds (the reference)."""
+    assert not db.exists(), f"the reference store {db} must be new"
+    result = run_postrun("ingest", "--agent", "cline", str(root), env=dict(env, POSTRUN_DB=str(db)))
+    assert "Traceback" not in result.stderr, result.stderr
+    return read_records(db)
+
+
+# -- small synthetic sessions -------------------------------------------------------------
+
+T0_MS = 1_790_000_000_000
+WORKSPACE = "/home/dev/app"
+_WORDS = ("build", "test", "config", "parse", "write", "error", "value", "index", "cache", "record", "stream")
+
+
+@dataclass
+class Synthetic:
+    """One Cline session built message by message, with the shapes of Cline's real files.
+
+    Every change is deterministic from ``seed``. ``write`` writes both files whole and in
+    place (truncate, then write), as Cline does.
+    """
+
+    session_id: str
+    seed: int
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    status: str = "running"
+    calls: int = 0
+    edits: int = 0
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+        if not self.messages:
+            self.messages.append(self._user(f'<user_input mode="act">{self._words(12)}</user_input>'))
+
+    @property
+    def now_ms(self) -> int:
+        return T0_MS + 1000 * len(self.messages)
+
+    def _words(self, count: int) -> str:
+        return " ".join(self.rng.choice(_WORDS) for _ in range(count))
+
+    def _user(self, text: str) -> dict[str, Any]:
+        return {
+            "id": f"u{len(self.messages)}",
+            "role": "user",
+            "ts": self.now_ms,
+            "content": [{"type": "text", "text": text}],
+        }
+
+    def grow(self) -> None:
+        """One more tool call (an assistant call and its result), or a reply."""
+        self.calls += 1
+        call_id = f"toolu_{self.seed}_{self.calls}"
+        kind = self.rng.choice(("run_commands", "read_files", "editor", "reply"))
+        if kind == "reply":
+            self.messages.append(self._assistant([{"type": "text", "text": self._words(20)}]))
+            return
+        path = f"{WORKSPACE}/src/{self.rng.choice(_WORDS)}.py"
+        output = "\n".join(self._words(8) for _ in range(self.rng.randint(1, 12)))
+        if kind == "run_commands":
+            tool_input: Any = {"commands": [f"pytest -q {path}"]}
+            result: Any = [{"query": f"pytest -q {path}", "result": output, "success": True}]
+        elif kind == "read_files":
+            tool_input = {"files": [{"path": path}]}
+            result = [{"query": path, "result": output, "success": True}]
+        else:
+            tool_input = {"command": "str_replace", "path": path, "old_text": "a", "new_text": self._words(3)}
+            result = orjson.dumps({"query": f"edit:{path}", "result": f"Edited {path}", "success": True}).decode()
+        self.messages.append(
+            self._assistant(
+                [
+                    {"type": "text", "text": self._words(6)},
+                    {"type": "tool_use", "id": call_id, "name": kind, "input": tool_input},
+                ]
+            )
+        )
+        self.messages.append(
+            {
+                "id": f"r{len(self.messages)}",
+                "role": "user",
+                "ts": self.now_ms,
+                "content": [{"type": "tool_result", "tool_use_id": call_id, "name": kind, "content": result}],
+            }
+        )
+
+    def _assistant(self, content: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "id": f"a{len(self.messages)}",
+            "role": "assistant",
+            "ts": self.now_ms,
+            "content": content,
+            "metrics": {
+                "inputTokens": 900,
+                "outputTokens": 40,
+                "cacheReadTokens": 0,
+                "cacheWriteTokens": 0,
+                "cost": 0.01,
+            },
+        }
+
+    def edit_earlier(self) -> None:
+        """Change the text of an earlier assistant message (a step changes in place)."""
+        self.edits += 1
+        assistants = [m for m in self.messages if m["role"] == "assistant"]
+        if assistants:
+            target = self.rng.choice(assistants)
+            target["content"][0]["text"] = f"{self._words(4)} (edit {self.edits})"
+
+    def restore(self) -> None:
+        """A checkpoint restore: the last few messages disappear."""
+        keep = max(1, len(self.messages) - self.rng.randint(1, 4))
+        del self.messages[keep:]
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "version": 1,
+            "updated_at": "2026-09-21T14:00:00.000Z",
+            "agent": "lead",
+            "sessionId": self.session_id,
+            "origin": {"source": "cli", "mode": "user", "version": "3.0.65"},
+            "messages": self.messages,
+        }
+
+    def manifest(self) -> dict[str, Any]:
+        manifest: dict[str, Any] = {
+            "version": 1,
+            "session_id": self.session_id,
+            "source": "cli",
+            "started_at": "2026-09-21T14:00:00.000Z",
+            "status": self.status,
+            "provider": "anthropic",
+            "model": "claude-sonnet-4-5",
+            "cwd": WORKSPACE,
+            "workspace_root": WORKSPACE,
+        }
+        if self.status == "completed":
+            manifest |= {"ended_at": "2026-09-21T15:00:00.000Z", "exit_code": 0}
+        return manifest
+
+    def write(self, root: Path, *, manifest: bool = True) -> None:
+        folder = root / self.session_id
+        folder.mkdir(parents=True, exist_ok=True)
+        write_in_place(
+            folder / f"{self.session_id}.messages.json", orjson.dumps(self.document(), option=orjson.OPT_INDENT_2)
+        )
+        if manifest:
+            write_in_place(
+                folder / f"{self.session_id}.json", orjson.dumps(self.manifest(), option=orjson.OPT_INDENT_2)
+            )
+
+
+def synthetic_id(index: int) -> str:
+    return f"{T0_MS + index * 1000}_s{index:04d}"
+
+
+# -- sitecustomize hooks loaded into the real postrun process -----------------------------
+
+
+def install_sitecustomize(folder: Path, source: str, env: dict[str, str]) -> None:
+    """Put ``source`` as ``sitecustomize.py`` in ``folder`` and on the process's PYTHONPATH."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text(source)
+    env["PYTHONPATH"] = str(folder)
