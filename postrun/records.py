@@ -38,7 +38,8 @@ class StepRow:
     @classmethod
     def build(cls, record: dict[str, Any]) -> StepRow:
         """Validate ``record`` (raises ``schema.SchemaError``) and serialize it once."""
-        schema.validate_record("step", record, f"step {record.get('id')!r}")
+        seq = record.get("seq")
+        schema.validate_record("step", record, f"steps[{seq}]" if type(seq) is int else f"step {record.get('id')!r}")
         # orjson hands back its whole output buffer, often many times the JSON's length; rows
         # live on in a capture's mapping cache, so they keep an exact copy.
         blob = bytes(memoryview(canonical_json(record)))

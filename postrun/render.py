@@ -11,15 +11,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from postrun.store.query import HistoryEntry, SessionDetails
+from postrun.text import one_line, plural, printable
 
 _ONE_LINE_CHARS = 100
 _MARKDOWN_OUTPUT_CHARS = 20_000
-
-
-def one_line(text: str, limit: int = _ONE_LINE_CHARS) -> str:
-    """Whitespace folded to single spaces and cut at ``limit`` characters."""
-    folded = " ".join(text.split())
-    return folded if len(folded) <= limit else folded[: limit - 1] + "…"
 
 
 def step_summary(step: Mapping[str, Any]) -> str:
@@ -27,17 +22,18 @@ def step_summary(step: Mapping[str, Any]) -> str:
     payload = step["payload"]
     kind = step["type"]
     if kind == "command":
-        return one_line(payload.get("command", "(command not recorded)"))
+        return one_line(payload.get("command", "(command not recorded)"), _ONE_LINE_CHARS)
     if kind == "edit":
         action = "create" if payload.get("is_full_write") else "edit"
-        return f"{action} {payload['path']}"
+        return f"{action} {printable(payload['path'])}"
     if kind == "read":
         span = payload.get("range")
-        return str(payload["path"]) + (f" (lines {span[0]}-{span[1]})" if span else "")
+        return printable(payload["path"]) + (f" (lines {span[0]}-{span[1]})" if span else "")
     if kind == "message":
         text = payload.get("text")
-        return f"{payload['role']}: " + (one_line(text) if text is not None else "(text not recorded)")
-    return str(payload["tool_name"])
+        shown = one_line(text, _ONE_LINE_CHARS) if text is not None else "(text not recorded)"
+        return f"{printable(payload['role'])}: {shown}"
+    return printable(payload["tool_name"])
 
 
 def outcome_label(step: Mapping[str, Any]) -> str:
@@ -71,7 +67,7 @@ def session_header(envelope: Mapping[str, Any], details: SessionDetails, title: 
     workspace = session["workspace"]
     lines = [f"session  {session['id']}  ({agent['kind']} {agent['version']})"]
     if title:
-        lines.append(f"title    {one_line(title)}")
+        lines.append(f"title    {one_line(title, _ONE_LINE_CHARS)}")
     where = workspace["root"] or "(unknown)"
     repo = [value for value in (workspace.get("repo"), details.git_branch) if value]
     lines.append(f"workspace {where}" + (f"  ({', '.join(repo)})" if repo else ""))
@@ -80,15 +76,16 @@ def session_header(envelope: Mapping[str, Any], details: SessionDetails, title: 
     ended = session.get("ended_at")
     status = f" ({details.status})" if details.status else ""
     lines.append(f"started  {session['started_at']}   " + (f"ended {ended}{status}" if ended else f"open{status}"))
+    prompted = sum(1 for turn in envelope["turns"] if turn["index"] >= 1)
     lines.append(
-        f"steps    {_count_phrase(envelope['steps'])}; {sum(1 for t in envelope['turns'] if t['index'] >= 1)} turns,"
-        f" {len(envelope['segments'])} segments"
+        f"steps    {_count_phrase(envelope['steps'])}; {plural(prompted, 'turn')},"
+        f" {plural(len(envelope['segments']), 'segment')}"
     )
     metrics = session.get("metrics")
     if metrics:
         tokens = metrics["tokens"]
         lines.append(
-            f"cost     ${metrics['cost_usd']:.4f}, {metrics['api_requests']} API requests,"
+            f"cost     ${metrics['cost_usd']:.4f}, {plural(metrics['api_requests'], 'API request')},"
             f" tokens in {tokens['input']:,} / out {tokens['output']:,}"
             f" (cache read {tokens['cache_read']:,}, write {tokens['cache_creation']:,})"
         )
@@ -96,25 +93,18 @@ def session_header(envelope: Mapping[str, Any], details: SessionDetails, title: 
     return lines
 
 
-def session_title(envelope: Mapping[str, Any], details: SessionDetails) -> str:
-    for step in envelope["steps"]:
-        if step["type"] == "message" and step["payload"]["role"] == "user" and step["payload"].get("text"):
-            return str(step["payload"]["text"])
-    return details.agent_title or ""
-
-
 def _turn_heading(turn: Mapping[str, Any], prompt: str | None) -> str:
     if turn["index"] == 0:
         return "before the first prompt"
     mode = f" [{turn['mode']}]" if "mode" in turn else ""
-    return f"turn {turn['index']}{mode}" + (f": {one_line(prompt)}" if prompt else "")
+    return f"turn {turn['index']}{mode}" + (f": {one_line(prompt, _ONE_LINE_CHARS)}" if prompt else "")
 
 
 def timeline(
     envelope: Mapping[str, Any], details: SessionDetails, history: Iterable[HistoryEntry] | None = None
 ) -> list[str]:
     """The ``postrun show`` view: a header, then every turn with one line per step."""
-    lines = session_header(envelope, details, session_title(envelope, details))
+    lines = session_header(envelope, details, details.title)
     steps_by_turn: dict[str, list[Mapping[str, Any]]] = {}
     for step in envelope["steps"]:
         steps_by_turn.setdefault(step["turn_id"], []).append(step)
@@ -139,11 +129,22 @@ def timeline(
             lines.append(f"  #{step['seq']:<4} {step['type']:<8} {step_summary(step)}  [{outcome_label(step)}]")
     if history is not None:
         entries = list(history)
-        lines += ["", f"history  {len(entries)} earlier version(s)"]
+        lines += ["", f"history  {plural(len(entries), 'earlier version')}"]
         for entry in entries:
-            what = step_summary(entry.record) if entry.kind == "step" else one_line(str(entry.record))
+            what = step_summary(entry.record) if entry.kind == "step" else _record_summary(entry.kind, entry.record)
             lines.append(f"  {entry.replaced_at}  {entry.reason:<8} {entry.kind} {entry.record_id}: {what}")
     return lines
+
+
+def _record_summary(kind: str, record: Mapping[str, Any]) -> str:
+    """An earlier turn, segment or actor, in one line."""
+    if kind == "turn":
+        mode = f" [{record['mode']}]" if "mode" in record else ""
+        return f"turn {record['index']}{mode} started {record['started_at']}"
+    if kind == "segment":
+        ended = f" to {record['ended_at']}" if "ended_at" in record else ""
+        return f"segment {record['index']} ({record['start_reason']}) from {record['started_at']}{ended}"
+    return one_line(", ".join(f"{key}={value}" for key, value in sorted(record.items())), _ONE_LINE_CHARS)
 
 
 def _fence(text: str, info: str = "") -> list[str]:
@@ -194,8 +195,8 @@ def _markdown_step(step: Mapping[str, Any]) -> list[str]:
 
 def markdown(envelope: Mapping[str, Any], details: SessionDetails) -> str:
     """The session as a readable Markdown transcript."""
-    title = session_title(envelope, details)
-    lines = [f"# {one_line(title) or envelope['session']['id']}", ""]
+    title = details.title
+    lines = [f"# {one_line(title, _ONE_LINE_CHARS) or envelope['session']['id']}", ""]
     lines += [f"    {line}" for line in session_header(envelope, details, "")]
     steps_by_turn: dict[str, list[Mapping[str, Any]]] = {}
     for step in envelope["steps"]:

@@ -8,22 +8,21 @@ deleted.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 import orjson
 
 from postrun.records import MappedSession, SourceFile, StepRow, canonical_json, digest
 from postrun.store.db import Database
+from postrun.timestamps import normalize_timestamp, utc_iso
 
 IngestStatus = Literal["ingested", "updated", "unchanged"]
 
 # Search indexes this much of each large field; the record itself is stored whole.
 SEARCH_FIELD_CHARS = 4096
-_UTC_MILLISECONDS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", re.ASCII)  # as utc_iso writes
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,20 +41,6 @@ class StoredState:
 
     approvals: dict[str, Any]
     source_files: tuple[SourceFile, ...]
-
-
-def utc_iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def normalize_timestamp(value: str) -> str:
-    """An ISO timestamp with any zone, as UTC ``…Z`` (so stored times sort as text)."""
-    return utc_iso(datetime.fromisoformat(value.replace("Z", "+00:00")))
-
-
-def _step_time(value: str) -> str:
-    """``normalize_timestamp`` of a validated step time; the adapters' own UTC form is kept as is."""
-    return value if _UTC_MILLISECONDS.fullmatch(value) else normalize_timestamp(value)
 
 
 def stored_state(database: Database, session_id: str) -> StoredState | None:
@@ -122,7 +107,7 @@ class _Writer:
                 record["type"],
                 record["outcome"],
                 record["content_status"],
-                _step_time(record["at"]),
+                normalize_timestamp(record["at"]),
                 row.blob.decode(),
                 row.digest,
             )

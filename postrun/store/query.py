@@ -12,21 +12,31 @@ import orjson
 from postrun.errors import NotFound, PostrunError, UsageError
 from postrun.schema import SCHEMA_VERSION
 from postrun.store.db import Database
-from postrun.store.ingest import normalize_timestamp
+from postrun.text import one_line
+from postrun.timestamps import normalize_timestamp
 
+# The title: the first prompt's text, else the agent's own title (cline_title).
 _TITLE_SQL = """
-    (SELECT json_extract(st.record, '$.payload.text') FROM steps st
-      WHERE st.session_id = s.id AND st.type = 'message'
-        AND json_extract(st.record, '$.payload.role') = 'user'
-      ORDER BY st.seq LIMIT 1)
+    coalesce(
+      (SELECT json_extract(st.record, '$.payload.text') FROM steps st
+        WHERE st.session_id = s.id AND st.type = 'message'
+          AND json_extract(st.record, '$.payload.role') = 'user'
+          AND trim(coalesce(json_extract(st.record, '$.payload.text'), '')) != ''
+        ORDER BY st.seq LIMIT 1),
+      s.cline_title, '')
 """
+
+
+def no_session(reference: str, database: Database) -> NotFound:
+    return NotFound("", f"no session {reference} in {database.path}")
 
 
 @dataclass(frozen=True, slots=True)
 class SessionSummary:
     id: str
     agent: str
-    started_at: str
+    started_at: str  # as the v1.2 record has it
+    started_utc: str  # the same instant in UTC, for display and ordering
     ended_at: str | None
     steps: int
     failed_steps: int
@@ -53,27 +63,25 @@ class SessionSummary:
             "steps": self.steps,
             "failed_steps": self.failed_steps,
             "title": self.title,
+            "model": self.model,
+            "provider": self.provider,
             "workspace": self.workspace,
+            "status": self.status,
+            "git_branch": self.git_branch,
             "captured_on": self.captured_on,
             "ingested_at": self.ingested_at,
             "updated_at": self.updated_at,
         }
-        optional = {
-            "ended_at": self.ended_at,
-            "model": self.model,
-            "provider": self.provider,
-            "status": self.status,
-            "git_branch": self.git_branch,
-        }
-        data.update({key: value for key, value in optional.items() if value is not None})
+        if self.ended_at is not None:  # absent while the session is open, as in v1.2
+            data["ended_at"] = self.ended_at
         return data
 
 
 def list_sessions(database: Database, *, agent: str | None = None, limit: int | None = None) -> list[SessionSummary]:
     """Sessions newest first (by start time)."""
     sql = f"""
-        SELECT s.id, s.agent, s.record, s.model, s.provider, s.cline_status, s.git_branch, s.captured_on,
-               s.ingested_at, s.updated_at, s.cline_title,
+        SELECT s.id, s.agent, s.record, s.started_at, s.model, s.provider, s.cline_status, s.git_branch,
+               s.captured_on, s.ingested_at, s.updated_at,
                (SELECT count(*) FROM steps st WHERE st.session_id = s.id),
                (SELECT count(*) FROM steps st WHERE st.session_id = s.id AND st.outcome = 'failed'),
                {_TITLE_SQL}
@@ -84,32 +92,19 @@ def list_sessions(database: Database, *, agent: str | None = None, limit: int | 
     """
     summaries = []
     for row in database.execute(sql, (agent, -1 if limit is None else limit)):
-        (
-            session_id,
-            kind,
-            record_text,
-            model,
-            provider,
-            status,
-            branch,
-            captured_on,
-            ingested_at,
-            updated_at,
-            agent_title,
-            steps,
-            failed,
-            prompt,
-        ) = row
+        (session_id, kind, record_text, started_utc, model, provider, status, branch, captured_on, ingested_at,
+         updated_at, steps, failed, title) = row  # fmt: skip
         record = orjson.loads(record_text)
         summaries.append(
             SessionSummary(
                 id=session_id,
                 agent=kind,
                 started_at=record["started_at"],
+                started_utc=started_utc,
                 ended_at=record.get("ended_at"),
                 steps=steps,
                 failed_steps=failed,
-                title=_title(prompt, agent_title),
+                title=title,
                 model=model,
                 provider=provider,
                 workspace=record["workspace"]["root"],
@@ -123,14 +118,6 @@ def list_sessions(database: Database, *, agent: str | None = None, limit: int | 
     return summaries
 
 
-def _title(prompt: str | None, agent_title: str | None) -> str:
-    """The first prompt's text, else the agent's own title (whitespace folded)."""
-    for candidate in (prompt, agent_title):
-        if candidate and candidate.strip():
-            return " ".join(candidate.split())
-    return ""
-
-
 def resolve_session_id(database: Database, reference: str) -> str:
     """The full id for ``reference``: an exact id or a unique prefix of one."""
     if database.execute("SELECT 1 FROM sessions WHERE id = ?", (reference,)).fetchone():
@@ -142,7 +129,7 @@ def resolve_session_id(database: Database, reference: str) -> str:
         )
     ]
     if not candidates:
-        raise NotFound("", f"no session {reference} in {database.path}")
+        raise no_session(reference, database)
     if len(candidates) > 1:
         shown = ", ".join(candidates[:10]) + (", …" if len(candidates) > 10 else "")
         raise PostrunError("", f"session prefix {reference!r} is ambiguous: {shown}")
@@ -153,7 +140,7 @@ def load_envelope(database: Database, session_id: str) -> dict[str, Any]:
     """The whole session as the v1.2 export envelope; turns' ``step_ids`` rebuilt in seq order."""
     row = database.execute("SELECT record FROM sessions WHERE id = ?", (session_id,)).fetchone()
     if row is None:
-        raise NotFound("", f"no session {session_id} in {database.path}")
+        raise no_session(session_id, database)
 
     def records(sql: str) -> list[dict[str, Any]]:
         return [orjson.loads(text) for (text,) in database.execute(sql, (session_id,))]
@@ -181,11 +168,11 @@ def load_envelope(database: Database, session_id: str) -> dict[str, Any]:
 class SessionDetails:
     """Store columns that ``show`` prints next to the v1.2 records."""
 
+    title: str
     model: str | None
     provider: str | None
     status: str | None
     git_branch: str | None
-    agent_title: str | None
     captured_on: str
     ingested_at: str
     updated_at: str
@@ -193,12 +180,12 @@ class SessionDetails:
 
 def session_details(database: Database, session_id: str) -> SessionDetails:
     row = database.execute(
-        "SELECT model, provider, cline_status, git_branch, cline_title, captured_on, ingested_at, updated_at"
-        " FROM sessions WHERE id = ?",
+        f"SELECT {_TITLE_SQL}, s.model, s.provider, s.cline_status, s.git_branch, s.captured_on, s.ingested_at,"
+        " s.updated_at FROM sessions s WHERE s.id = ?",
         (session_id,),
     ).fetchone()
     if row is None:
-        raise NotFound("", f"no session {session_id} in {database.path}")
+        raise no_session(session_id, database)
     return SessionDetails(*row)
 
 
@@ -271,7 +258,7 @@ def search(
     since_utc = _since(since) if since else None
     sql = """
         SELECT st.session_id, st.id, st.seq, st.at, st.type, st.outcome,
-               snippet(step_search, 0, '[', ']', '…', 16)
+               snippet(step_search, 0, '»', '«', '…', 16)
           FROM step_search JOIN steps st ON st.rowid = step_search.rowid
          WHERE step_search MATCH ?1
            AND (?2 IS NULL OR st.type = ?2)
@@ -284,7 +271,7 @@ def search(
         sql, (fts_query(query), step_type, int(failed), since_utc, limit)
     ).fetchall()
     return [
-        SearchHit(session_id, step_id, seq, at, kind, outcome, " ".join(snippet.split()))
+        SearchHit(session_id, step_id, seq, at, kind, outcome, one_line(snippet))
         for session_id, step_id, seq, at, kind, outcome, snippet in rows
     ]
 

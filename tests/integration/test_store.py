@@ -171,7 +171,7 @@ def test_search_with_filters(database: Database) -> None:
     assert [hit.step_id for hit in search(database, "widget", step_type="command")] == ["toolu_1#0"]
     assert [hit.step_id for hit in search(database, "npm", failed=True)] == ["toolu_1#0"]
     assert search(database, "widget", since="2027-01-01") == []
-    assert "[FAIL] widget.test.ts" in search(database, "FAIL")[0].snippet
+    assert "»FAIL« widget.test.ts" in search(database, "FAIL")[0].snippet
     # Quotes and FTS operators in a query are words, not syntax.
     assert search(database, 'widget" OR "x') == []
 

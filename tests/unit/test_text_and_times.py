@@ -1,0 +1,52 @@
+"""Printing session data safely, and Postrun's one timestamp form."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from postrun.text import one_line, plural, printable
+from postrun.timestamps import normalize_timestamp, utc_iso
+
+
+def test_printable_escapes_terminal_control_characters() -> None:
+    hostile = "title\x1b]0;pwned\x07\x00end\x9b"
+    assert printable(hostile) == "title\\x1b]0;pwned\\x07\\x00end\\x9b"
+    assert printable("naïve café ✓") == "naïve café ✓"  # only control characters are escaped
+
+
+def test_one_line_folds_whitespace_and_cuts() -> None:
+    assert one_line("  fix\n\tthe   tests \r\n") == "fix the tests"
+    assert one_line("a" * 10, 5) == "aaaa…"
+    assert one_line("abc", 3) == "abc"
+    assert one_line("x\x1by") == "x\\x1by"
+
+
+def test_plural() -> None:
+    assert (plural(0, "step"), plural(1, "step"), plural(1234, "turn")) == ("0 steps", "1 step", "1,234 turns")
+
+
+def test_utc_iso_writes_milliseconds_and_z() -> None:
+    moment = datetime(2026, 11, 29, 14, 0, 0, 123456, tzinfo=timezone(timedelta(hours=2)))
+    assert utc_iso(moment) == "2026-11-29T12:00:00.123Z"
+    assert utc_iso(moment, timespec="seconds") == "2026-11-29T12:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2026-01-01T00:00:00+02:00", "2025-12-31T22:00:00.000Z"),
+        ("2026-09-21T14:13:19.5Z", "2026-09-21T14:13:19.500Z"),
+        ("2026-09-21T14:13:19.500Z", "2026-09-21T14:13:19.500Z"),
+    ],
+)
+def test_normalize_timestamp(value: str, expected: str) -> None:
+    assert normalize_timestamp(value) == expected
+
+
+def test_a_date_alone_is_local_midnight() -> None:
+    local_midnight = datetime(2026, 11, 29).astimezone()
+    assert normalize_timestamp("2026-11-29") == utc_iso(local_midnight.astimezone(UTC))
+    with pytest.raises(ValueError):
+        normalize_timestamp("yesterday")
