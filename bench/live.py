@@ -3,7 +3,8 @@
 Open sessions are written into the sessions root before capture starts (so its start-up
 ingests them): a few small ones and one large one (~10 MB). Then, while capture runs:
 
-- small sessions get one assistant text message each, on a fixed schedule, cycling
+- small sessions get one assistant text message each, about every ``spacing`` seconds
+  (seeded jitter of ±25 %, so writes fall at every phase of the poll cycle), cycling
   through them so that none is written again before its last write was ingested: with
   ingests of a few ms, pacing never holds them back (the "unpaced" latency);
 - the large session gets one assistant text message, then the next only after capture
@@ -18,6 +19,8 @@ export`` would show. One ``postrun export`` at the end checks that it does.
 
 from __future__ import annotations
 
+import itertools
+import random
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -97,6 +100,7 @@ def measure_live(
     spacing_seconds: float,
     large_updates: int,
     events: bool,
+    seed: int,
     log_path: Path,
 ) -> LiveResult:
     for session in (*small, large):
@@ -113,7 +117,9 @@ def measure_live(
         )
         store = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
         try:
-            _drive(root, capture, store, small, large, samples, spacing_seconds, large_updates, updated, result)
+            rng = random.Random(seed)
+            offsets = list(itertools.accumulate(spacing_seconds * rng.uniform(0.75, 1.25) for _ in range(samples)))
+            _drive(root, capture, store, small, large, offsets, large_updates, updated, result)
         finally:
             store.close()
     last = small[-1] if small else large
@@ -127,25 +133,25 @@ def _drive(
     store: apsw.Connection,
     small: Sequence[SessionWriter],
     large: SessionWriter,
-    samples: int,
-    spacing: float,
+    offsets: Sequence[float],
     large_updates: int,
     updated: re.Pattern[str],
     result: LiveResult,
 ) -> None:
     pending: list[_Pending] = []
     start = time.perf_counter()
+    samples = len(offsets)
     next_small = 0
     large_sent = 0
     large_waiting: tuple[float, int] | None = None  # (written at, file bytes) of the unlogged append
     large_latency: dict[str, float] = {}
     large_logs: list[re.Match[str]] = []
-    deadline = start + samples * spacing + large_updates * _UPDATE_TIMEOUT
+    deadline = start + (offsets[-1] if offsets else 0) + (large_updates + 1) * _UPDATE_TIMEOUT
     while next_small < samples or pending or large_sent < large_updates or large_waiting is not None:
         now = time.perf_counter()
         if now > deadline:
             raise TimeoutError(f"live phase did not finish; log: {capture.log_path}")
-        if next_small < samples and now >= start + next_small * spacing:
+        if next_small < samples and now >= start + offsets[next_small]:
             session = small[next_small % len(small)]
             step_id, written_at, _ = _append(root, session, f"bench sample {next_small}")
             pending.append(_Pending(session, step_id, written_at, paced=False))

@@ -64,7 +64,7 @@ QUICK = Profile(
     turns=1,
     cold_runs=3,
     warm_runs=5,
-    small_sessions=6,
+    small_sessions=8,
     latency_samples=20,
     latency_spacing=1.0,
     large_mb=10,
@@ -190,6 +190,7 @@ def measure(profile: Profile, seed: int, workdir: Path, command: str) -> report.
                     spacing_seconds=profile.latency_spacing,
                     large_updates=profile.large_updates,
                     events=events,
+                    seed=seed + index,
                     log_path=logs / f"live-{mode}.log",
                 )
             )
