@@ -21,6 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Literal
 
+from postrun.agents.cline.approvals import global_state_path
 from postrun.agents.cline.locate import list_sessions
 from postrun.capture.lock import read_capture_info
 from postrun.errors import ConfigError, PostrunError, StoreTooNewError
@@ -172,7 +173,7 @@ def check_store(db: Path) -> Check:
         return Check("store", "fail", f"{db}: cannot inspect ({exc.strerror or exc})", "check the path and its folder")
     try:
         with Database.open(db, create=False) as database:
-            problems = [str(row[0]) for row in database.execute("pragma integrity_check")]
+            problems = database.integrity_problems()
             version = database.user_version()
     except StoreTooNewError as exc:
         return Check("store", "fail", str(exc), "upgrade Postrun")
@@ -224,7 +225,7 @@ def check_sessions(root: Path) -> tuple[Check, int | None]:
 
 def check_global_state(sessions_root: Path) -> Check:
     """Cline's VS Code settings, next to the sessions root (absent for Cline CLI users)."""
-    path = sessions_root.parent / "globalState.json"
+    path = global_state_path(sessions_root.parent)
     if path.is_file():
         return Check("globalState.json", "ok", str(path))
     return Check(

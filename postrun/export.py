@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
-from pathlib import Path
 from typing import Literal
 
 import orjson
@@ -39,20 +35,3 @@ def render_export(database: Database, reference: str, export_format: ExportForma
             lines += [orjson.dumps({"record": kind, "data": record}) for record in envelope[key]]
         return b"\n".join(lines) + b"\n"
     return render.markdown(envelope, session_details(database, session_id)).encode()
-
-
-def write_private_file(path: Path, content: bytes) -> None:
-    """Write ``content`` to ``path`` atomically, readable by the user only."""
-    path = path.absolute()
-    try:
-        descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise PostrunError(str(path), f"cannot write ({exc.strerror or exc})") from None
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(content)
-        Path(temporary).replace(path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            Path(temporary).unlink()
-        raise PostrunError(str(path), f"cannot write ({exc.strerror or exc})") from None

@@ -10,16 +10,20 @@ and it is why its calls stay here.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import pwd
 import stat
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import platformdirs
+
+from postrun.errors import PostrunError
 
 if TYPE_CHECKING:
     from postrun.settings import Settings
@@ -177,3 +181,20 @@ def ensure_private_dir(path: Path) -> None:
         folder.chmod(_PRIVATE_MODE)  # mkdir's mode is filtered by the umask
     if not stat.S_ISDIR(path.stat().st_mode):
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
+
+
+def write_private_file(path: Path, content: bytes) -> None:
+    """Write ``content`` to ``path`` atomically, readable by the user only."""
+    path = path.absolute()
+    try:
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise PostrunError(str(path), f"cannot write ({exc.strerror or exc})") from None
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(content)
+        Path(temporary).replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            Path(temporary).unlink()
+        raise PostrunError(str(path), f"cannot write ({exc.strerror or exc})") from None

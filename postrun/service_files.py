@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from postrun.errors import PostrunError, UsageError
-from postrun.export import write_private_file
-from postrun.paths import Paths, ensure_private_dir
+from postrun.paths import Paths, ensure_private_dir, write_private_file
 from postrun.settings import SETTING_KEYS, env_variable
 
 Platform = Literal["linux", "macos"]

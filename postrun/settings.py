@@ -97,6 +97,11 @@ class Settings(BaseSettings):
     full_sweep_minutes: PositiveNumber = 5
     max_file_mb: Annotated[int, Field(gt=0)] = 512
 
+    @property
+    def max_bytes(self) -> int:
+        """``max_file_mb`` in bytes: larger source files are refused."""
+        return self.max_file_mb * 2**20
+
     @classmethod
     def settings_customise_sources(
         cls,

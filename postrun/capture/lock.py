@@ -13,12 +13,12 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
 
 from postrun.errors import AlreadyRunning, PostrunError
+from postrun.timestamps import utc_now
 
 # A `status` probe holds a shared lock for an instant; a starting capture retries
 # this long before it concludes that another capture is running.
@@ -34,14 +34,10 @@ class CaptureInfo:
     sessions_watched: int = 0
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 class CaptureLock:
     """The lock a running capture holds; ``acquire`` raises AlreadyRunning (exit 75)."""
 
-    def __init__(self, path: Path, *, db: Path, clock: Callable[[], str] = _now) -> None:
+    def __init__(self, path: Path, *, db: Path, clock: Callable[[], str] = utc_now) -> None:
         self.path = path
         self.db = db
         self.clock = clock

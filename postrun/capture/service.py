@@ -23,7 +23,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Literal, Protocol
@@ -45,6 +44,7 @@ from postrun.paths import Paths, ensure_private_dir
 from postrun.settings import LoadedSettings, Settings
 from postrun.store.capture_state import session_is_open
 from postrun.store.db import Database
+from postrun.timestamps import utc_now
 
 STOP_GRACE_SECONDS = 4.0  # SIGTERM: the ingest in progress gets this long (exit within 5 s)
 CACHE_LIMIT = 8  # mapping caches kept for the most recently changed sessions
@@ -54,10 +54,6 @@ STORE_RETRY_MAX_SECONDS = 60.0
 MAIN_TICK_SECONDS = 1.0
 
 Outcome = Literal["ingested", "updated", "unchanged", "torn", "failed", "store", "skipped", "gone"]
-
-
-def utc_stamp() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,7 +394,7 @@ def run_once(context: CaptureContext, signals: Signals | None = None) -> OnceSum
             root=settings.cline_dir,
             db_path=context.paths.db,
             database=Database.open(context.paths.db),
-            max_bytes=settings.max_file_mb * 2**20,
+            max_bytes=settings.max_bytes,
             book=SessionBook(),
             caches=MappingCaches(context.clock, limit=0),
             logger=logger,
@@ -468,7 +464,7 @@ class CaptureService:
             root=self.root,
             db_path=self.context.paths.db,
             database=database,
-            max_bytes=settings.max_file_mb * 2**20,
+            max_bytes=settings.max_bytes,
             book=self.book,
             caches=self.caches,
             logger=self.logger,
@@ -615,7 +611,7 @@ class CaptureService:
 
     def _ingested(self) -> None:
         with self._info_lock:
-            self._last_ingest = utc_stamp()
+            self._last_ingest = utc_now()
         self._update_lock_info()
 
     def _update_lock_info(self) -> None:

@@ -30,7 +30,7 @@ def ingest(
     check_agent(agent)
     loaded, paths = load()
     with open_store(paths) as database:
-        ingester = Ingester(database, max_bytes=loaded.settings.max_file_mb * 2**20)
+        ingester = Ingester(database, max_bytes=loaded.settings.max_bytes)
         report = ingest_targets(ingester, targets, default_root=paths.cline_default_sessions)
     for skipped in report.skipped:
         if skipped.warn:
@@ -120,7 +120,8 @@ def export(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
 ) -> None:
     """Export one session."""
-    from postrun.export import FORMATS, render_export, write_private_file
+    from postrun.export import FORMATS, render_export
+    from postrun.paths import write_private_file
     from postrun.store.db import StoreMissing
 
     if export_format not in FORMATS:

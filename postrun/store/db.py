@@ -129,6 +129,10 @@ class Database:
     def user_version(self) -> int:
         return int(self.connection.execute("pragma user_version").get)
 
+    def integrity_problems(self) -> list[str]:
+        """SQLite's integrity check: ``["ok"]`` for a sound file, else what is wrong."""
+        return [str(row[0]) for row in self.connection.execute("pragma integrity_check")]
+
     def identity_changed(self) -> bool:
         """True when the file at ``path`` is no longer the one this connection opened."""
         return _identity(self.path) != self._identity

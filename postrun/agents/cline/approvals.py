@@ -69,13 +69,23 @@ def is_mcp_tool(name: str) -> bool:
     return bool(server and sep and tool)
 
 
+def global_state_path(data_dir: Path) -> Path:
+    """Cline's VS Code settings file in a Cline data dir (the sessions root's parent)."""
+    return data_dir / "globalState.json"
+
+
+def cli_settings_path(data_dir: Path) -> Path:
+    """The Cline CLI's settings file in a Cline data dir."""
+    return data_dir / "settings" / "global-settings.json"
+
+
 def approval_snapshot(data_dir: Path, manifest_source: str | None, *, max_bytes: int) -> dict[str, Any]:
     """Read the settings that decide a session's decisions (see the module doc)."""
     if manifest_source == "cli":
-        settings, status = _read_object(data_dir / "settings" / "global-settings.json", max_bytes)
+        settings, status = _read_object(cli_settings_path(data_dir), max_bytes)
         value = settings.get("toolAutoApprove")
         return {"kind": "cli", "tool_auto_approve": value if isinstance(value, bool) else True, "settings": status}
-    state, status = _read_object(data_dir / "globalState.json", max_bytes)
+    state, status = _read_object(global_state_path(data_dir), max_bytes)
     auto_approval = state.get("autoApprovalSettings")
     actions = auto_approval.get("actions") if isinstance(auto_approval, dict) else None
     return {"kind": "vscode", "actions": _actions(actions), "settings": status}
