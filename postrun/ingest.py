@@ -11,14 +11,13 @@ import gc
 import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
 import apsw
 
 from postrun.agents.cline import (
-    Listing,
     MappingCache,
     SessionLocation,
     Skipped,
@@ -31,7 +30,7 @@ from postrun.errors import NotParseableYet, PostrunError, SourceError, StoreErro
 from postrun.records import SourceFile
 from postrun.schema import SchemaError
 from postrun.store.db import Database, describe_sqlite_error
-from postrun.store.ingest import IngestStatus, stored_state, upsert_session
+from postrun.store.ingest import UpsertResult, stored_state, upsert_session
 
 
 def utc_now() -> datetime:
@@ -45,7 +44,7 @@ def collector_paused() -> Iterator[None]:
     Parsing and mapping a large session allocates hundreds of thousands of containers, and
     each few hundred allocations would trigger a collection; the full ones walk the whole
     heap (a capture's mapping caches included). Parsed JSON and mapped records hold no
-    cycles, so reference counting frees them anyway: collecting once afterwards is enough.
+    cycles, so reference counting frees them anyway; the collector resumes afterwards.
     """
     if not gc.isenabled():
         yield
@@ -58,13 +57,9 @@ def collector_paused() -> Iterator[None]:
 
 
 @dataclass(frozen=True, slots=True)
-class IngestOutcome:
-    session_id: str
-    status: IngestStatus
-    steps: int
-    turns: int
-    segments: int
-    rows_written: int
+class IngestOutcome(UpsertResult):
+    """What the store did with a session, and how long reading, mapping and storing took."""
+
     elapsed_ms: float
 
 
@@ -131,32 +126,33 @@ class Ingester:
             result = upsert_session(self.database, mapped, now=self.clock(), captured_on=self.hostname)
         except apsw.Error as exc:
             raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
-        outcome = IngestOutcome(
-            session_id=result.session_id,
-            status=result.status,
-            steps=result.steps,
-            turns=result.turns,
-            segments=result.segments,
-            rows_written=result.rows_written,
-            elapsed_ms=(self.timer() - started) * 1000,
-        )
-        return outcome, cache
+        elapsed_ms = (self.timer() - started) * 1000
+        return IngestOutcome(**{f.name: getattr(result, f.name) for f in fields(result)}, elapsed_ms=elapsed_ms), cache
 
-    def ingest_all(self, listing: Listing) -> IngestReport:
-        report = IngestReport(skipped=list(listing.skipped))
+
+def ingest_targets(targets: Sequence[str], *, db: Path, default_root: Path, max_bytes: int) -> IngestReport:
+    """``postrun ingest TARGET...``: every session the targets name, each on its own.
+
+    A target that names no session and a session that cannot be stored are failures of
+    their own; the others are stored. The store is opened (created) only when there is a
+    session to store.
+    """
+    listing = resolve_targets(targets, default_root)
+    report = IngestReport(
+        skipped=list(listing.skipped), failures=[IngestFailure(None, failure) for failure in listing.failures]
+    )
+    if not listing.sessions:
+        return report
+    with Database.open(db) as database:
+        ingester = Ingester(database, max_bytes=max_bytes)
         for location in listing.sessions:
             try:
-                outcome, _ = self.ingest(location)
+                outcome, _ = ingester.ingest(location)
             except PostrunError as exc:
                 report.failures.append(IngestFailure(location.session_id, exc))
             else:
                 report.outcomes.append(outcome)
-        return report
-
-
-def ingest_targets(ingester: Ingester, targets: Sequence[str], *, default_root: Path) -> IngestReport:
-    """``postrun ingest TARGET...``: resolve every target, then ingest each session found."""
-    return ingester.ingest_all(resolve_targets(targets, default_root))
+    return report
 
 
 def unchanged_since_stored(stored: Sequence[SourceFile], current: Sequence[SourceFile]) -> bool:

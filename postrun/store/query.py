@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -27,8 +28,8 @@ _TITLE_SQL = """
 """
 
 
-def no_session(reference: str, database: Database) -> NotFound:
-    return NotFound("", f"no session {reference} in {database.path}")
+def no_session(reference: str, db: Path) -> NotFound:
+    return NotFound("", f"no session {reference} in {db}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +130,7 @@ def resolve_session_id(database: Database, reference: str) -> str:
         )
     ]
     if not candidates:
-        raise no_session(reference, database)
+        raise no_session(reference, database.path)
     if len(candidates) > 1:
         shown = ", ".join(candidates[:10]) + (", …" if len(candidates) > 10 else "")
         raise PostrunError("", f"session prefix {reference!r} is ambiguous: {shown}")
@@ -140,7 +141,7 @@ def load_envelope(database: Database, session_id: str) -> dict[str, Any]:
     """The whole session as the v1.2 export envelope; turns' ``step_ids`` rebuilt in seq order."""
     row = database.execute("SELECT record FROM sessions WHERE id = ?", (session_id,)).fetchone()
     if row is None:
-        raise no_session(session_id, database)
+        raise no_session(session_id, database.path)
 
     def records(sql: str) -> list[dict[str, Any]]:
         return [orjson.loads(text) for (text,) in database.execute(sql, (session_id,))]
@@ -185,7 +186,7 @@ def session_details(database: Database, session_id: str) -> SessionDetails:
         (session_id,),
     ).fetchone()
     if row is None:
-        raise no_session(session_id, database)
+        raise no_session(session_id, database.path)
     return SessionDetails(*row)
 
 
@@ -235,27 +236,34 @@ STEP_TYPES = ("command", "edit", "read", "message", "other")
 _WORD = re.compile(r"\S+")
 
 
-def fts_query(text: str) -> str:
-    """A user's words as an FTS5 query: every word must match (quoted, so no syntax errors)."""
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    """A validated ``postrun search``: FTS5 match text and filters."""
+
+    match: str
+    step_type: str | None = None
+    failed: bool = False
+    since_utc: str | None = None
+
+
+def search_query(
+    text: str, *, step_type: str | None = None, failed: bool = False, since: str | None = None
+) -> SearchQuery:
+    """Check the user's words and filters (UsageError when one is wrong).
+
+    Every word must match; words are quoted, so FTS5 operators in them are plain text.
+    """
     words = _WORD.findall(text)
     if not words:
         raise UsageError("QUERY", "empty search query")
-    return " ".join('"' + word.replace('"', '""') + '"' for word in words)
-
-
-def search(
-    database: Database,
-    query: str,
-    *,
-    step_type: str | None = None,
-    failed: bool = False,
-    since: str | None = None,
-    limit: int = 50,
-) -> list[SearchHit]:
-    """Steps whose content matches every word of ``query``, best matches first."""
     if step_type is not None and step_type not in STEP_TYPES:
         raise UsageError("--type", f"unknown step type {step_type!r} (known: {', '.join(STEP_TYPES)})")
-    since_utc = _since(since) if since else None
+    match = " ".join('"' + word.replace('"', '""') + '"' for word in words)
+    return SearchQuery(match, step_type, failed, _since(since) if since else None)
+
+
+def search(database: Database, query: SearchQuery, *, limit: int = 50) -> list[SearchHit]:
+    """Steps whose content matches ``query``, best matches first."""
     sql = """
         SELECT st.session_id, st.id, st.seq, st.at, st.type, st.outcome,
                snippet(step_search, 0, '»', '«', '…', 16)
@@ -268,7 +276,7 @@ def search(
          LIMIT ?5
     """
     rows: Sequence[tuple[Any, ...]] = database.execute(
-        sql, (fts_query(query), step_type, int(failed), since_utc, limit)
+        sql, (query.match, query.step_type, int(query.failed), query.since_utc, limit)
     ).fetchall()
     return [
         SearchHit(session_id, step_id, seq, at, kind, outcome, one_line(snippet))

@@ -214,3 +214,39 @@ def test_version(env: dict[str, str]) -> None:
 
     result = run_postrun("--version", env=env)
     assert (result.returncode, result.stdout) == (0, f"postrun {__version__}\n")
+
+
+def test_one_bad_target_does_not_cancel_the_others(tmp_path: Path, env: dict[str, str]) -> None:
+    root = copy_data(FIXTURES / "cline" / "basic_act", tmp_path)
+    result = run_postrun("ingest", "1790000999999_nopee", str(root / "1790000000000_basic"), env=env)
+    assert result.returncode == 1
+    assert result.stdout.startswith("ingested cline session 1790000000000_basic")
+    assert result.stderr.startswith("error: 1790000999999_nopee: no such session in ")
+
+
+def test_a_target_that_names_nothing_creates_no_store(env: dict[str, str]) -> None:
+    result = run_postrun("ingest", "1790000999999_nopee", env=env)
+    assert result.returncode == 1
+    assert not Path(env["POSTRUN_DB"]).exists()
+
+
+def test_session_text_cannot_drive_the_terminal(tmp_path: Path, env: dict[str, str]) -> None:
+    root = copy_data(FIXTURES / "cline" / "basic_act", tmp_path)
+    messages = root / "1790000000000_basic" / "1790000000000_basic.messages.json"
+    doc = json.loads(messages.read_text())
+    doc["messages"][0]["content"][0]["text"] = '<user_input mode="act">retitled\x1b]0;pwned\x07 now</user_input>'
+    messages.write_text(json.dumps(doc))
+    run_postrun("ingest", str(root), env=env)
+    for args in (["sessions"], ["show", "1790000000000_basic"]):
+        output = run_postrun(*args, env=env).stdout
+        assert "\x1b" not in output and "\x07" not in output
+        assert "retitled\\x1b]0;pwned\\x07 now" in output
+    exported = json.loads(run_postrun("export", "1790000000000_basic", env=env).stdout)
+    assert exported["steps"][0]["payload"]["text"] == "retitled\x1b]0;pwned\x07 now"  # stored exactly
+
+
+def test_search_arguments_are_checked_even_without_a_store(env: dict[str, str]) -> None:
+    assert run_postrun("search", "x", "--type", "nope", env=env).returncode == 2
+    assert run_postrun("search", "x", "--since", "yesterday", env=env).returncode == 2
+    assert run_postrun("search", "   ", env=env).returncode == 2
+    assert not Path(env["POSTRUN_DB"]).exists()

@@ -18,7 +18,8 @@ from postrun.exitcodes import ExitCode
 from postrun.schema import envelope_problems
 from postrun.store.db import STORE_VERSION, Database, StoreMissing
 from postrun.store.ingest import stored_state, upsert_session
-from postrun.store.query import history, list_sessions, load_envelope, resolve_session_id, search
+from postrun.store.query import history, list_sessions, load_envelope, resolve_session_id, search_query
+from postrun.store.query import search as search_query_in
 from tests.support import v12check
 from tests.support.builders import SESSION_ID, command_step, mapped_session, message_step
 
@@ -34,6 +35,10 @@ def db_path(tmp_path: Path) -> Path:
 def database(db_path: Path):
     with Database.open(db_path) as db:
         yield db
+
+
+def search(database: Database, text: str, **filters: object) -> list:
+    return search_query_in(database, search_query(text, **filters))  # type: ignore[arg-type]
 
 
 def store(database: Database, steps, at: datetime = T0, **kwargs):

@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from postrun.errors import NotFound, SourceError, UsageError
+from postrun.errors import NotFound, PostrunError, SourceError, UsageError
+from postrun.text import printable
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 MESSAGES_SUFFIX = ".messages.json"
@@ -121,6 +122,7 @@ class Skipped:
 class Listing:
     sessions: tuple[SessionLocation, ...] = ()
     skipped: tuple[Skipped, ...] = ()
+    failures: tuple[PostrunError, ...] = ()  # targets that name no session (see resolve_targets)
 
 
 def _absolute(path: str | os.PathLike[str]) -> Path:
@@ -206,43 +208,48 @@ def resolve_targets(targets: Iterable[str | os.PathLike[str]], default_root: Pat
 
     An existing path wins over a bare id: a session folder, a messages file, or any
     other folder (a sessions root: every session in it). Anything else is a session
-    id looked up in ``default_root``. Raises ``NotFound`` or ``UsageError``.
+    id looked up in ``default_root``. A target that names no session (``NotFound``,
+    ``UsageError``, an unreadable folder) is a failure of its own: the others still count.
     """
     sessions: dict[Path, SessionLocation] = {}
     skipped: list[Skipped] = []
+    failures: list[PostrunError] = []
     for target in targets:
-        listing = _resolve_target(os.fspath(target), default_root)
+        try:
+            listing = _resolve_target(os.fspath(target), default_root)
+        except PostrunError as exc:
+            failures.append(exc)
+            continue
         for location in listing.sessions:
             sessions.setdefault(location.messages, location)
         skipped.extend(listing.skipped)
-    return Listing(tuple(sessions.values()), tuple(skipped))
+    return Listing(tuple(sessions.values()), tuple(skipped), tuple(failures))
 
 
 def _resolve_target(target: str, default_root: Path) -> Listing:
+    where = printable(target) if target else "''"  # targets are typed by people: show them safely
     path = _absolute(target)
     if target and path.exists():
         if path.is_dir():
             if (path / f"{path.name}{MESSAGES_SUFFIX}").exists():
-                _require_safe(path.name, target)
+                _require_safe(path.name, where)
                 return Listing((SessionLocation.in_root(path.parent, path.name),))
             return list_sessions(path)
         if path.name.endswith(MESSAGES_SUFFIX):
             session_id = path.name.removesuffix(MESSAGES_SUFFIX)
-            _require_safe(session_id, target)
+            _require_safe(session_id, where)
             folder = path.parent
             manifest = folder / f"{session_id}.json"
             return Listing((SessionLocation(session_id, folder, path, manifest, folder.parent),))
-        raise UsageError(target, "not a session folder, a messages file or a sessions folder")
+        raise UsageError(where, "not a session folder, a messages file or a sessions folder")
     if is_safe_name(target):
         location = SessionLocation.in_root(_absolute(default_root), target)
         if location.messages.exists():
             return Listing((location,))
-        raise NotFound(
-            target, f"no such session in {location.sessions_root} (pass the session folder or messages file)"
-        )
+        raise NotFound(where, f"no such session in {location.sessions_root} (pass the session folder or messages file)")
     if os.sep in target:
-        raise NotFound(target, "no such file or folder")
-    raise UsageError(target, "not a session id, a session folder or a messages file")
+        raise NotFound(where, "no such file or folder")
+    raise UsageError(where, "not a session id, a session folder or a messages file")
 
 
 def _require_safe(session_id: str, target: str) -> None:

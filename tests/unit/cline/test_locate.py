@@ -147,25 +147,31 @@ def test_resolve_bare_ids_in_the_default_root(tmp_path: Path, monkeypatch: pytes
     default_root = tmp_path / "sessions"
     found = make_session(default_root, "1790_abcde")
     assert resolve_targets(["1790_abcde"], default_root).sessions == (found,)
-    with pytest.raises(NotFound) as caught:
-        resolve_targets(["1790_zzzzz"], default_root)
-    assert str(default_root) in str(caught.value)
-    assert "pass the session folder or messages file" in str(caught.value)
+    [missing] = resolve_targets(["1790_zzzzz"], default_root).failures
+    assert isinstance(missing, NotFound)
+    assert str(default_root) in str(missing)
+    assert "pass the session folder or messages file" in str(missing)
 
 
 def test_resolve_rejects_unsafe_ids_and_other_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     default_root = tmp_path / "sessions"
-    with pytest.raises(UsageError):
-        resolve_targets(["bad id!"], default_root)
-    with pytest.raises(NotFound):
-        resolve_targets(["no/such/path"], default_root)
     (tmp_path / "notes.txt").write_text("")
-    with pytest.raises(UsageError):
-        resolve_targets(["notes.txt"], default_root)
     unsafe = make_session(tmp_path / "elsewhere", "bad name")
-    with pytest.raises(UsageError, match="unsafe session id"):
-        resolve_targets([str(unsafe.folder)], default_root)
+    good = make_session(default_root, "s1")
+    listing = resolve_targets(["bad id!", "no/such/path", "notes.txt", str(unsafe.folder), "s1", ""], default_root)
+    assert listing.sessions == (good,)  # one bad target does not cancel the others
+    kinds = [type(failure) for failure in listing.failures]
+    assert kinds == [UsageError, NotFound, UsageError, UsageError, UsageError]
+    assert "unsafe session id" in str(listing.failures[3])
+    assert str(listing.failures[4]).startswith("'':")
+
+
+def test_a_target_with_control_characters_is_shown_escaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    [failure] = resolve_targets(["evil\x1b[31m\nname"], tmp_path / "sessions").failures
+    assert "\x1b" not in str(failure) and "\n" not in str(failure)
+    assert str(failure).startswith("evil\\x1b[31m\\x0aname:")
 
 
 def test_resolve_lists_each_session_once(tmp_path: Path) -> None:
