@@ -120,7 +120,20 @@ def parse_json(data: bytes, where: str, kind: str) -> Any:
             raise SourceError(where, _TOO_DEEP) from None
         if "UTF-8" in exc.msg or "surrogate" in exc.msg:
             return _parse_lenient(data, where, kind)
-        raise NotParseableYet(where, kind, f"{exc.msg} at character {exc.pos}") from None
+        raise _failure(data, where, kind, f"{exc.msg} at character {exc.pos}") from None
+
+
+def _failure(data: bytes, where: str, kind: str, detail: str) -> SourceError:
+    """A file that does not parse: torn (caught mid-write: retry later) or simply not JSON.
+
+    Cline writes one object (or, in old files, a list) in place, so a file caught
+    mid-write starts like one; anything else will not parse next time either.
+    """
+    if data.lstrip()[:1] not in (b"{", b"["):
+        return SourceError(where, f"not a JSON file ({detail})")
+    if "infinity" in detail:
+        return SourceError(where, f"not valid JSON ({detail})")
+    return NotParseableYet(where, kind, detail)
 
 
 def _byte_offset(data: bytes, char_pos: int) -> int:
@@ -144,9 +157,9 @@ def _parse_lenient(data: bytes, where: str, kind: str) -> Any:
     except RecursionError:
         raise SourceError(where, _TOO_DEEP) from None
     except json.JSONDecodeError as exc:
-        raise NotParseableYet(where, kind, f"{exc.msg} at character {exc.pos}") from None
+        raise _failure(data, where, kind, f"{exc.msg} at character {exc.pos}") from None
     except ValueError as exc:
-        raise NotParseableYet(where, kind, str(exc)) from None
+        raise _failure(data, where, kind, str(exc)) from None
 
 
 def _without_lone_surrogates(value: Any) -> Any:

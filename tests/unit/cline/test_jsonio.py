@@ -183,3 +183,18 @@ def test_stat_fingerprint(tmp_path: Path) -> None:
     assert (found.path, found.size, found.mtime_ns, found.ino) == (str(path), 6, info.st_mtime_ns, info.st_ino)
     assert stat_fingerprint(tmp_path / "missing") is None
     assert stat_fingerprint(path / "below-a-file") is None
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"this is not JSON at all", "not a JSON file"),
+        (b'{"a": 1e999}', "not valid JSON"),
+    ],
+)
+def test_a_file_that_will_never_parse_is_not_called_torn(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "s.messages.json"
+    path.write_bytes(content)
+    with pytest.raises(SourceError, match=message) as caught:
+        read_json(path, kind="messages", max_bytes=2**20)
+    assert not isinstance(caught.value, NotParseableYet)
