@@ -38,7 +38,6 @@ from postrun.settings import LoadedSettings, Settings, load_settings
 from postrun.store.db import STORE_VERSION, Database, StoreMissing
 
 Level = Literal["ok", "warn", "fail"]
-LEVELS: tuple[Level, ...] = ("ok", "warn", "fail")
 
 INOTIFY_WATCHES_FILE = Path("/proc/sys/fs/inotify/max_user_watches")
 # Other programs (editors, sync tools) share the per-user watch limit: ask for half of it at most.
@@ -286,7 +285,11 @@ def check_service(status: ServiceStatus, environ: Mapping[str, str]) -> Check:
 def check_inotify(
     platform: Platform, *, use_events: bool, sessions: int | None, read_limit: Callable[[], int | None]
 ) -> Check:
-    """On Linux every watched folder costs one inotify watch, from a per-user limit."""
+    """On Linux every watched folder costs one inotify watch, from a per-user limit.
+
+    Capture watches the sessions root and at most MAX_FOLDER_WATCHES active session
+    folders (polling covers the rest), so that is what the limit must leave room for.
+    """
     if platform != "linux":
         return Check("inotify", "ok", f"not used on {platform}")
     if not use_events:
@@ -296,10 +299,12 @@ def check_inotify(
         return Check("inotify", "warn", "cannot read fs.inotify.max_user_watches", "is /proc mounted?")
     if sessions is None:
         return Check("inotify", "ok", f"max_user_watches {limit} (no sessions folder to count)")
-    needed = sessions + 1  # every session folder and the root
-    detail = f"max_user_watches {limit} for {sessions} session folder{'s' if sessions != 1 else ''}"
+    from postrun.capture.watcher import MAX_FOLDER_WATCHES  # watchdog: only when this check runs
+
+    needed = min(sessions, MAX_FOLDER_WATCHES) + 1
+    detail = f"max_user_watches {limit}; capture watches {needed} folders (the root and the most active sessions)"
     if needed * _WATCH_SHARE > limit:
-        return Check("inotify", "warn", f"{detail}: too few to watch them all", _INOTIFY_HINT)
+        return Check("inotify", "warn", f"{detail}: too few left for it", _INOTIFY_HINT)
     return Check("inotify", "ok", detail)
 
 

@@ -127,7 +127,7 @@ def test_service_check_is_never_a_failure() -> None:
 
 @pytest.mark.parametrize(
     ("limit", "sessions", "level"),
-    [(8192, 5000, "warn"), (8192, 100, "ok"), (None, 10, "warn"), (8192, None, "ok")],
+    [(8192, 5000, "ok"), (40, 5000, "warn"), (40, 10, "ok"), (None, 10, "warn"), (8192, None, "ok")],
 )
 def test_inotify_limit_against_the_sessions(limit: int | None, sessions: int | None, level: str) -> None:
     check = check_inotify("linux", use_events=True, sessions=sessions, read_limit=lambda: limit)
