@@ -25,6 +25,7 @@ from postrun.agents.cline.approvals import global_state_path
 from postrun.agents.cline.locate import list_sessions
 from postrun.capture.lock import read_capture_info
 from postrun.errors import ConfigError, PostrunError, StoreTooNewError
+from postrun.exitcodes import ExitCode
 from postrun.paths import Paths, cline_sessions_root, default_db_path
 from postrun.service_files import (
     NO_USER_MANAGER,
@@ -71,8 +72,12 @@ class DoctorInputs:
     inotify_watches_file: Path = INOTIFY_WATCHES_FILE
 
 
-def failed(checks: Sequence[Check]) -> bool:
-    return any(check.level == "fail" for check in checks)
+def exit_code(checks: Sequence[Check]) -> ExitCode:
+    """0 when nothing failed; 78 for a bad configuration (as for every command); else 1."""
+    failing = {check.name for check in checks if check.level == "fail"}
+    if "config" in failing:
+        return ExitCode.CONFIG
+    return ExitCode.FAILURE if failing else ExitCode.OK
 
 
 def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:

@@ -13,7 +13,6 @@ import typer
 from postrun import doctor, service_files
 from postrun.cli.app import app
 from postrun.cli.common import command, load, say, state
-from postrun.exitcodes import ExitCode
 from postrun.paths import CONFIG_VARIABLE, Paths, env_value
 from postrun.service_files import Platform, Step
 
@@ -151,7 +150,7 @@ def service_status(platform: PlatformOption = None) -> None:
 @app.command("doctor")
 @command
 def doctor_command() -> None:
-    """Check everything capture needs; one line per check, exit 1 when one fails."""
+    """Check everything capture needs; one line per check, exit 1 when one fails (78: the configuration)."""
     overrides = {"db": state.db} if state.db is not None else {}
     checks = doctor.run_checks(
         doctor.DoctorInputs(
@@ -167,5 +166,4 @@ def doctor_command() -> None:
         typer.echo(f"{check.level:<4}  {check.name}: {check.detail}")
         if check.level != "ok" and check.hint:
             typer.echo(f"      hint: {check.hint}")
-    if doctor.failed(checks):
-        raise typer.Exit(int(ExitCode.FAILURE))
+    raise typer.Exit(int(doctor.exit_code(checks)))

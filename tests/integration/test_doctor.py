@@ -17,7 +17,7 @@ from postrun.doctor import (
     check_service,
     check_sessions,
     check_store,
-    failed,
+    exit_code,
     run_checks,
 )
 from postrun.service_files import CommandResult, ServiceStatus, State
@@ -200,4 +200,4 @@ def test_a_config_that_does_not_load_fails_and_the_rest_says_not_checked(tmp_pat
     assert by_name["config"].detail == f"{config}: unknown key 'poll_secs'"
     assert by_name["store"].detail == "not checked: the configuration does not load"
     assert by_name["service"].level == "warn"
-    assert failed(checks)
+    assert exit_code(checks) == 78  # a configuration error, as for every command
