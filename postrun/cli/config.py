@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import typer
 
 from postrun.cli.app import app
-from postrun.cli.common import command, load
+from postrun.cli.common import command, load, state
+from postrun.paths import config_file_location
 from postrun.settings import describe
 
 config_app = typer.Typer(help="Show the effective configuration.", no_args_is_help=True)
@@ -24,6 +28,6 @@ def config_show() -> None:
 @config_app.command("path")
 @command
 def config_path() -> None:
-    """The configuration file Postrun reads (it may not exist)."""
-    loaded, _ = load()
-    typer.echo(str(loaded.config_path))
+    """The configuration file Postrun reads (it may not exist). Works even when the file is broken."""
+    path, _ = config_file_location(state.config, os.environ, base=Path.cwd())
+    typer.echo(str(path))

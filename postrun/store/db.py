@@ -119,7 +119,7 @@ class Database:
             )
         if version == STORE_VERSION:
             return
-        with self.connection:
+        with self.transaction():
             # Re-read inside the write transaction: another process may have migrated.
             version = self.user_version()
             for number in range(version, STORE_VERSION):
@@ -139,9 +139,25 @@ class Database:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[apsw.Connection]:
-        """One write transaction (BEGIN IMMEDIATE … COMMIT, rolled back on error)."""
-        with self.connection:
-            yield self.connection
+        """One write transaction (BEGIN IMMEDIATE … COMMIT, rolled back on error).
+
+        After some errors (a full disk, for one) SQLite has already rolled the transaction
+        back by itself, so the rollback on the way out fails with "no transaction is active";
+        that second error must not hide the first one, which is what the user needs to hear.
+        """
+        failure: BaseException | None = None
+        try:
+            with self.connection:
+                try:
+                    yield self.connection
+                except BaseException as exc:
+                    failure = exc
+                    raise
+        except apsw.SQLError as exc:
+            hidden = failure or exc.__context__
+            if isinstance(hidden, apsw.Error) and hidden is not exc and self.connection.getautocommit():
+                raise hidden from None
+            raise
 
     def execute(self, sql: str, bindings: Any = None) -> apsw.Cursor:
         return self.connection.execute(sql, bindings)

@@ -250,3 +250,12 @@ def test_search_arguments_are_checked_even_without_a_store(env: dict[str, str]) 
     assert run_postrun("search", "x", "--since", "yesterday", env=env).returncode == 2
     assert run_postrun("search", "   ", env=env).returncode == 2
     assert not Path(env["POSTRUN_DB"]).exists()
+
+
+def test_config_path_works_when_the_file_is_broken(tmp_path: Path, env: dict[str, str]) -> None:
+    config = tmp_path / "broken.toml"
+    config.write_text("this is = = not toml\n")
+    env["POSTRUN_CONFIG"] = str(config)
+    assert run_postrun("sessions", env=env).returncode == 78
+    shown = run_postrun("config", "path", env=env)
+    assert (shown.returncode, shown.stdout) == (0, f"{config}\n")

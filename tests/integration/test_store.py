@@ -235,3 +235,8 @@ def test_any_string_survives_a_store_round_trip(database: Database, text: str, c
     assert envelope["steps"][0]["payload"]["text"] == text
     assert envelope["steps"][1]["payload"]["command"] == command
     assert envelope["steps"][1]["payload"]["stdout"] == text + "\x00tail"
+
+
+def test_a_folder_given_as_the_store_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="is a folder; the store is a file"):
+        Database.open(tmp_path)
