@@ -71,6 +71,8 @@ class Database:
         StoreTooNewError when a newer Postrun wrote it, StoreError otherwise.
         """
         path = path.absolute()
+        if path.is_dir():
+            raise StoreError(str(path), "is a folder; the store is a file (e.g. <folder>/postrun.db)")
         try:
             if not path.exists():
                 if not create:
