@@ -10,8 +10,16 @@ import orjson
 import pytest
 
 from postrun.agents.cline import approval_snapshot, decision_for
-from postrun.agents.cline.approvals import VSCODE_DEFAULTS
 from tests.unit.cline.kit import FIXTURES, MAX_BYTES
+
+# cline.md §5, "Decision for other tool steps": each category's default when absent.
+VSCODE_DEFAULTS = {
+    "readFiles": True,
+    "editFiles": True,
+    "executeSafeCommands": False,
+    "useBrowser": True,
+    "useMcp": True,
+}
 
 
 def vscode_state(tmp_path: Path, actions: Any, **extra: Any) -> Path:
