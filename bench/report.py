@@ -32,6 +32,7 @@ LATENCY_POLL_TARGET = 5.5
 IDLE_CPU_TARGET = 0.1
 IDLE_RSS_TARGET = 60 * MB
 BUSY_CPU_TARGET = 0.5
+NOISY_SHARE = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +55,7 @@ class Results:
     live_poll: LiveResult
     idle: DaemonCost
     busy: DaemonCost
+    others_cpu: float  # share of the machine's CPU used by other processes during the run
 
 
 def _verdict(passed: bool | None) -> str:
@@ -208,6 +210,8 @@ def section(results: Results, machine: Machine) -> str:
         *machine.lines(),
         f"- History: {results.history}",
         f"- Parse floor parser: {PARSER}",
+        f"- Other processes used {results.others_cpu:.0%} of the machine's CPU during the run"
+        + (" (figures may be inflated by it)" if results.others_cpu > NOISY_SHARE else ""),
         "",
         *table(results),
         "",

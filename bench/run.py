@@ -25,6 +25,7 @@ import orjson
 from bench import cold, daemon, live, report, storesize, warm
 from bench.history import HISTORY_END_MS, MESSAGES_PER_TURN, SessionWriter, open_session, write_history
 from bench.machine import describe
+from bench.noise import CpuMark, others_share
 from bench.proc import isolated_env
 
 REPO = Path(__file__).resolve().parent.parent
@@ -149,6 +150,7 @@ def phase(title: str) -> Iterator[None]:
 
 
 def measure(profile: Profile, seed: int, workdir: Path, command: str) -> report.Results:
+    mark = CpuMark.now()
     root = workdir / "cline" / "sessions"  # Cline's layout: <data dir>/sessions/<id>/
     db = workdir / "store" / "postrun.db"
     env = isolated_env(workdir / "home", db=db, cline_dir=root)
@@ -218,6 +220,7 @@ def measure(profile: Profile, seed: int, workdir: Path, command: str) -> report.
         live_poll=live_results[1],
         idle=idle,
         busy=busy,
+        others_cpu=others_share(mark, CpuMark.now()),
     )
 
 
