@@ -7,6 +7,7 @@ is what any other process would see.
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -124,6 +125,24 @@ def one_shot(root: Path, db: Path, env: Mapping[str, str]) -> dict[str, StoredRe
     result = run_postrun("ingest", "--agent", "cline", str(root), env=dict(env, POSTRUN_DB=str(db)))
     assert "Traceback" not in result.stderr, result.stderr
     return read_records(db)
+
+
+def isolated_env(base: Path) -> dict[str, str]:
+    """A process environment whose HOME and XDG folders are under ``base`` (not created: Postrun
+    makes what it needs). Like the ``env`` fixture, for fixtures wider than one test."""
+    home = base / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    environ = {key: value for key, value in os.environ.items() if not key.startswith(("POSTRUN_", "CLINE_", "XDG_"))}
+    for key in ("NOTIFY_SOCKET", "INVOCATION_ID", "JOURNAL_STREAM"):
+        environ.pop(key, None)
+    return environ | {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "PYTHONUNBUFFERED": "1",
+    }
 
 
 # -- small synthetic sessions -------------------------------------------------------------

@@ -41,6 +41,7 @@ from tests.reliability.kit import (
     StoredRecords,
     Synthetic,
     differences,
+    isolated_env,
     one_shot,
     read_records,
     store_problems,
@@ -339,7 +340,7 @@ def make_hostile_root(base: Path, *, huge: bool = True) -> HostileRoot:
     root.mkdir(parents=True)
     os.mkfifo(data / "globalState.json")  # even Cline's settings file: read as unreadable, never blocks
     good = add_good_sessions(root)
-    reference = one_shot(root, base / "reference" / "postrun.db", base_env(base))
+    reference = one_shot(root, base / "reference" / "postrun.db", isolated_env(base))
     assert sorted(reference) == sorted(good)
     bads = plant(root, base / "outside", huge=huge)
     return HostileRoot(root, good, bads, reference)
@@ -348,15 +349,6 @@ def make_hostile_root(base: Path, *, huge: bool = True) -> HostileRoot:
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> HostileRoot:
     return make_hostile_root(tmp_path_factory.mktemp("hostile"))
-
-
-def base_env(base: Path) -> dict[str, str]:
-    home = base / "home"
-    home.mkdir(exist_ok=True)
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("POSTRUN_", "CLINE_", "XDG_"))}
-    environ.pop("NOTIFY_SOCKET", None)
-    environ.pop("INVOCATION_ID", None)
-    return environ | {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "PYTHONUNBUFFERED": "1"}
 
 
 def assert_clean_output(text: str) -> None:
@@ -378,7 +370,7 @@ def assert_good_and_tolerated_sessions(hostile: HostileRoot, db: Path) -> None:
 
 
 def test_postrun_ingest_over_hostile_inputs(hostile: HostileRoot, tmp_path: Path) -> None:
-    env = base_env(tmp_path) | {"POSTRUN_DB": str(tmp_path / "store" / "postrun.db")}
+    env = isolated_env(tmp_path) | {"POSTRUN_DB": str(tmp_path / "store" / "postrun.db")}
     result = run_postrun("ingest", "--agent", "cline", str(hostile.root), env=env, timeout=TIMEOUT)
     assert result.returncode == 1
     assert_clean_output(result.stdout + result.stderr)
@@ -402,7 +394,7 @@ def test_postrun_ingest_over_hostile_inputs(hostile: HostileRoot, tmp_path: Path
 
 
 def test_capture_once_over_hostile_inputs(hostile: HostileRoot, tmp_path: Path) -> None:
-    env = base_env(tmp_path) | {
+    env = isolated_env(tmp_path) | {
         "POSTRUN_DB": str(tmp_path / "store" / "postrun.db"),
         "POSTRUN_CLINE_DIR": str(hostile.root),
     }
@@ -429,7 +421,7 @@ def test_live_capture_over_hostile_inputs(tmp_path: Path) -> None:
     """Live capture: the same root at start, then new bad entries while it runs, then a good one."""
     hostile = make_hostile_root(tmp_path, huge=False)  # the 60 MB session goes through --once above
     root = hostile.root
-    env = base_env(tmp_path) | {
+    env = isolated_env(tmp_path) | {
         "POSTRUN_DB": str(tmp_path / "store" / "postrun.db"),
         "POSTRUN_CLINE_DIR": str(root),
         "POSTRUN_DEBOUNCE_SECONDS": "0.1",
@@ -468,7 +460,7 @@ def test_live_capture_over_hostile_inputs(tmp_path: Path) -> None:
 
 @pytest.fixture
 def small_limit_env(tmp_path: Path) -> dict[str, str]:
-    return base_env(tmp_path) | {"POSTRUN_DB": str(tmp_path / "store" / "postrun.db"), "POSTRUN_MAX_FILE_MB": "1"}
+    return isolated_env(tmp_path) | {"POSTRUN_DB": str(tmp_path / "store" / "postrun.db"), "POSTRUN_MAX_FILE_MB": "1"}
 
 
 def test_a_file_over_max_file_mb_is_refused_and_its_neighbours_stored(

@@ -44,7 +44,7 @@ import orjson
 import pytest
 
 from tests.conftest import FIXTURES, REPO, postrun_command
-from tests.reliability.kit import Synthetic, install_sitecustomize, read_records, synthetic_id
+from tests.reliability.kit import Synthetic, install_sitecustomize, isolated_env, read_records, synthetic_id
 from tests.support.capture_process import CaptureProcess
 
 AUDIT_SITE = r"""
@@ -267,24 +267,13 @@ def bait_session(root: Path, bait: Path) -> str:
 
 
 def make_world(base: Path) -> World:
-    home = base / "home"
-    home.mkdir()
     (base / "audit").mkdir()
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("POSTRUN_", "CLINE_", "XDG_"))}
-    for key in ("NOTIFY_SOCKET", "INVOCATION_ID", "JOURNAL_STREAM"):
-        environ.pop(key, None)
     cline = base / "cline"
-    environ |= {
-        "HOME": str(home),
-        # Not created yet: Postrun makes the folders it needs (they must come out private).
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "XDG_STATE_HOME": str(home / ".local" / "state"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
+    # XDG folders not created yet: Postrun makes the folders it needs (they must come out private).
+    environ = isolated_env(base) | {
         "POSTRUN_CLINE_DIR": str(cline / "sessions"),
         "POSTRUN_DEBOUNCE_SECONDS": "0.1",
         "POSTRUN_POLL_SECONDS": "0.3",
-        "PYTHONUNBUFFERED": "1",
     }
     install_sitecustomize(base / "site", AUDIT_SITE, environ)
     world = World(base, environ, cline, base / "bait")
