@@ -124,6 +124,10 @@ class Ingester:
             raise SourceError(str(location.messages), f"maps to invalid records: {exc.problems[0]}") from None
         try:
             result = upsert_session(self.database, mapped, now=self.clock(), captured_on=self.hostname)
+        except apsw.TooBigError:
+            # This session's own content is beyond SQLite's limits: a fault of the session
+            # (logged once, retried when it changes), not of the store.
+            raise SourceError(str(location.messages), "a value is too large for the store (SQLite's limit)") from None
         except apsw.Error as exc:
             raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
         elapsed_ms = (self.timer() - started) * 1000
@@ -145,9 +149,17 @@ def ingest_targets(targets: Sequence[str], *, db: Path, default_root: Path, max_
         return report
     with Database.open(db) as database:
         ingester = Ingester(database, max_bytes=max_bytes)
-        for location in listing.sessions:
+        for position, location in enumerate(listing.sessions):
             try:
                 outcome, _ = ingester.ingest(location)
+            except StoreError as exc:
+                # Locked, full or broken: every other session would fail the same way (each
+                # after the busy timeout), so stop here and say how many were not tried.
+                untried = len(listing.sessions) - position - 1
+                if untried:
+                    exc = type(exc)(exc.where, f"{exc.reason}; {untried} more session(s) not tried")
+                report.failures.append(IngestFailure(location.session_id, exc))
+                break
             except PostrunError as exc:
                 report.failures.append(IngestFailure(location.session_id, exc))
             else:

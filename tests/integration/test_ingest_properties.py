@@ -137,3 +137,23 @@ def test_any_string_survives_file_adapter_and_store(tmp_path: Path, prompt: str,
     if prompt.strip():
         assert stored["m1#0"]["text"] == readable(prompt).strip()
     assert stored["c1#0"].get("stdout", "") == readable(output)
+
+
+def test_a_session_beyond_sqlite_limits_is_its_own_failure_not_the_stores(tmp_path: Path) -> None:
+    import apsw
+
+    from postrun.errors import SourceError, StoreError
+
+    basic = FIXTURES / "cline" / "basic_act" / "data" / "sessions" / "1790000000000_basic"
+    location = copy_session(basic, tmp_path)
+    store = ingester(tmp_path)
+    try:
+        # The same error SQLite gives for a value over its 1 GB limit, at a size a test can afford.
+        store.database.connection.limit(apsw.SQLITE_LIMIT_LENGTH, 300)
+        with pytest.raises(SourceError, match="too large for the store") as caught:
+            store.ingest(location)
+        assert not isinstance(caught.value, StoreError)
+        assert caught.value.where == str(location.messages)
+        assert store.database.execute("SELECT count(*) FROM sessions").get == 0
+    finally:
+        store.database.close()
