@@ -1,4 +1,4 @@
-"""Reading the store for people and programs: ``sessions``, ``show``, ``export``, ``search``.
+"""Reading the store for people and programs: ``sessions``, ``show``, ``export``, ``search``, ``status``.
 
 Each function opens the store for one read and closes it. A store that does not exist
 yet reads as empty: listing it creates nothing.
@@ -8,18 +8,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import orjson
 
 from postrun import render
+from postrun.capture.lock import CaptureInfo, read_capture_info
 from postrun.errors import PostrunError
 from postrun.schema import SchemaError, validate_envelope
 from postrun.store.db import Database, StoreMissing
 from postrun.store.query import (
     SearchHit,
     SessionSummary,
+    StoreCounts,
+    counts,
     history,
     list_sessions,
     load_envelope,
@@ -29,6 +33,15 @@ from postrun.store.query import (
     search_query,
     session_details,
 )
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureStatus:
+    """``postrun status``: who holds the capture lock (None: not running) and what is stored."""
+
+    capture: CaptureInfo | None
+    stored: StoreCounts | None  # None: no store yet
+
 
 ExportFormat = Literal["json", "jsonl", "markdown"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = ("json", "jsonl", "markdown")
@@ -105,3 +118,9 @@ def search_steps(
     query = search_query(text, step_type=step_type, failed=failed, since=since)
     with _reading(db) as database:
         return [] if database is None else search(database, query, limit=limit)
+
+
+def capture_status(db: Path, capture_lock: Path) -> CaptureStatus:
+    with _reading(db) as database:
+        stored = None if database is None else counts(database)
+    return CaptureStatus(read_capture_info(capture_lock), stored)
