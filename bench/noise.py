@@ -1,8 +1,8 @@
-"""How busy the rest of the machine was during a run: CPU used by processes other than the bench's.
+"""How busy the rest of the machine was during a run: CPU used outside the bench's processes.
 
 The bench's own share is this process plus every child it reaped (``postrun`` runs,
-captures, floor timers); the rest of the machine's CPU time was used by something else
-and may have slowed the figures down.
+captures, floor timers); the rest of the machine's CPU time went to other processes and
+to kernel threads (some on the bench's behalf, such as writing back the files it made).
 """
 
 from __future__ import annotations
