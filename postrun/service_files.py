@@ -361,6 +361,95 @@ def uninstall_files(platform: Platform, paths: Paths) -> tuple[Path, ...]:
     return tuple(removed)
 
 
+@dataclass(frozen=True)
+class InstallReport:
+    installed: Installed
+    started: bool  # the activation steps ran (``--now``)
+    next_line: str | None  # otherwise: the commands to paste into a shell
+    notes: tuple[str, ...]  # where the logs are, linger, how to configure the service
+    warnings: tuple[str, ...]
+
+
+def install_service(
+    platform: Platform,
+    paths: Paths,
+    command: Sequence[str],
+    *,
+    now: bool,
+    uid: int,
+    environ: Mapping[str, str],
+    runner: Runner,
+    on_run: Callable[[Step], None],
+) -> InstallReport:
+    """``postrun service install``: write the unit or agent that runs ``command``; with
+    ``now``, also load, enable and start it."""
+    installed = install_file(service_file(platform, paths, command), paths)
+    steps = activation_steps(platform, installed.file.path, uid=uid, change=installed.change)
+    if now:
+        run_steps(steps, runner, on_run=on_run)
+    notes: list[str] = []
+    if platform == "linux":
+        notes.append("logs: journalctl --user -u postrun -f")
+        notes.append(
+            "note: without a login session (a server you reach by SSH, a headless machine) the user manager"
+            " stops at logout; `loginctl enable-linger $USER` keeps it, and capture, running"
+        )
+        where = f"{paths.config_file} (or `systemctl --user edit postrun` for Environment= lines)"
+    else:
+        if not now:
+            notes.append(f"  (before macOS 10.11: launchctl load {shlex.quote(str(installed.file.path))})")
+        notes.append(f"logs: {paths.capture_log}")
+        where = str(paths.config_file)
+    notes.append(f"note: POSTRUN_* variables from shell rc files do not reach the service; configure it in {where}")
+    unreachable = unreachable_variables(environ)
+    warnings = (f"{', '.join(unreachable)} set in this shell will not reach the service",) if unreachable else ()
+    return InstallReport(
+        installed=installed,
+        started=now,
+        next_line=None if now else shell_line(steps, uid=uid),
+        notes=tuple(notes),
+        warnings=warnings,
+    )
+
+
+@dataclass(frozen=True)
+class UninstallReport:
+    path: Path
+    removed: tuple[Path, ...]  # empty: it was not installed
+    next_line: str | None  # without ``now``: what stops the service and reloads the manager
+    warnings: tuple[str, ...]  # stop or reload commands that failed (removing the files is what matters)
+
+
+def uninstall_service(
+    platform: Platform, paths: Paths, *, now: bool, uid: int, runner: Runner, on_run: Callable[[Step], None]
+) -> UninstallReport:
+    """``postrun service uninstall``: remove the unit or agent; with ``now``, stop it first."""
+    warnings: list[str] = []
+
+    def run_leniently(steps: Sequence[Step]) -> None:
+        lenient = [Step(step.argv, advisory=True) for step in steps]
+        for result in run_steps(lenient, runner, on_run=on_run):
+            if not result.ok:
+                warnings.append(f"{' '.join(result.argv)}: {result.reason}")
+
+    if now:
+        run_leniently(deactivation_steps(platform, uid=uid))
+    removed = uninstall_files(platform, paths)
+    reload = after_uninstall_steps(platform)
+    next_line = None
+    if now:
+        run_leniently(reload)
+    elif removed:
+        # Once the file is gone `disable` has nothing to act on: only stopping remains.
+        stop = (
+            (Step(("systemctl", "--user", "stop", SERVICE_NAME), advisory=True),)
+            if platform == "linux"
+            else deactivation_steps(platform, uid=uid)
+        )
+        next_line = shell_line((*stop, *reload), uid=uid)
+    return UninstallReport(service_path(platform, paths), removed, next_line, tuple(warnings))
+
+
 def _remove(path: Path) -> None:
     try:
         path.unlink()

@@ -13,7 +13,7 @@ import typer
 from postrun import doctor, service_files
 from postrun.cli.app import app
 from postrun.cli.common import command, load, say, state
-from postrun.paths import CONFIG_VARIABLE, Paths, env_value
+from postrun.paths import CONFIG_VARIABLE, env_value
 from postrun.service_files import Platform, Step
 
 service_app = typer.Typer(
@@ -51,42 +51,33 @@ def service_install(
         config_file=loaded.config_path if named_config else None,
         db=loaded.settings.db if state.db is not None else None,
     )
-    file = service_files.service_file(target, paths, run)
     if dry_run:
+        file = service_files.service_file(target, paths, run)
         typer.echo(file.content, nl=False)
         say(f"dry run: would write {file.path}")
         return
-    installed = service_files.install_file(file, paths)
-    verb = {"new": "wrote", "replaced": "updated", "unchanged": "unchanged:"}[installed.change]
+    report = service_files.install_service(
+        target,
+        paths,
+        run,
+        now=now,
+        uid=os.getuid(),
+        environ=os.environ,
+        runner=service_files.run_command,
+        on_run=_echo_step,
+    )
+    file = report.installed.file
+    verb = {"new": "wrote", "replaced": "updated", "unchanged": "unchanged:"}[report.installed.change]
     typer.echo(f"{verb} {file.path}")
     typer.echo(f"runs: {shlex.join(file.command)}")
-    uid = os.getuid()
-    steps = service_files.activation_steps(target, file.path, uid=uid, change=installed.change)
-    if now:
-        service_files.run_steps(steps, service_files.run_command, on_run=_echo_step)
+    if report.started:
         typer.echo("started: `postrun service status` shows it, `postrun doctor` checks the rest")
     else:
-        typer.echo(f"next: {service_files.shell_line(steps, uid=uid)}")
-        if target == "macos":
-            typer.echo(f"  (before macOS 10.11: launchctl load {shlex.quote(str(file.path))})")
-    _print_notes(target, paths)
-
-
-def _print_notes(target: Platform, paths: Paths) -> None:
-    if target == "linux":
-        typer.echo("logs: journalctl --user -u postrun -f")
-        typer.echo(
-            "note: without a login session (a server you reach by SSH, a headless machine) the user manager"
-            " stops at logout; `loginctl enable-linger $USER` keeps it, and capture, running"
-        )
-        where = f"{paths.config_file} (or `systemctl --user edit postrun` for Environment= lines)"
-    else:
-        typer.echo(f"logs: {paths.capture_log}")
-        where = str(paths.config_file)
-    typer.echo(f"note: POSTRUN_* variables from shell rc files do not reach the service; configure it in {where}")
-    shell_settings = service_files.unreachable_variables(os.environ)
-    if shell_settings:
-        say(f"warning: {', '.join(shell_settings)} set in this shell will not reach the service")
+        typer.echo(f"next: {report.next_line}")
+    for note in report.notes:
+        typer.echo(note)
+    for warning in report.warnings:
+        say(f"warning: {warning}")
 
 
 @service_app.command("uninstall")
@@ -98,36 +89,17 @@ def service_uninstall(
     """Remove the user unit (or LaunchAgent) that `postrun service install` wrote."""
     target = _platform(platform)
     _, paths = load()
-    uid = os.getuid()
-    stop = service_files.deactivation_steps(target, uid=uid)
-    if now:
-        _run_leniently(stop)
-    removed = service_files.uninstall_files(target, paths)
-    for path in removed:
+    report = service_files.uninstall_service(
+        target, paths, now=now, uid=os.getuid(), runner=service_files.run_command, on_run=_echo_step
+    )
+    for warning in report.warnings:
+        say(f"warning: {warning}")
+    for path in report.removed:
         typer.echo(f"removed {path}")
-    if not removed:
-        typer.echo(f"not installed: {service_files.service_path(target, paths)}")
-    reload = service_files.after_uninstall_steps(target)
-    if now:
-        _run_leniently(reload)
-    elif removed:
-        typer.echo(f"next: {service_files.shell_line((*_stop_only(target, stop), *reload), uid=uid)}")
-
-
-def _stop_only(target: Platform, stop: tuple[Step, ...]) -> tuple[Step, ...]:
-    # Once the file is gone `disable` has nothing to act on: only stopping remains.
-    if target == "linux":
-        return (Step(("systemctl", "--user", "stop", service_files.SERVICE_NAME), advisory=True),)
-    return stop
-
-
-def _run_leniently(steps: tuple[Step, ...]) -> None:
-    """Run the steps; a failure is a warning, since removing the files is what matters."""
-    for result in service_files.run_steps(
-        [Step(step.argv, advisory=True) for step in steps], service_files.run_command, on_run=_echo_step
-    ):
-        if not result.ok:
-            say(f"warning: {' '.join(result.argv)}: {result.reason}")
+    if not report.removed:
+        typer.echo(f"not installed: {report.path}")
+    if report.next_line:
+        typer.echo(f"next: {report.next_line}")
 
 
 @service_app.command("status")
