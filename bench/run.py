@@ -98,8 +98,10 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, Profile]:
     parser.add_argument("--turns", type=float, help="mean turns per history session")
     parser.add_argument("--idle-seconds", type=float, help="the idle window")
     parser.add_argument("--busy-seconds", type=float, help="the busy window")
-    parser.add_argument("--workdir", type=Path, help="where to generate (default: a new temp dir)")
-    parser.add_argument("--keep", action="store_true", help="keep the generated history and stores")
+    parser.add_argument(
+        "--workdir", type=Path, help="an empty folder to generate in, kept afterwards (default: a temp dir)"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the temp dir with the history, stores and logs")
     parser.add_argument("--output", type=Path, default=REPO / "BENCHMARKS.md", help="the file to update")
     parser.add_argument("--no-write", action="store_true", help="print the table only")
     parser.add_argument("--json", type=Path, help="also write every figure as JSON here")
@@ -122,13 +124,18 @@ def log(message: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args, profile = parse_args(sys.argv[1:] if argv is None else argv)
     command = "python -m bench " + shlex.join(sys.argv[1:] if argv is None else argv)
+    if args.workdir is not None and args.workdir.exists() and any(args.workdir.iterdir()):
+        log(f"{args.workdir} is not empty: give an empty or new folder")
+        return 2
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="postrun-bench-"))
     started = time.monotonic()
     try:
         results = measure(profile, args.seed, workdir, command.strip())
     finally:
-        if not args.keep:
+        if args.workdir is None and not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
+        else:
+            log(f"kept {workdir}")
     machine = describe(REPO)
     text = report.section(results, machine)
     print(text)
