@@ -334,8 +334,8 @@ class OnceSummary:
     def count(self, outcome: Outcome) -> None:
         if outcome in ("ingested", "updated", "unchanged", "torn"):
             setattr(self, outcome, getattr(self, outcome) + 1)
-        elif outcome == "skipped":
-            self.unchanged += 1
+        elif outcome in ("skipped", "gone"):
+            self.unchanged += 1  # nothing to read (same files, or gone meanwhile): the store keeps it as it was
         elif outcome in ("failed", "store"):
             self.failed += 1
 
