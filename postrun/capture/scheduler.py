@@ -166,6 +166,14 @@ class Scheduler:
         state.reported = problem
         return True
 
+    def reported_problems(self) -> dict[str, Hashable]:
+        """Every session's last logged problem (carried over a configuration reload)."""
+        return {sid: state.reported for sid, state in self._sessions.items() if state.reported is not None}
+
+    def remember_reported(self, problems: dict[str, Hashable]) -> None:
+        for session_id, problem in problems.items():
+            self._sessions.setdefault(session_id, _Session()).reported = problem
+
     def next_wakeup(self) -> float | None:
         """When ``take`` may next return something (now, if it already can), or None."""
         if any(not self._running(session_id) for session_id in self._startup):

@@ -432,7 +432,15 @@ def run_once(context: CaptureContext, signals: Signals | None = None) -> OnceSum
 class CaptureService:
     """One configuration's worth of capture: built at start and again after SIGHUP."""
 
-    def __init__(self, context: CaptureContext, lock: CaptureLock, *, notifier: Notifier, first: bool) -> None:
+    def __init__(
+        self,
+        context: CaptureContext,
+        lock: CaptureLock,
+        *,
+        notifier: Notifier,
+        first: bool,
+        reported: dict[str, Hashable] | None = None,
+    ) -> None:
         self.context = context
         self.settings = context.settings
         self.root = self.settings.cline_dir
@@ -443,6 +451,8 @@ class CaptureService:
         self.book = SessionBook()
         self.caches = MappingCaches(context.clock)
         self.scheduler = Scheduler(context.clock, debounce_seconds=self.settings.debounce_seconds)
+        # Problems already logged (a torn file, a bad session) stay logged across a reload.
+        self.scheduler.remember_reported(reported or {})
         self.job: IngestJob | None = None
         self.dispatcher = Dispatcher(self.scheduler, self._run_job, housekeeping=self._housekeeping)
         self._lost_lock = False
@@ -636,22 +646,16 @@ def run_capture(context: CaptureContext, signals: Signals) -> int:
     notifier = Notifier(context.environ, pid=os.getpid())
     lock = _capture_lock(context.paths)
     lock.acquire()
-    first = True
     try:
+        service = _started(CaptureService(context, lock, notifier=notifier, first=True))
+        context.on_ready(os.getpid())
+        notifier.ready(service.status_line)
         while True:
-            service = CaptureService(context, lock, notifier=notifier, first=first)
-            try:
-                service.start()
-            except BaseException:
-                service.stop()
-                raise
-            if first:
-                context.on_ready(os.getpid())
-                notifier.ready(service.status_line)
-            else:
-                notifier.send("READY=1", f"STATUS={service.status_line}")
             ended = service.serve(signals)
             if ended == "reload":
+                reloaded = _reloaded(context)
+                if reloaded is None:
+                    continue  # nothing to apply: the running service goes on as it was
                 notifier.reloading()
             else:
                 notifier.stopping()
@@ -669,23 +673,36 @@ def run_capture(context: CaptureContext, signals: Signals) -> int:
             if ended == "stop":
                 context.logger.info("capture: stopped")
                 return 0
-            context = _reloaded(context)
-            first = False
+            assert reloaded is not None
+            context = reloaded
+            reported = service.scheduler.reported_problems()
+            service = _started(CaptureService(context, lock, notifier=notifier, first=False, reported=reported))
+            notifier.send("READY=1", f"STATUS={service.status_line}")
     finally:
         if lock.info is not None:
             lock.release()
 
 
-def _reloaded(context: CaptureContext) -> CaptureContext:
-    """The context with the configuration read again (SIGHUP); the old one when it is broken."""
+def _started(service: CaptureService) -> CaptureService:
+    try:
+        service.start()
+    except BaseException:
+        service.stop()
+        raise
+    return service
+
+
+def _reloaded(context: CaptureContext) -> CaptureContext | None:
+    """The context with the configuration read again (SIGHUP); None when there is nothing to
+    apply: the file is broken (the previous configuration stays) or nothing changed."""
     logger = context.logger
     if context.reload is None:
-        return context
+        return None
     try:
         loaded = context.reload()
     except PostrunError as exc:
         logger.error(f"capture: configuration not reloaded: {exc}; keeping the previous one")
-        return context
+        return None
     for warning in loaded.warnings:
         logger.warning(warning)
     settings = loaded.settings
@@ -696,8 +713,12 @@ def _reloaded(context: CaptureContext) -> CaptureContext:
         )
         settings = settings.model_copy(update={"db": context.settings.db})
         loaded = LoadedSettings(settings, loaded.config_path, loaded.config_found, loaded.sources, loaded.warnings)
+    source = str(loaded.config_path) if loaded.config_found else f"{loaded.config_path} (absent: defaults)"
+    if settings == context.settings:
+        logger.info(f"capture: configuration re-read from {source}; nothing changed")
+        return None
     context.set_log_level(settings.log_level)
-    logger.info(f"capture: configuration reloaded from {loaded.config_path}")
+    logger.info(f"capture: configuration reloaded from {source}")
     return CaptureContext(
         loaded=loaded,
         paths=Paths.from_settings(settings, context.environ, config_file=loaded.config_path),

@@ -204,6 +204,14 @@ def test_torn_file_then_its_completion(
     write_in_place(messages, complete[: len(complete) // 2])
     capture.wait_for_log(torn_line)
     assert read_store(db)[BASIC] == stored  # stored data untouched
+    # A configuration reload re-reads the session, but the same tear is not news.
+    config = Path(capture_env["XDG_CONFIG_HOME"]) / "postrun" / "config.toml"  # the default location
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("full_sweep_minutes = 4\n")
+    capture.send(signal.SIGHUP)
+    capture.wait_for_log(r"cline: watching .* \(1 sessions present, 1 new or changed\)$", count=2)
+    capture.wait_for_log(r"DEBUG cline 1790000000000_basic: messages file still not parseable \(already reported\)")
+    assert len(capture.lines(torn_line)) == 1
     # The same torn file read again (the manifest next to it was touched) is not logged again.
     (root / BASIC / f"{BASIC}.json").touch()
     capture.wait_for_log(r"DEBUG cline 1790000000000_basic: messages file still not parseable \(already reported\)")
@@ -423,8 +431,11 @@ def test_daemon_refused_under_a_service_manager(capture_env: dict[str, str], var
     assert not Path(f"{capture_env['POSTRUN_DB']}.capture.lock").exists()
 
 
-def test_notify_protocol(start: Callable[..., CaptureProcess], capture_env: dict[str, str]) -> None:
+def test_notify_protocol(start: Callable[..., CaptureProcess], capture_env: dict[str, str], tmp_path: Path) -> None:
     """Type=notify end to end, with a datagram socket the test owns (no systemd needed)."""
+    config = tmp_path / "notify.toml"
+    config.write_text("full_sweep_minutes = 5\n")
+    capture_env["POSTRUN_CONFIG"] = str(config)
     name = f"postrun-test-notify-{os.getpid()}-{time.monotonic_ns()}"
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as server:
         server.bind("\0" + name)
@@ -443,6 +454,7 @@ def test_notify_protocol(start: Callable[..., CaptureProcess], capture_env: dict
         ready = next(m for m in messages if "READY=1" in m)
         assert "STATUS=" in ready
         receive_until(lambda got: sum(m == "WATCHDOG=1" for m in got) >= 3)
+        config.write_text("full_sweep_minutes = 4\n")
         capture.send(signal.SIGHUP)  # reload: RELOADING=1 with the time, then READY=1 again
         receive_until(lambda got: sum("READY=1" in m for m in got) >= 2)
         reloading = [i for i, m in enumerate(messages) if m.startswith("RELOADING=1\nMONOTONIC_USEC=")]
@@ -488,6 +500,10 @@ def test_sighup_rereads_the_configuration(
     config.write_text("log_level = 'LOUD'\n")
     capture.send(signal.SIGHUP)
     capture.wait_for_log(r"ERROR capture: configuration not reloaded: .*log_level")
+    config.write_text("log_level = 'DEBUG'\n")
+    capture.send(signal.SIGHUP)
+    capture.wait_for_log(rf"INFO capture: configuration re-read from {config}; nothing changed$")
+    assert len(capture.lines(r"cline: watching ")) == 2  # neither a broken nor an unchanged file restarts it
     add_session(root, "cline/plan_act_resumed_open", PLANS)
     capture.wait_until(lambda: steps_of(db, PLANS), what="the new session in the store")  # still capturing
 
