@@ -57,6 +57,9 @@ class Check:
     level: Level
     detail: str
     hint: str = ""
+    # A failure that every other command reports as a configuration error (exit 78): the
+    # configuration itself, or a store written by a newer Postrun.
+    configuration: bool = False
 
 
 @dataclass(frozen=True)
@@ -73,9 +76,9 @@ class DoctorInputs:
 
 
 def exit_code(checks: Sequence[Check]) -> ExitCode:
-    """0 when nothing failed; 78 for a bad configuration (as for every command); else 1."""
-    failing = {check.name for check in checks if check.level == "fail"}
-    if "config" in failing:
+    """0 when nothing failed; 78 for what every command reports as a configuration error; else 1."""
+    failing = [check for check in checks if check.level == "fail"]
+    if any(check.configuration for check in failing):
         return ExitCode.CONFIG
     return ExitCode.FAILURE if failing else ExitCode.OK
 
@@ -91,7 +94,13 @@ def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
     except ConfigError as exc:
         loaded = None
         checks.append(
-            Check("config", "fail", str(exc), "fix the value named above; `postrun config show` lists every setting")
+            Check(
+                "config",
+                "fail",
+                str(exc),
+                "fix the value named above; `postrun config show` lists every setting",
+                configuration=True,
+            )
         )
     if loaded is None:
         # The service's files do not depend on the settings: defaults locate them.
@@ -180,7 +189,7 @@ def check_store(db: Path) -> Check:
             problems = database.integrity_problems()
             version = database.user_version()
     except StoreTooNewError as exc:
-        return Check("store", "fail", str(exc), "upgrade Postrun")
+        return Check("store", "fail", str(exc), "upgrade Postrun", configuration=True)
     except StoreMissing:
         return Check("store", "warn", f"no store yet at {db}", "it is created by the first capture")
     except PostrunError as exc:

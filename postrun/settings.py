@@ -30,7 +30,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, TypeAdapter, Valida
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from postrun.errors import ConfigError
+from postrun.errors import ConfigError, UsageError
 from postrun.paths import (
     CONFIG_VARIABLE,
     cline_sessions_root,
@@ -159,6 +159,7 @@ class _Source:
     where: Mapping[str, str]  # key -> the file, variable or flag an error names
     paths: _PathContext
     strict: bool
+    flags: bool = False  # a bad command-line value is a usage error (exit 2), not a configuration one
 
 
 def load_settings(
@@ -211,6 +212,7 @@ def load_settings(
             where={key: flag_name(key) for key in flag_values},
             paths=_PathContext(home=home, base=cwd),
             strict=False,
+            flags=True,
         ),
     )
     for layer in layers:  # lowest precedence first, so a higher source overwrites
@@ -279,6 +281,8 @@ def _check(key: str, raw: object, source: _Source) -> object:
         return _VALIDATORS[key].validate_python(raw, strict=source.strict, context=source.paths)
     except ValidationError as exc:
         problem = _reason(exc.errors(include_url=False)[0])
+        if source.flags:  # the flag names the setting already
+            raise UsageError(source.where[key], f"{problem} (got {_shown(raw)})") from None
         raise ConfigError(source.where[key], f"{key}: {problem} (got {_shown(raw)})") from None
 
 

@@ -372,8 +372,9 @@ class CaptureContext:
         return self.loaded.settings
 
 
-def watching_line(root: Path, present: int, changed: int, verb: str = "watching") -> str:
-    return f"cline: {verb} {root} ({present} sessions present, {changed} new or changed)"
+def watching_line(root: Path, present: int, changed: int) -> str:
+    """The start-up line issue 3 fixes, for ``--once`` too (scripts look for it)."""
+    return f"cline: watching {root} ({present} sessions present, {changed} new or changed)"
 
 
 def _capture_lock(paths: Paths) -> CaptureLock:
@@ -409,7 +410,7 @@ def run_once(context: CaptureContext, signals: Signals | None = None) -> OnceSum
             for entry in plan.skipped:
                 if entry.warn:
                     logger.warning(skipped_line(entry))
-            logger.info(watching_line(settings.cline_dir, len(plan.present), len(plan.changed), verb="reading"))
+            logger.info(watching_line(settings.cline_dir, len(plan.present), len(plan.changed)))
             job.book.load(plan)
             summary = OnceSummary(present=len(plan.present), unchanged=len(plan.unchanged))
             if progress is not None and plan.changed:

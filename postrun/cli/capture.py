@@ -99,5 +99,10 @@ def status() -> None:
     if info is None:
         say("hint: start it with `postrun capture` (or `postrun capture --daemon`)")
         raise typer.Exit(int(ExitCode.NOT_RUNNING))
-    typer.echo(f"last ingest: {info.last_ingest or 'none yet'}")
+    if info.last_ingest is not None:
+        typer.echo(f"last ingest: {info.last_ingest}")
+    elif found.stored is not None and found.stored.last_update is not None:
+        typer.echo(f"last ingest: none since it started; the store last changed {found.stored.last_update}")
+    else:
+        typer.echo("last ingest: none yet")
     typer.echo(f"sessions watched: {info.sessions_watched}")

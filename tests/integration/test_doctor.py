@@ -201,3 +201,15 @@ def test_a_config_that_does_not_load_fails_and_the_rest_says_not_checked(tmp_pat
     assert by_name["store"].detail == "not checked: the configuration does not load"
     assert by_name["service"].level == "warn"
     assert exit_code(checks) == 78  # a configuration error, as for every command
+
+
+def test_a_store_from_a_newer_postrun_exits_78_as_everywhere(tmp_path: Path) -> None:
+    environ = doctor_environ(tmp_path)
+    db = Path(environ["POSTRUN_DB"])
+    with Database.open(db) as database:
+        database.execute(f"pragma user_version = {STORE_VERSION + 1}")
+    checks = run_checks(
+        DoctorInputs(environ=environ, config_file=None, overrides={}, platform="linux", runner=no_user_manager, uid=0)
+    )
+    assert {check.name: check.level for check in checks}["store"] == "fail"
+    assert exit_code(checks) == 78

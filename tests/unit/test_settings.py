@@ -11,7 +11,7 @@ import platformdirs
 import pydantic
 import pytest
 
-from postrun.errors import ConfigError
+from postrun.errors import ConfigError, UsageError
 from postrun.exitcodes import ExitCode
 from postrun.settings import SETTING_KEYS, ConfigValue, LoadedSettings, Settings, describe, load_settings
 
@@ -295,19 +295,23 @@ def test_bad_value_in_environment_names_the_variable(home: Path, variable: str, 
     assert (error.where, error.reason) == (variable, reason)
 
 
-def test_bad_flag_names_the_flag(home: Path) -> None:
-    error = config_error(home, overrides={"poll_seconds": -2.0})
-    assert (error.where, error.reason) == ("--poll-seconds", "poll_seconds: must be greater than 0 (got -2.0)")
-    error = config_error(home, overrides={"full_sweep_minutes": "soon"})
-    assert error.where == "--full-sweep-minutes"
+def test_a_bad_flag_is_a_usage_error_naming_the_flag(home: Path) -> None:
+    with pytest.raises(UsageError) as caught:
+        load(home, overrides={"poll_seconds": -2.0})
+    assert (caught.value.where, caught.value.reason) == ("--poll-seconds", "must be greater than 0 (got -2.0)")
+    assert caught.value.exit_code == 2
+    with pytest.raises(UsageError) as caught:
+        load(home, overrides={"full_sweep_minutes": "soon"})
+    assert caught.value.where == "--full-sweep-minutes"
 
 
 def test_error_names_the_source_of_the_bad_value_not_another(home: Path, tmp_path: Path) -> None:
     config = write_toml(tmp_path / "c.toml", "poll_seconds = 4\n")
     error = config_error(home, config_file=config, POSTRUN_POLL_SECONDS="x")
     assert error.where == "POSTRUN_POLL_SECONDS"
-    error = config_error(home, config_file=config, POSTRUN_POLL_SECONDS="5", overrides={"poll_seconds": "y"})
-    assert error.where == "--poll-seconds"
+    with pytest.raises(UsageError) as caught:
+        load(home, config_file=config, POSTRUN_POLL_SECONDS="5", overrides={"poll_seconds": "y"})
+    assert caught.value.where == "--poll-seconds"
 
 
 def test_bad_file_value_is_reported_even_when_overridden(home: Path, tmp_path: Path) -> None:
