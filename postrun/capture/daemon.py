@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NoReturn
 
-from postrun.errors import PostrunError, UsageError
+from postrun.capture.lock import read_capture_info
+from postrun.errors import AlreadyRunning, PostrunError, UsageError
 from postrun.exitcodes import ExitCode
 
 SUPERVISOR_VARIABLES = ("INVOCATION_ID", "NOTIFY_SOCKET")
@@ -46,6 +47,14 @@ def refuse_under_supervisor(environ: Mapping[str, str]) -> None:
                 f"refused: a service manager runs this capture ({name} is set); it supervises capture"
                 " in the foreground, so run `postrun capture` without --daemon",
             )
+
+
+def refuse_when_running(capture_lock: Path) -> None:
+    """Say so before forking when a capture already holds the store: a daemon that fails on the
+    lock would write its error into the running capture's log. (The lock itself still decides.)"""
+    holder = read_capture_info(capture_lock)
+    if holder is not None:
+        raise AlreadyRunning("", f"another capture is running (pid {holder.pid})")
 
 
 def start_daemon(run: Callable[[ReportReady], int], *, log_hint: str) -> int:

@@ -37,7 +37,7 @@ def capture(
     log_level: Annotated[str | None, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")] = None,
 ) -> None:
     """Record every Cline session as it changes; runs until stopped (SIGTERM, Ctrl-C)."""
-    from postrun.capture.daemon import refuse_under_supervisor, start_daemon
+    from postrun.capture.daemon import refuse_under_supervisor, refuse_when_running, start_daemon
     from postrun.capture.entry import capture_once, capture_until_stopped
 
     if once and daemon:
@@ -61,6 +61,7 @@ def capture(
         return load_settings(config_file=config_file, overrides={"db": state.db, **overrides}, environ=os.environ)
 
     if daemon:
+        refuse_when_running(paths.capture_lock)
         pid = start_daemon(
             lambda on_ready: capture_until_stopped(
                 loaded, paths, os.environ, reload=reload, on_ready=on_ready, daemon=True
