@@ -65,31 +65,31 @@ def session_header(envelope: Mapping[str, Any], details: SessionDetails, title: 
     session = envelope["session"]
     agent = session["agent"]
     workspace = session["workspace"]
-    lines = [f"session  {session['id']}  ({agent['kind']} {agent['version']})"]
+    lines = [f"session   {session['id']}  ({agent['kind']} {agent['version']})"]
     if title:
-        lines.append(f"title    {one_line(title, _ONE_LINE_CHARS)}")
+        lines.append(f"title     {one_line(title, _ONE_LINE_CHARS)}")
     where = workspace["root"] or "(unknown)"
     repo = [value for value in (workspace.get("repo"), details.git_branch) if value]
     lines.append(f"workspace {where}" + (f"  ({', '.join(repo)})" if repo else ""))
     if details.model or details.provider:
-        lines.append(f"model    {' / '.join(v for v in (details.provider, details.model) if v)}")
+        lines.append(f"model     {' / '.join(v for v in (details.provider, details.model) if v)}")
     ended = session.get("ended_at")
     status = f" ({details.status})" if details.status else ""
-    lines.append(f"started  {session['started_at']}   " + (f"ended {ended}{status}" if ended else f"open{status}"))
+    lines.append(f"started   {session['started_at']}   " + (f"ended {ended}{status}" if ended else f"open{status}"))
     prompted = sum(1 for turn in envelope["turns"] if turn["index"] >= 1)
     lines.append(
-        f"steps    {_count_phrase(envelope['steps'])}; {plural(prompted, 'turn')},"
+        f"steps     {_count_phrase(envelope['steps'])}; {plural(prompted, 'turn')},"
         f" {plural(len(envelope['segments']), 'segment')}"
     )
     metrics = session.get("metrics")
     if metrics:
         tokens = metrics["tokens"]
         lines.append(
-            f"cost     ${metrics['cost_usd']:.4f}, {plural(metrics['api_requests'], 'API request')},"
+            f"cost      ${metrics['cost_usd']:.4f}, {plural(metrics['api_requests'], 'API request')},"
             f" tokens in {tokens['input']:,} / out {tokens['output']:,}"
             f" (cache read {tokens['cache_read']:,}, write {tokens['cache_creation']:,})"
         )
-    lines.append(f"stored   on {details.captured_on}, first {details.ingested_at}, last change {details.updated_at}")
+    lines.append(f"stored    on {details.captured_on}, first {details.ingested_at}, last change {details.updated_at}")
     return lines
 
 
@@ -129,7 +129,7 @@ def timeline(
             lines.append(f"  #{step['seq']:<4} {step['type']:<8} {step_summary(step)}  [{outcome_label(step)}]")
     if history is not None:
         entries = list(history)
-        lines += ["", f"history  {plural(len(entries), 'earlier version')}"]
+        lines += ["", f"history   {plural(len(entries), 'earlier version')}"]
         for entry in entries:
             what = step_summary(entry.record) if entry.kind == "step" else _record_summary(entry.kind, entry.record)
             lines.append(f"  {entry.replaced_at}  {entry.reason:<8} {entry.kind} {entry.record_id}: {what}")

@@ -139,7 +139,7 @@ class LoadedSettings:
     settings: Settings
     config_path: Path  # the file consulted (it may be missing when it is the default one)
     config_found: bool
-    sources: Mapping[str, str]  # key -> "flag", "env POSTRUN_X", "file <path>", "default", "default (VAR)"
+    sources: Mapping[str, str]  # key -> "flag", "env POSTRUN_X", "file <path>", "default", "default, from VAR"
     warnings: tuple[str, ...]  # one line each, for the CLI to print as ``warning: ...``
 
 
@@ -189,7 +189,7 @@ def load_settings(
     values: dict[str, Any] = {"db": default_db_path(), "cline_dir": cline_dir}
     sources = dict.fromkeys(SETTING_KEYS, "default")
     if cline_variable is not None:
-        sources["cline_dir"] = f"default ({cline_variable})"
+        sources["cline_dir"] = f"default, from {cline_variable}"
 
     layers = (
         _Source(

@@ -44,6 +44,7 @@ from postrun.paths import Paths, ensure_private_dir
 from postrun.settings import LoadedSettings, Settings
 from postrun.store.capture_state import session_is_open
 from postrun.store.db import Database
+from postrun.text import plural
 from postrun.timestamps import utc_now
 
 STOP_GRACE_SECONDS = 4.0  # SIGTERM: the ingest in progress gets this long (exit within 5 s)
@@ -593,7 +594,7 @@ class CaptureService:
         if self.context.progress is not None:
             self.context.progress.finish()
         elapsed = time.monotonic() - self._catch_up_started
-        self.logger.info(f"cline: caught up with {self._catch_up_total} sessions in {elapsed:.1f} s")
+        self.logger.info(f"cline: caught up with {plural(self._catch_up_total, 'session')} in {elapsed:.1f} s")
 
     def _housekeeping(self) -> None:
         """On the ingest thread, every few seconds: the store file and the lock file are still ours."""

@@ -204,14 +204,14 @@ def test_relative_paths_resolve_against_the_file_folder_or_working_directory(hom
     ("variables", "expected", "source"),
     [
         ({}, "HOME/.cline/data/sessions", "default"),
-        ({"CLINE_DIR": "/c"}, "/c/data/sessions", "default (CLINE_DIR)"),
-        ({"CLINE_DIR": "/c", "CLINE_DATA_DIR": "/d"}, "/d/sessions", "default (CLINE_DATA_DIR)"),
+        ({"CLINE_DIR": "/c"}, "/c/data/sessions", "default, from CLINE_DIR"),
+        ({"CLINE_DIR": "/c", "CLINE_DATA_DIR": "/d"}, "/d/sessions", "default, from CLINE_DATA_DIR"),
         (
             {"CLINE_DIR": "/c", "CLINE_DATA_DIR": "/d", "CLINE_SESSION_DATA_DIR": "/s"},
             "/s",
-            "default (CLINE_SESSION_DATA_DIR)",
+            "default, from CLINE_SESSION_DATA_DIR",
         ),
-        ({"CLINE_SESSION_DATA_DIR": "  ", "CLINE_DATA_DIR": " /d "}, "/d/sessions", "default (CLINE_DATA_DIR)"),
+        ({"CLINE_SESSION_DATA_DIR": "  ", "CLINE_DATA_DIR": " /d "}, "/d/sessions", "default, from CLINE_DATA_DIR"),
         (
             {"CLINE_SESSION_DATA_DIR": "", "CLINE_DATA_DIR": "", "CLINE_DIR": " "},
             "HOME/.cline/data/sessions",
@@ -386,7 +386,7 @@ def test_describe_lists_every_key_with_value_and_source(home: Path, tmp_path: Pa
     by_key = {row.key: row for row in rows}
     assert by_key["db"] == ConfigValue("db", str(tmp_path / "x.db"), "env POSTRUN_DB")
     assert by_key["cline_dir"] == ConfigValue(
-        "cline_dir", str(tmp_path / "cl" / "sessions"), "default (CLINE_DATA_DIR)"
+        "cline_dir", str(tmp_path / "cl" / "sessions"), "default, from CLINE_DATA_DIR"
     )
     assert by_key["debounce_seconds"] == ConfigValue("debounce_seconds", "0.25", f"file {config}")
     assert by_key["poll_seconds"] == ConfigValue("poll_seconds", "3", "default")
