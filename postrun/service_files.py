@@ -380,10 +380,12 @@ def install_service(
     environ: Mapping[str, str],
     runner: Runner,
     on_run: Callable[[Step], None],
+    on_written: Callable[[Installed], None] = lambda installed: None,
 ) -> InstallReport:
     """``postrun service install``: write the unit or agent that runs ``command``; with
-    ``now``, also load, enable and start it."""
+    ``now``, also load, enable and start it (``on_written`` is told before that)."""
     installed = install_file(service_file(platform, paths, command), paths)
+    on_written(installed)
     steps = activation_steps(platform, installed.file.path, uid=uid, change=installed.change)
     if now:
         run_steps(steps, runner, on_run=on_run)

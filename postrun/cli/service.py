@@ -56,6 +56,12 @@ def service_install(
         typer.echo(file.content, nl=False)
         say(f"dry run: would write {file.path}")
         return
+
+    def written(installed: service_files.Installed) -> None:
+        verb = {"new": "wrote", "replaced": "updated", "unchanged": "unchanged:"}[installed.change]
+        typer.echo(f"{verb} {installed.file.path}")
+        typer.echo(f"runs: {shlex.join(installed.file.command)}")
+
     report = service_files.install_service(
         target,
         paths,
@@ -65,11 +71,8 @@ def service_install(
         environ=os.environ,
         runner=service_files.run_command,
         on_run=_echo_step,
+        on_written=written,
     )
-    file = report.installed.file
-    verb = {"new": "wrote", "replaced": "updated", "unchanged": "unchanged:"}[report.installed.change]
-    typer.echo(f"{verb} {file.path}")
-    typer.echo(f"runs: {shlex.join(file.command)}")
     if report.started:
         typer.echo("started: `postrun service status` shows it, `postrun doctor` checks the rest")
     else:

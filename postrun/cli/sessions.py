@@ -50,7 +50,7 @@ def ingest(
     if report.failures:
         raise typer.Exit(max(int(failure.error.exit_code) for failure in report.failures))
     if not report.outcomes:
-        say("warning: no sessions found")
+        say(f"warning: {' '.join(printable(target) for target in targets)}: no sessions found")
 
 
 @app.command()
@@ -68,6 +68,9 @@ def sessions(
     summaries = stored_sessions(paths.db, agent=agent, limit=limit)
     if as_json:
         typer.echo(orjson.dumps([s.as_json() for s in summaries], option=orjson.OPT_INDENT_2).decode())
+        return
+    if not summaries:
+        say(f"no sessions stored in {paths.db}")
         return
     id_width = max((len(s.id) for s in summaries), default=0)
     for s in summaries:
@@ -143,6 +146,8 @@ def search(
     if as_json:
         typer.echo(orjson.dumps([hit.as_json() for hit in hits], option=orjson.OPT_INDENT_2).decode())
         return
+    if not hits:
+        say("no matching steps")
     for hit in hits:
         typer.echo(
             f"{hit.session_id}  #{hit.seq} {printable(hit.step_id)}  {hit.at}  {hit.type} {hit.outcome}  {hit.snippet}"
