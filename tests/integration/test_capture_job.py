@@ -18,6 +18,7 @@ from postrun.capture.service import IngestJob, MappingCaches
 from postrun.store.db import Database
 from tests.conftest import FIXTURES
 from tests.support.capture_process import read_store
+from tests.support.logs import LogLines, captured
 
 BASIC = "1790000000000_basic"
 
@@ -40,15 +41,6 @@ class Host:
         self.catch_ups.append(list(session_ids))
 
 
-class Lines(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(f"{record.levelname} {record.getMessage()}")
-
-
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     shutil.copytree(FIXTURES / "cline/basic_act/data", tmp_path / "data")
@@ -61,13 +53,9 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def log() -> Iterator[Lines]:
-    handler = Lines()
-    logger = logging.getLogger("postrun.test.job")
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    yield handler
-    logger.removeHandler(handler)
+def log() -> Iterator[LogLines]:
+    with captured("postrun.test.job") as lines:
+        yield lines
 
 
 @pytest.fixture
@@ -90,7 +78,7 @@ def job(root: Path, db_path: Path) -> Iterator[tuple[IngestJob, Host]]:
     job.close()
 
 
-def test_ingest_line_and_no_second_read_of_unchanged_files(job: tuple[IngestJob, Host], log: Lines) -> None:
+def test_ingest_line_and_no_second_read_of_unchanged_files(job: tuple[IngestJob, Host], log: LogLines) -> None:
     ingest_job, _ = job
     assert ingest_job.run(Due(BASIC, "startup")).outcome == "ingested"
     assert log.lines == [
@@ -105,7 +93,7 @@ def test_ingest_line_and_no_second_read_of_unchanged_files(job: tuple[IngestJob,
 
 
 def test_torn_file_reported_once_per_change_and_store_untouched(
-    job: tuple[IngestJob, Host], root: Path, db_path: Path, log: Lines
+    job: tuple[IngestJob, Host], root: Path, db_path: Path, log: LogLines
 ) -> None:
     ingest_job, _ = job
     ingest_job.run(Due(BASIC, "startup"))
@@ -128,7 +116,7 @@ def test_torn_file_reported_once_per_change_and_store_untouched(
 
 
 def test_a_bad_session_is_reported_once_and_retried_on_change(
-    job: tuple[IngestJob, Host], root: Path, log: Lines
+    job: tuple[IngestJob, Host], root: Path, log: LogLines
 ) -> None:
     ingest_job, _ = job
     messages = root / BASIC / f"{BASIC}.messages.json"
@@ -142,7 +130,7 @@ def test_a_bad_session_is_reported_once_and_retried_on_change(
     assert ingest_job.run(Due(BASIC, "event")).outcome == "ingested"
 
 
-def test_store_removed_is_recreated_and_caught_up(job: tuple[IngestJob, Host], db_path: Path, log: Lines) -> None:
+def test_store_removed_is_recreated_and_caught_up(job: tuple[IngestJob, Host], db_path: Path, log: LogLines) -> None:
     ingest_job, host = job
     ingest_job.run(Due(BASIC, "startup"))
     for suffix in ("", "-wal", "-shm"):
@@ -157,7 +145,7 @@ def test_store_removed_is_recreated_and_caught_up(job: tuple[IngestJob, Host], d
 
 
 def test_locked_store_is_retried_with_a_growing_delay(
-    job: tuple[IngestJob, Host], db_path: Path, root: Path, log: Lines
+    job: tuple[IngestJob, Host], db_path: Path, root: Path, log: LogLines
 ) -> None:
     ingest_job, host = job
     assert ingest_job.database is not None

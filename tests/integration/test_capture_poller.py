@@ -6,6 +6,7 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from postrun.capture.scheduler import Dispatcher, Scheduler
 from postrun.ingest import Ingester
 from postrun.store.db import Database
 from tests.conftest import FIXTURES
+from tests.support.logs import LogLines, captured
 
 BASIC = "1790000000000_basic"
 PLANS = "1790000100000_plans"  # an open session (no end time)
@@ -98,23 +100,10 @@ def test_book_tracks_changes_and_reads(root: Path, database: Database) -> None:
     assert book.active() == []
 
 
-class Recorder(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(f"{record.levelname} {record.getMessage()}")
-
-
 @pytest.fixture
-def recorder() -> Recorder:
-    recorder = Recorder()
-    logger = logging.getLogger("postrun.test.poller")
-    logger.addHandler(recorder)
-    logger.setLevel(logging.INFO)
-    yield recorder
-    logger.removeHandler(recorder)
+def recorder() -> Iterator[LogLines]:
+    with captured("postrun.test.poller") as lines:
+        yield lines
 
 
 class Polling:
@@ -173,34 +162,32 @@ def test_poll_finds_a_new_folder_even_if_its_files_come_later(root: Path, databa
     assert polling.due() == [(PLANS, "poll")]
 
 
-def test_junk_is_warned_about_once_it_is_clearly_junk(root: Path, database: Database, recorder: Recorder) -> None:
+def test_junk_is_warned_about_once_it_is_clearly_junk(root: Path, database: Database, recorder: LogLines) -> None:
     polling = Polling(root, database)
     (root / "not a session").mkdir()
     (root / "empty").mkdir()
     polling.poller.tick(full=False)
-    assert not [m for m in recorder.messages if "skipped" in m]  # may be a session being created
+    assert not [m for m in recorder.lines if "skipped" in m]  # may be a session being created
     polling.clock.advance(NEW_FOLDER_GRACE_SECONDS)
     polling.poller.tick(full=False)
     polling.poller.tick(full=True)
-    warnings = sorted(m for m in recorder.messages if "skipped" in m)
+    warnings = sorted(m for m in recorder.lines if "skipped" in m)
     assert warnings == [
         f"WARNING cline: '{root / 'empty'}': skipped (no empty.messages.json)",
         f"WARNING cline: '{root / 'not a session'}': skipped (unsafe name)",
     ]
 
 
-def test_root_gone_and_back(root: Path, database: Database, recorder: Recorder) -> None:
+def test_root_gone_and_back(root: Path, database: Database, recorder: LogLines) -> None:
     polling = Polling(root, database)
     shutil.rmtree(root)
     polling.poller.tick(full=False)
     polling.poller.tick(full=False)
-    assert recorder.messages == [
-        f"WARNING cline: {root} is gone; stored sessions are kept, waiting for it to come back"
-    ]
+    assert recorder.lines == [f"WARNING cline: {root} is gone; stored sessions are kept, waiting for it to come back"]
     root.mkdir()
     add_session(root, "cline/plan_act_resumed_open", PLANS)
     polling.poller.tick(full=False)
-    assert recorder.messages[-1] == f"INFO cline: {root} appeared; watching it"
+    assert recorder.lines[-1] == f"INFO cline: {root} appeared; watching it"
     assert polling.due() == [(PLANS, "poll")]
     assert BASIC not in polling.book  # its folder went away (the store keeps it)
 
