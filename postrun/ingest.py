@@ -7,6 +7,7 @@ capture service both come through here.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import socket
 import time
@@ -32,9 +33,7 @@ from postrun.schema import SchemaError
 from postrun.store.db import Database, describe_sqlite_error
 from postrun.store.ingest import UpsertResult, stored_state, upsert_session
 
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
+_NOW_UTC: Callable[[], datetime] = functools.partial(datetime.now, UTC)
 
 
 @contextlib.contextmanager
@@ -88,7 +87,7 @@ class Ingester:
         database: Database,
         *,
         max_bytes: int,
-        clock: Callable[[], datetime] = utc_now,
+        clock: Callable[[], datetime] = _NOW_UTC,
         timer: Callable[[], float] = time.perf_counter,
         hostname: str | None = None,
     ) -> None:

@@ -93,6 +93,14 @@ def session_header(envelope: Mapping[str, Any], details: SessionDetails, title: 
     return lines
 
 
+def _steps_by_turn(envelope: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
+    """Each turn's steps, in seq order (the envelope lists steps in seq order)."""
+    by_turn: dict[str, list[Mapping[str, Any]]] = {}
+    for step in envelope["steps"]:
+        by_turn.setdefault(step["turn_id"], []).append(step)
+    return by_turn
+
+
 def _turn_heading(turn: Mapping[str, Any], prompt: str | None) -> str:
     if turn["index"] == 0:
         return "before the first prompt"
@@ -105,9 +113,7 @@ def timeline(
 ) -> list[str]:
     """The ``postrun show`` view: a header, then every turn with one line per step."""
     lines = session_header(envelope, details, details.title)
-    steps_by_turn: dict[str, list[Mapping[str, Any]]] = {}
-    for step in envelope["steps"]:
-        steps_by_turn.setdefault(step["turn_id"], []).append(step)
+    steps_by_turn = _steps_by_turn(envelope)
     segments = {segment["index"]: segment for segment in envelope["segments"]}
     current_segment = 0
     for turn in envelope["turns"]:
@@ -158,6 +164,13 @@ def _fence(text: str, info: str = "") -> list[str]:
 
 
 def _markdown_step(step: Mapping[str, Any]) -> list[str]:
+    lines = _markdown_step_body(step)
+    if step["type"] in ("command", "edit", "read") and "error" in step:
+        lines += ["", f"Error: {one_line(step['error']['message'], 300)}"]
+    return lines
+
+
+def _markdown_step_body(step: Mapping[str, Any]) -> list[str]:
     payload = step["payload"]
     kind = step["type"]
     status = outcome_label(step)
@@ -198,17 +211,12 @@ def markdown(envelope: Mapping[str, Any], details: SessionDetails) -> str:
     title = details.title
     lines = [f"# {one_line(title, _ONE_LINE_CHARS) or envelope['session']['id']}", ""]
     lines += [f"    {line}" for line in session_header(envelope, details, "")]
-    steps_by_turn: dict[str, list[Mapping[str, Any]]] = {}
-    for step in envelope["steps"]:
-        steps_by_turn.setdefault(step["turn_id"], []).append(step)
+    steps_by_turn = _steps_by_turn(envelope)
     for turn in envelope["turns"]:
         heading = "Before the first prompt" if turn["index"] == 0 else f"Turn {turn['index']}"
         if "mode" in turn:
             heading += f" · {turn['mode']}"
         lines += ["", f"## {heading}", ""]
         for step in steps_by_turn.get(turn["id"], []):
-            lines += _markdown_step(step)
-            if step["type"] != "message" and "error" in step and step["type"] != "other":
-                lines += ["", f"Error: {one_line(step['error']['message'], 300)}"]
-            lines.append("")
+            lines += [*_markdown_step(step), ""]
     return "\n".join(lines).rstrip("\n") + "\n"

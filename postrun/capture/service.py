@@ -27,8 +27,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Literal, Protocol
 
-import apsw
-
 from postrun.agents.cline import MappingCache, SessionLocation, session_fingerprint
 from postrun.capture.book import SessionBook, plan_catch_up, print_key, skipped_line
 from postrun.capture.clock import Clock, MonotonicClock
@@ -42,7 +40,6 @@ from postrun.errors import AlreadyRunning, NotParseableYet, PostrunError, StoreE
 from postrun.ingest import Ingester
 from postrun.paths import Paths, ensure_private_dir
 from postrun.settings import LoadedSettings, Settings
-from postrun.store.capture_state import session_is_open
 from postrun.store.db import Database
 from postrun.text import plural
 from postrun.timestamps import utc_now
@@ -220,12 +217,8 @@ class IngestJob:
             return self._failed(session_id, ("failed", key), detail, key, time.thread_time() - started)
         cost = time.thread_time() - started
         self.faults.succeeded()
-        try:
-            is_open = session_is_open(self.database, session_id)
-        except apsw.Error:
-            is_open = None
-        self.book.read(session_id, key, is_open=is_open)
-        if due.reason != "startup" or is_open:
+        self.book.read(session_id, key, is_open=outcome.open)
+        if due.reason != "startup" or outcome.open:
             self.caches.put(session_id, cache)  # it is likely to change again soon
         self.logger.info(
             f"cline {outcome.status} {session_id} ({outcome.steps} steps, {outcome.turns} turns,"

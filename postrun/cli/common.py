@@ -5,8 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -18,7 +17,6 @@ from postrun.errors import PostrunError, UsageError
 from postrun.exitcodes import ExitCode
 from postrun.paths import Paths
 from postrun.settings import LoadedSettings, load_settings
-from postrun.store.db import Database
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -75,12 +73,3 @@ def load(**overrides: Any) -> tuple[LoadedSettings, Paths]:
 def check_agent(agent: str | None) -> None:
     if agent is not None and agent not in KNOWN_AGENTS:
         raise UsageError("", f"unknown agent {agent!r} (known: {', '.join(KNOWN_AGENTS)})")
-
-
-@contextmanager
-def open_store(paths: Paths, *, create: bool = True) -> Iterator[Database]:
-    database = Database.open(paths.db, create=create)
-    try:
-        yield database
-    finally:
-        database.close()

@@ -30,9 +30,3 @@ def stored_fingerprints(database: Database, session_id: str) -> StoredFingerprin
     if row is None:
         return None
     return StoredFingerprints(session_id, decode_source_files(row[0]), bool(row[1]))
-
-
-def session_is_open(database: Database, session_id: str) -> bool | None:
-    """Whether the stored session has no end time yet; None when it is not stored."""
-    row = database.execute("SELECT ended_at IS NULL FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    return None if row is None else bool(row[0])

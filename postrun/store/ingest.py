@@ -33,6 +33,7 @@ class UpsertResult:
     turns: int
     segments: int
     rows_written: int
+    open: bool  # the stored session has no end time yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,4 +264,5 @@ def upsert_session(database: Database, mapped: MappedSession, *, now: datetime, 
         turns=len(mapped.turns),
         segments=len(mapped.segments),
         rows_written=writer.rows,
+        open="ended_at" not in session,
     )

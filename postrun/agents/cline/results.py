@@ -57,9 +57,7 @@ class ToolResult:
     @property
     def text(self) -> str:
         """The result as text, for error messages."""
-        if isinstance(self.value, str):
-            return self.value
-        return orjson.dumps(self.value).decode()
+        return _as_text(self.value)
 
 
 def read_result(block: dict[str, Any]) -> ToolResult:
@@ -121,5 +119,7 @@ def error_reports(block: dict[str, Any]) -> Iterator[str]:
 
 def _failed_item_errors(items: list[Any]) -> Iterator[str]:
     for item in items:
-        if isinstance(item, dict) and item.get("success") is False and isinstance(item.get("error"), str):
-            yield str(item["error"])
+        if isinstance(item, dict) and item.get("success") is False:
+            error = item_error_text(item)
+            if error is not None:
+                yield error
