@@ -1,1 +1,1 @@
-"""Postrun's benchmarks (issue 5): ``python -m bench`` (see ``bench/run.py``)."""
+"""Postrun's benchmarks: ``python -m bench`` (see ``bench/run.py``)."""

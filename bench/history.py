@@ -5,7 +5,7 @@ Shapes are copied from the real Cline 3.0.65 files in ``tests/fixtures/cline-rea
 messages, system_prompt}``) next to the ``<id>/<id>.json`` manifest, both pretty-printed
 with two-space indents as ``JSON.stringify(value, null, 2)`` writes them.
 
-The load follows the original Postrun's "heavy day" (anchor §4.2): a turn is one prompt,
+The load is a "heavy day": a turn is one prompt,
 12 tool calls (an assistant ``[text, tool_use]`` then a user ``tool_result`` each) and a
 closing reply, 26 messages; tools are 45% ``run_commands``, 30% ``read_files`` and 25%
 ``editor``; outputs are 80% 0.5–3.5 KB, 18% 10–40 KB and 2% 80–200 KB; every assistant

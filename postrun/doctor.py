@@ -27,7 +27,9 @@ from postrun.capture.lock import read_capture_info
 from postrun.errors import ConfigError, PostrunError, StoreTooNewError
 from postrun.exitcodes import ExitCode
 from postrun.paths import Paths, cline_sessions_root, default_db_path
-from postrun.service_files import (
+from postrun.settings import LoadedSettings, load_settings, paths_for
+from postrun.store.db import STORE_VERSION, Database, StoreMissing
+from postrun.units import (
     NO_USER_MANAGER,
     Platform,
     Runner,
@@ -35,8 +37,6 @@ from postrun.service_files import (
     service_status,
     unreachable_variables,
 )
-from postrun.settings import LoadedSettings, Settings, load_settings
-from postrun.store.db import STORE_VERSION, Database, StoreMissing
 
 Level = Literal["ok", "warn", "fail"]
 
@@ -104,14 +104,16 @@ def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
         )
     if loaded is None:
         # The service's files do not depend on the settings: defaults locate them.
-        paths = Paths.from_settings(_default_settings(inputs.environ), inputs.environ)
+        paths = Paths.build(
+            inputs.environ, db=default_db_path(), cline_dir=cline_sessions_root(inputs.environ, base=Path.cwd())[0]
+        )
         not_checked = "not checked: the configuration does not load"
         checks += [Check(name, "warn", not_checked) for name in ("store", "sessions", "globalState.json", "capture")]
         checks.append(check_service(service_status(inputs.platform, paths, inputs.runner, uid=inputs.uid), {}))
         checks.append(Check("inotify", "warn", not_checked))
         return tuple(checks)
 
-    paths = Paths.from_settings(loaded.settings, inputs.environ, config_file=loaded.config_path)
+    paths = paths_for(loaded, inputs.environ)
     checks.append(check_config(loaded))
     checks.append(check_store(paths.db))
     sessions_check, session_count = check_sessions(paths.cline_dir)
@@ -129,10 +131,6 @@ def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
         )
     )
     return tuple(checks)
-
-
-def _default_settings(environ: Mapping[str, str]) -> Settings:
-    return Settings(db=default_db_path(), cline_dir=cline_sessions_root(environ, base=Path.cwd())[0])
 
 
 def check_python() -> Check:

@@ -28,10 +28,9 @@ from postrun.agents.cline import (
     resolve_targets,
 )
 from postrun.errors import NotParseableYet, PostrunError, SourceError, StoreError
-from postrun.records import SourceFile
 from postrun.schema import SchemaError
 from postrun.store.db import Database, describe_sqlite_error
-from postrun.store.ingest import UpsertResult, stored_state, upsert_session
+from postrun.store.write import UpsertResult, stored_state, upsert_session
 
 _NOW_UTC: Callable[[], datetime] = functools.partial(datetime.now, UTC)
 
@@ -164,12 +163,3 @@ def ingest_targets(targets: Sequence[str], *, db: Path, default_root: Path, max_
             else:
                 report.outcomes.append(outcome)
     return report
-
-
-def unchanged_since_stored(stored: Sequence[SourceFile], current: Sequence[SourceFile]) -> bool:
-    """True when the files have the size and modification time they had when last stored."""
-
-    def key(files: Sequence[SourceFile]) -> set[tuple[str, int, int]]:
-        return {(f.path, f.size, f.mtime_ns) for f in files}
-
-    return bool(current) and key(stored) == key(current)

@@ -2,7 +2,8 @@
 
 Nothing else in Postrun calls ``Path.home()``, reads HOME or XDG variables, or asks
 platformdirs: a command loads its settings once (``postrun.settings.load_settings``) and builds
-one :class:`Paths` from them and the same injected environment.
+one :class:`Paths` from their values (``postrun.settings.paths_for``) and the same injected
+environment.
 
 platformdirs reads HOME and ``XDG_*`` from the process environment itself; that is accepted,
 and it is why its calls stay here.
@@ -19,19 +20,15 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import platformdirs
 
 from postrun.errors import PostrunError
 
-if TYPE_CHECKING:
-    from postrun.settings import Settings
-
 APP_NAME = "postrun"
 CONFIG_VARIABLE = "POSTRUN_CONFIG"
 
-# Cline's own resolution of its sessions root, first match wins (spec/cline.md §1):
+# Cline's own resolution of its sessions root, first match wins:
 # the variable, and the folders below its value where the sessions live.
 _CLINE_SESSIONS_CHAIN: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("CLINE_SESSION_DATA_DIR", ()),
@@ -119,7 +116,7 @@ def config_file_location(explicit: Path | None, environ: Mapping[str, str], *, b
 
 @dataclass(frozen=True)
 class Paths:
-    """The locations one command works with, built once from its settings."""
+    """The locations one command works with, built once from its store, sessions root and environment."""
 
     home: Path
     db: Path
@@ -134,19 +131,19 @@ class Paths:
     launch_agents_dir: Path
 
     @classmethod
-    def from_settings(cls, settings: Settings, environ: Mapping[str, str], *, config_file: Path | None = None) -> Paths:
-        """Paths for ``settings``; ``config_file`` is the file the settings were read from
-        (``LoadedSettings.config_path``), found again from ``environ`` when not given."""
+    def build(cls, environ: Mapping[str, str], *, db: Path, cline_dir: Path, config_file: Path | None = None) -> Paths:
+        """Paths for the store ``db`` and the sessions root ``cline_dir``; ``config_file`` is the
+        file the settings were read from, found again from ``environ`` when not given."""
         home = home_dir(environ)
         if config_file is None:
             config_file, _ = config_file_location(None, environ, base=Path.cwd())
         log_dir = platformdirs.user_log_path(APP_NAME)
         return cls(
             home=home,
-            db=settings.db,
-            data_dir=settings.db.parent,
-            capture_lock=settings.db.with_name(settings.db.name + ".capture.lock"),
-            cline_dir=settings.cline_dir,
+            db=db,
+            data_dir=db.parent,
+            capture_lock=db.with_name(db.name + ".capture.lock"),
+            cline_dir=cline_dir,
             cline_default_sessions=cline_home_sessions(environ),
             config_file=config_file,
             log_dir=log_dir,

@@ -25,7 +25,6 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 SCHEMA_VERSION = "1.2"
-RECORD_KINDS = ("session", "segment", "actor", "turn", "step")
 
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
 _TIMESTAMP_MESSAGE = "expected ISO 8601 date-time with timezone"

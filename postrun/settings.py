@@ -6,7 +6,7 @@ the environment is injected (tests and the service control it), every value is c
 against the source that gave it, and an error names that source: the file, the variable
 (``POSTRUN_POLL_SECONDS``) or the flag (``--poll-seconds``).
 
-Decisions where the brief is silent:
+Decisions the precedence alone does not settle:
 - Every source is checked, even a value a higher source overrides: a broken file is
   reported now, not the day the override goes away.
 - The file is read strictly (``poll_seconds = "3"`` is a wrong type: TOML has numbers);
@@ -33,6 +33,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from postrun.errors import ConfigError, UsageError
 from postrun.paths import (
     CONFIG_VARIABLE,
+    Paths,
     cline_sessions_root,
     config_file_location,
     default_db_path,
@@ -141,6 +142,12 @@ class LoadedSettings:
     config_found: bool
     sources: Mapping[str, str]  # key -> "flag", "env POSTRUN_X", "file <path>", "default", "default, from VAR"
     warnings: tuple[str, ...]  # one line each, for the CLI to print as ``warning: ...``
+
+
+def paths_for(loaded: LoadedSettings, environ: Mapping[str, str]) -> Paths:
+    """The paths of a command run with these settings (and the file they were read from)."""
+    settings = loaded.settings
+    return Paths.build(environ, db=settings.db, cline_dir=settings.cline_dir, config_file=loaded.config_path)
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ For 10,000 sessions this stays a few megabytes: per session one id and two integ
 fingerprint the poller last saw, the fingerprint of the last read), plus small sets of
 open and recently changed sessions. Session paths are rebuilt from the root when needed.
 
-``plan_catch_up`` compares the root with the store at start-up: sessions whose files
-have the size and modification time they had when stored are skipped without being read.
+``plan_catch_up`` compares the root with the store at start-up: sessions whose files are
+the ones stored, unchanged (``postrun.capture.freshness``), are skipped without being read.
 """
 
 from __future__ import annotations
@@ -13,25 +13,18 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from postrun.agents.cline import Skipped, list_sessions, session_fingerprint
+from postrun.capture.freshness import FingerprintKey, fingerprint_key, same_files
 from postrun.errors import NotFound, PostrunError
-from postrun.ingest import unchanged_since_stored
 from postrun.records import SourceFile
 from postrun.store.capture_state import stored_fingerprints
 from postrun.store.db import Database
 
 ACTIVE_SECONDS = 24 * 3600  # a session changed this recently is polled every tick
-
-PrintKey = int
-
-
-def print_key(files: Sequence[SourceFile]) -> PrintKey:
-    """A compact stand-in for a session's fingerprints (size, mtime, inode of each file)."""
-    return hash(tuple((f.size, f.mtime_ns, f.ino) for f in files))
 
 
 def skipped_line(entry: Skipped) -> str:
@@ -50,7 +43,7 @@ class CatchUpPlan:
     root_found: bool
     present: tuple[str, ...]  # every session in the root, in listing order
     changed: tuple[str, ...]  # new, or changed since stored: to ingest
-    prints: dict[str, PrintKey]  # the fingerprints seen now, for every present session
+    fingerprints: dict[str, FingerprintKey]  # the fingerprints seen now, for every present session
     unchanged: frozenset[str]  # stored with exactly these fingerprints: nothing to read
     open: frozenset[str]  # stored without an end time
     recent: dict[str, float]  # sessions whose files changed in the last 24 h -> newest mtime
@@ -67,7 +60,7 @@ def plan_catch_up(root: Path, database: Database, *, wall_now: float) -> CatchUp
         listing = list_sessions(root)
     except NotFound:
         return CatchUpPlan(False, (), (), {}, frozenset(), frozenset(), {})
-    prints: dict[str, PrintKey] = {}
+    fingerprints: dict[str, FingerprintKey] = {}
     unchanged: set[str] = set()
     stored_open: set[str] = set()
     active_mtimes: dict[str, float] = {}
@@ -78,7 +71,7 @@ def plan_catch_up(root: Path, database: Database, *, wall_now: float) -> CatchUp
             files: tuple[SourceFile, ...] = session_fingerprint(location)
         except PostrunError:
             files = ()  # the ingest reports it
-        prints[session_id] = print_key(files)
+        fingerprints[session_id] = fingerprint_key(files)
         stored = stored_fingerprints(database, session_id)
         mtime = newest_mtime(files)
         if wall_now - mtime < ACTIVE_SECONDS:
@@ -86,7 +79,7 @@ def plan_catch_up(root: Path, database: Database, *, wall_now: float) -> CatchUp
         if stored is not None:
             if stored.open:
                 stored_open.add(session_id)
-            if files and unchanged_since_stored(stored.source_files, files):
+            if files and same_files(stored.source_files, files):
                 unchanged.add(session_id)
         if session_id in recent or session_id in stored_open:
             active_mtimes[session_id] = mtime
@@ -95,7 +88,7 @@ def plan_catch_up(root: Path, database: Database, *, wall_now: float) -> CatchUp
         root_found=True,
         present=present,
         changed=tuple(session_id for session_id in present if session_id not in unchanged),
-        prints=prints,
+        fingerprints=fingerprints,
         unchanged=frozenset(unchanged),
         open=frozenset(stored_open),
         recent=recent,
@@ -110,16 +103,16 @@ class SessionBook:
     def __init__(self, wall: Callable[[], float] = time.time) -> None:
         self.wall = wall
         self._lock = threading.Lock()
-        self._seen: dict[str, PrintKey | None] = {}  # session -> fingerprint the poller last saw
-        self._read: dict[str, PrintKey] = {}  # session -> fingerprint when last read (or known stored)
+        self._seen: dict[str, FingerprintKey | None] = {}  # session -> fingerprint the poller last saw
+        self._read: dict[str, FingerprintKey] = {}  # session -> fingerprint when last read (or known stored)
         self._open: set[str] = set()
         self._recent: dict[str, float] = {}  # session -> wall time of its last change (last 24 h)
 
     def load(self, plan: CatchUpPlan) -> None:
         """Start from a catch-up plan (start-up, or the store was recreated)."""
         with self._lock:
-            self._seen = dict(plan.prints)
-            self._read = {session_id: plan.prints[session_id] for session_id in plan.unchanged}
+            self._seen = dict(plan.fingerprints)
+            self._read = {session_id: plan.fingerprints[session_id] for session_id in plan.unchanged}
             self._open = set(plan.open)
             self._recent = dict(plan.recent)
 
@@ -150,7 +143,7 @@ class SessionBook:
             self._open.discard(session_id)
             self._recent.pop(session_id, None)
 
-    def saw(self, session_id: str, key: PrintKey) -> bool:
+    def saw(self, session_id: str, key: FingerprintKey) -> bool:
         """The poller saw these fingerprints; True when they differ from the last ones seen."""
         with self._lock:
             if session_id not in self._seen or self._seen[session_id] == key:
@@ -159,11 +152,11 @@ class SessionBook:
             self._recent[session_id] = self.wall()
             return True
 
-    def was_read_at(self, session_id: str, key: PrintKey) -> bool:
+    def was_read_at(self, session_id: str, key: FingerprintKey) -> bool:
         with self._lock:
             return self._read.get(session_id) == key
 
-    def read(self, session_id: str, key: PrintKey, *, is_open: bool | None = None) -> None:
+    def read(self, session_id: str, key: FingerprintKey, *, is_open: bool | None = None) -> None:
         """The session was read at these fingerprints (stored, or found torn)."""
         with self._lock:
             self._read[session_id] = key

@@ -1,4 +1,4 @@
-"""Time for the capture's scheduling: a monotonic clock, injectable so tests drive it."""
+"""Time for the capture's scheduling: a monotonic clock behind a protocol, so tests drive their own."""
 
 from __future__ import annotations
 
@@ -15,18 +15,3 @@ class Clock(Protocol):
 class MonotonicClock:
     def now(self) -> float:
         return time.monotonic()
-
-
-class FakeClock:
-    """A clock that moves only when told to (for tests of the scheduling rules)."""
-
-    def __init__(self, start: float = 1000.0) -> None:
-        self._now = start
-
-    def now(self) -> float:
-        return self._now
-
-    def advance(self, seconds: float) -> None:
-        if seconds < 0:
-            raise ValueError("a monotonic clock never goes back")
-        self._now += seconds

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from postrun.capture.context import CaptureContext
 from postrun.capture.log import configure_logging
-from postrun.capture.service import CaptureContext, OnceSummary, Signals, run_capture, run_once
+from postrun.capture.loop import run_capture
+from postrun.capture.once import OnceSummary, run_once
+from postrun.capture.signals import Signals
 from postrun.errors import PostrunError
 from postrun.paths import Paths
 from postrun.settings import LoadedSettings

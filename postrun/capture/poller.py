@@ -20,7 +20,8 @@ from pathlib import Path
 
 from postrun.agents.cline import Skipped, list_sessions, session_fingerprint
 from postrun.agents.cline.locate import SessionLocation
-from postrun.capture.book import SessionBook, print_key, skipped_line
+from postrun.capture.book import SessionBook, skipped_line
+from postrun.capture.freshness import fingerprint_key
 from postrun.capture.scheduler import Dispatcher, Reason
 from postrun.capture.watcher import SessionWatcher
 from postrun.errors import NotFound, PostrunError
@@ -247,7 +248,7 @@ class Poller:
             files = session_fingerprint(location)
         except PostrunError:
             return  # unreadable metadata: the ingest reports it when the session changes
-        if self.book.saw(location.session_id, print_key(files)):
+        if self.book.saw(location.session_id, fingerprint_key(files)):
             self.dispatcher.changed(location.session_id, reason)
             if self.watcher is not None:
                 self.watcher.want(location.session_id)

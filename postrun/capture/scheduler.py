@@ -5,7 +5,7 @@ the poller, ``take`` hands out the next session whose time has come, ``finished`
 what it cost. Nothing here reads files or sleeps: ``Dispatcher`` is the thin thread
 that waits for the next due time and runs the ingests.
 
-The rules (issue 3):
+The rules:
 
 - A session is ingested ``debounce_seconds`` after its last change, but never later
   than ``max_wait_seconds`` after the first change of a burst.

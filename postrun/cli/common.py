@@ -16,7 +16,7 @@ from postrun.agents import KNOWN_AGENTS
 from postrun.errors import PostrunError, UsageError
 from postrun.exitcodes import ExitCode
 from postrun.paths import Paths
-from postrun.settings import LoadedSettings, load_settings
+from postrun.settings import LoadedSettings, load_settings, paths_for
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -67,7 +67,7 @@ def load(**overrides: Any) -> tuple[LoadedSettings, Paths]:
     loaded = load_settings(config_file=state.config, overrides={"db": state.db, **overrides}, environ=os.environ)
     for warning in loaded.warnings:
         say(f"warning: {warning}")
-    return loaded, Paths.from_settings(loaded.settings, os.environ, config_file=loaded.config_path)
+    return loaded, paths_for(loaded, os.environ)
 
 
 def check_agent(agent: str | None) -> None:

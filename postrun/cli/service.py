@@ -10,11 +10,11 @@ from typing import Annotated
 
 import typer
 
-from postrun import doctor, service_files
+from postrun import doctor, units
 from postrun.cli.app import app
 from postrun.cli.common import command, load, say, state
 from postrun.paths import CONFIG_VARIABLE, env_value
-from postrun.service_files import Platform, Step
+from postrun.units import Platform, Step
 
 service_app = typer.Typer(
     help="Run capture as a per-user service (systemd --user on Linux, launchd on macOS).", no_args_is_help=True
@@ -27,7 +27,7 @@ PlatformOption = Annotated[
 
 
 def _platform(requested: str | None) -> Platform:
-    return service_files.parse_platform(requested, sys.platform)
+    return units.parse_platform(requested, sys.platform)
 
 
 def _echo_step(step: Step) -> None:
@@ -45,31 +45,31 @@ def service_install(
     target = _platform(platform)
     loaded, paths = load()
     named_config = state.config is not None or env_value(os.environ, CONFIG_VARIABLE) is not None
-    program = service_files.program_command(sys.argv[0], sys.executable, cwd=Path.cwd())
-    run = service_files.capture_command(
+    program = units.program_command(sys.argv[0], sys.executable, cwd=Path.cwd())
+    run = units.capture_command(
         program,
         config_file=loaded.config_path if named_config else None,
         db=loaded.settings.db if state.db is not None else None,
     )
     if dry_run:
-        file = service_files.service_file(target, paths, run)
+        file = units.service_file(target, paths, run)
         typer.echo(file.content, nl=False)
         say(f"dry run: would write {file.path}")
         return
 
-    def written(installed: service_files.Installed) -> None:
+    def written(installed: units.Installed) -> None:
         verb = {"new": "wrote", "replaced": "updated", "unchanged": "unchanged:"}[installed.change]
         typer.echo(f"{verb} {installed.file.path}")
         typer.echo(f"runs: {shlex.join(installed.file.command)}")
 
-    report = service_files.install_service(
+    report = units.install_service(
         target,
         paths,
         run,
         now=now,
         uid=os.getuid(),
         environ=os.environ,
-        runner=service_files.run_command,
+        runner=units.run_command,
         on_run=_echo_step,
         on_written=written,
     )
@@ -92,8 +92,8 @@ def service_uninstall(
     """Remove the user unit (or LaunchAgent) that `postrun service install` wrote."""
     target = _platform(platform)
     _, paths = load()
-    report = service_files.uninstall_service(
-        target, paths, now=now, uid=os.getuid(), runner=service_files.run_command, on_run=_echo_step
+    report = units.uninstall_service(
+        target, paths, now=now, uid=os.getuid(), runner=units.run_command, on_run=_echo_step
     )
     for warning in report.warnings:
         say(f"warning: {warning}")
@@ -111,7 +111,7 @@ def service_status(platform: PlatformOption = None) -> None:
     """Whether the service is installed, enabled and running."""
     target = _platform(platform)
     _, paths = load()
-    status = service_files.service_status(target, paths, service_files.run_command, uid=os.getuid())
+    status = units.service_status(target, paths, units.run_command, uid=os.getuid())
     if status.file is None:
         typer.echo(f"installed: no ({status.user_file} does not exist)")
     else:
@@ -133,7 +133,7 @@ def doctor_command() -> None:
             config_file=state.config,
             overrides=overrides,
             platform=_platform(None),
-            runner=service_files.run_command,
+            runner=units.run_command,
             uid=os.getuid(),
         )
     )

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from postrun.records import SourceFile
 from postrun.store.db import Database
-from postrun.store.ingest import decode_source_files
+from postrun.store.write import decode_source_files
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,13 +11,15 @@ from pathlib import Path
 import apsw
 import pytest
 
+from postrun.agents.cline import MappingCache, SessionLocation
 from postrun.capture.book import SessionBook, plan_catch_up
-from postrun.capture.clock import FakeClock
+from postrun.capture.job import IngestJob, MappingCaches
 from postrun.capture.scheduler import Due, Reason, Scheduler
-from postrun.capture.service import IngestJob, MappingCaches
+from postrun.ingest import IngestOutcome
 from postrun.store.db import Database
 from tests.conftest import FIXTURES
 from tests.support.capture_process import read_store
+from tests.support.clock import FakeClock
 from tests.support.logs import LogLines, captured
 
 BASIC = "1790000000000_basic"
@@ -63,7 +65,9 @@ def job(root: Path, db_path: Path) -> Iterator[tuple[IngestJob, Host]]:
     database = Database.open(db_path)
     book = SessionBook()
     book.load(plan_catch_up(root, database, wall_now=time.time()))
+    host = Host()
     job = IngestJob(
+        host=host,
         root=root,
         db_path=db_path,
         database=database,
@@ -72,14 +76,20 @@ def job(root: Path, db_path: Path) -> Iterator[tuple[IngestJob, Host]]:
         caches=MappingCaches(FakeClock()),
         logger=logging.getLogger("postrun.test.job"),
     )
-    host = Host()
-    job.host = host
     yield job, host
     job.close()
 
 
 def test_ingest_line_and_no_second_read_of_unchanged_files(job: tuple[IngestJob, Host], log: LogLines) -> None:
     ingest_job, _ = job
+    reads: list[str] = []
+    ingest = ingest_job.ingester.ingest
+
+    def counted(location: SessionLocation, cache: MappingCache | None = None) -> tuple[IngestOutcome, MappingCache]:
+        reads.append(location.session_id)
+        return ingest(location, cache)
+
+    ingest_job.ingester.ingest = counted
     assert ingest_job.run(Due(BASIC, "startup")).outcome == "ingested"
     assert log.lines == [
         "INFO cline ingested 1790000000000_basic (15 steps, 1 turns, 19 written) on startup in "
@@ -88,7 +98,7 @@ def test_ingest_line_and_no_second_read_of_unchanged_files(job: tuple[IngestJob,
     assert log.lines[0].endswith(" ms")
     result = ingest_job.run(Due(BASIC, "event"))  # a hint, but the files did not change
     assert (result.outcome, result.cost_seconds) == ("skipped", None)
-    assert ingest_job.reads == 1
+    assert reads == [BASIC]
     assert len(log.lines) == 1
 
 

@@ -13,12 +13,12 @@ import pytest
 
 from postrun.agents.cline import SessionLocation
 from postrun.capture.book import SessionBook, plan_catch_up
-from postrun.capture.clock import FakeClock
 from postrun.capture.poller import NEW_FOLDER_GRACE_SECONDS, Poller, root_state
 from postrun.capture.scheduler import Dispatcher, Scheduler
 from postrun.ingest import Ingester
 from postrun.store.db import Database
 from tests.conftest import FIXTURES
+from tests.support.clock import FakeClock
 from tests.support.logs import LogLines, captured
 
 BASIC = "1790000000000_basic"
@@ -86,8 +86,8 @@ def test_book_tracks_changes_and_reads(root: Path, database: Database) -> None:
     book = SessionBook()
     book.load(plan)
     assert BASIC in book
-    assert not book.was_read_at(BASIC, plan.prints[BASIC])  # new: not stored yet
-    assert not book.saw(BASIC, plan.prints[BASIC])  # the plan saw these fingerprints already
+    assert not book.was_read_at(BASIC, plan.fingerprints[BASIC])  # new: not stored yet
+    assert not book.saw(BASIC, plan.fingerprints[BASIC])  # the plan saw these fingerprints already
     assert book.saw(BASIC, 123)
     assert not book.saw(BASIC, 123)
     book.read(BASIC, 123, is_open=True)

@@ -20,8 +20,8 @@ from postrun.doctor import (
     exit_code,
     run_checks,
 )
-from postrun.service_files import CommandResult, ServiceStatus, State
 from postrun.store.db import STORE_VERSION, Database
+from postrun.units import CommandResult, ServiceStatus, State
 from tests.conftest import FIXTURES
 
 NO_BUS = "Failed to connect to bus: No medium found\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from postrun.service_files import LABEL, installed_command, render_plist, render_unit
+from postrun.units import LABEL, installed_command, render_plist, render_unit
 from tests.conftest import REPO
 
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")

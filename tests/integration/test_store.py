@@ -17,9 +17,9 @@ from postrun.errors import StoreError, StoreTooNewError
 from postrun.exitcodes import ExitCode
 from postrun.schema import envelope_problems
 from postrun.store.db import STORE_VERSION, Database, StoreMissing
-from postrun.store.ingest import stored_state, upsert_session
 from postrun.store.query import history, list_sessions, load_envelope, resolve_session_id, search_query
 from postrun.store.query import search as search_query_in
+from postrun.store.write import stored_state, upsert_session
 from tests.support import v12check
 from tests.support.builders import SESSION_ID, command_step, mapped_session, message_step
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import apsw
 
 from postrun.store.db import STORE_VERSION, Database
-from postrun.store.ingest import upsert_session
 from postrun.store.migrations import MIGRATIONS
+from postrun.store.write import upsert_session
 from tests.support.builders import command_step, mapped_session, message_step
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

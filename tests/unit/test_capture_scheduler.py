@@ -8,10 +8,11 @@ import time
 
 import pytest
 
-from postrun.capture.clock import FakeClock, MonotonicClock
+from postrun.capture.clock import MonotonicClock
 from postrun.capture.scheduler import Dispatcher, Due, Reason, Scheduler
+from tests.support.clock import FakeClock
 
-MAX_WAIT_SECONDS = 60  # issue 3: a session that keeps changing never waits longer
+MAX_WAIT_SECONDS = 60  # a session that keeps changing never waits longer than this
 
 DEBOUNCE = 2.0
 

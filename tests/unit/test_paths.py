@@ -13,7 +13,7 @@ import platformdirs
 import pytest
 
 from postrun.paths import Paths, ensure_private_dir, expand_path, home_dir
-from postrun.settings import Settings, load_settings
+from postrun.settings import load_settings, paths_for
 
 
 @pytest.fixture
@@ -32,8 +32,7 @@ def mode(path: Path) -> int:
 
 def test_fields_on_a_fake_home(home: Path, tmp_path: Path) -> None:
     db = tmp_path / "store" / "p.db"
-    settings = Settings(db=db, cline_dir=tmp_path / "watched")
-    paths = Paths.from_settings(settings, {"HOME": str(home)})
+    paths = Paths.build({"HOME": str(home)}, db=db, cline_dir=tmp_path / "watched")
     assert paths.home == home
     assert paths.db == db
     assert paths.data_dir == tmp_path / "store"
@@ -53,8 +52,7 @@ def test_xdg_folders(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     xdg = {name: str(tmp_path / name.lower()) for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME")}
     for name, value in xdg.items():
         monkeypatch.setenv(name, value)  # platformdirs reads the process environment
-    settings = Settings(db=tmp_path / "p.db", cline_dir=tmp_path)
-    paths = Paths.from_settings(settings, {"HOME": str(home), **xdg})
+    paths = Paths.build({"HOME": str(home), **xdg}, db=tmp_path / "p.db", cline_dir=tmp_path)
     assert paths.systemd_user_dir == tmp_path / "xdg_config_home" / "systemd" / "user"
     if sys.platform.startswith("linux"):  # macOS uses ~/Library whatever XDG says
         assert paths.log_dir == tmp_path / "xdg_state_home" / "postrun" / "log"
@@ -62,8 +60,9 @@ def test_xdg_folders(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def test_relative_xdg_config_home_is_ignored(home: Path, tmp_path: Path) -> None:
-    settings = Settings(db=tmp_path / "p.db", cline_dir=tmp_path)
-    paths = Paths.from_settings(settings, {"HOME": str(home), "XDG_CONFIG_HOME": "relative/cfg"})
+    paths = Paths.build(
+        {"HOME": str(home), "XDG_CONFIG_HOME": "relative/cfg"}, db=tmp_path / "p.db", cline_dir=tmp_path
+    )
     assert paths.systemd_user_dir == home / ".config" / "systemd" / "user"
 
 
@@ -75,7 +74,7 @@ def test_bare_id_folder_ignores_every_cline_dir_setting(home: Path, tmp_path: Pa
         "CLINE_DATA_DIR": str(tmp_path / "d"),
     }
     loaded = load_settings(config_file=None, overrides={}, environ=environ)
-    paths = Paths.from_settings(loaded.settings, environ, config_file=loaded.config_path)
+    paths = paths_for(loaded, environ)
     assert paths.cline_dir == tmp_path / "watched"
     assert paths.cline_default_sessions == home / ".cline" / "data" / "sessions"
 
@@ -85,8 +84,9 @@ def test_config_file_is_the_one_the_settings_came_from(home: Path, tmp_path: Pat
     config.write_text("poll_seconds = 4\n", encoding="utf-8")
     environ = {"HOME": str(home), "POSTRUN_CONFIG": str(config)}
     loaded = load_settings(config_file=None, overrides={}, environ=environ)
-    assert Paths.from_settings(loaded.settings, environ, config_file=loaded.config_path).config_file == config
-    assert Paths.from_settings(loaded.settings, environ).config_file == config
+    assert paths_for(loaded, environ).config_file == config
+    settings = loaded.settings
+    assert Paths.build(environ, db=settings.db, cline_dir=settings.cline_dir).config_file == config
 
 
 def test_home_comes_from_the_environment_else_the_account() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from postrun.errors import PostrunError, UsageError
 from postrun.paths import Paths
-from postrun.service_files import (
+from postrun.units import (
     LABEL,
     CommandResult,
     Step,

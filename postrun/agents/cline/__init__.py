@@ -2,6 +2,28 @@
 
 Reading (``locate``, ``files``, ``approvals``) is I/O at the edge; ``map_session``
 is pure and takes everything it needs as arguments.
+
+Where each Cline field is mapped (module.function)::
+
+    <id>/<id>.json (the manifest)
+      started_at                   mapping._started_at      session.started_at
+      ended_at, status             mapping.map_session      session.ended_at; status of calls left unanswered
+      workspace_root, cwd          mapping._session_record  session.workspace.root (cwd also tools' cwd)
+      metadata.git.url             mapping._session_record  session.workspace.repo
+      metadata.sessionHistoryOrigin.version, origin.version  mapping._session_record  session.agent.version
+      model, provider, status, metadata.title, metadata.git.branch  mapping._extras  stored columns
+      metadata.checkpoint.history[].runCount, createdAt  segments.plan_segments  segments
+    <id>.messages.json (the messages file)
+      version, agent               mapping._session_record, map_session  agent.format_version, root actor label
+      messages[].role, id, ts, content  transcript.read_transcript  messages (ts: times.epoch_ms)
+      messages[].metrics, modelInfo     transcript._note_facts       session.metrics, model fallback
+      content[] text / thinking    steps.map_message        turns (user), message and reasoning steps
+      user text wrappers, displayRole, metadata.kind  text.unwrap, text.is_synthetic  prompts, synthetic turns
+      content[] tool_use name, input    tools.map_tool_call  tool steps (inputs.requests_of for batches)
+      run_commands command / result     commands.render_command, parse_command_result  command, exit code, output
+      editor / apply_patch input        tools._editor_payload, _apply_patch, patch.parse_patch  edits
+      tool_result content, is_error     results.read_result, error_reports  step output, status, error
+    settings and globalState.json  approvals.approval_snapshot, decision_for  step approval decisions
 """
 
 from __future__ import annotations

@@ -45,18 +45,18 @@ def read_session(location: SessionLocation, *, max_bytes: int) -> SessionFiles:
     the manifest is not an object, and ``NotParseableYet`` (kind ``messages`` or
     ``manifest``) when either file is caught empty or half written.
     """
-    messages_print = stat_fingerprint(location.messages)
-    if messages_print is None:
+    messages_fingerprint = stat_fingerprint(location.messages)
+    if messages_fingerprint is None:
         raise SourceError(str(location.messages), "no messages file")
     _refuse_outside(location, location.messages)
     try:
         messages = read_json(location.messages, kind="messages", max_bytes=max_bytes)
     except NotFound:
         raise SourceError(str(location.messages), "no messages file") from None
-    source_files = [messages_print]
+    source_files = [messages_fingerprint]
     manifest: dict[str, Any] | None = None
-    manifest_print = stat_fingerprint(location.manifest)
-    if manifest_print is not None:
+    manifest_fingerprint = stat_fingerprint(location.manifest)
+    if manifest_fingerprint is not None:
         _refuse_outside(location, location.manifest)
         try:
             parsed = read_json(location.manifest, kind="manifest", max_bytes=max_bytes)
@@ -66,7 +66,7 @@ def read_session(location: SessionLocation, *, max_bytes: int) -> SessionFiles:
             if not isinstance(parsed, dict):
                 raise SourceError(str(location.manifest), "wrong shape: top level: expected an object")
             manifest = parsed
-            source_files.append(manifest_print)
+            source_files.append(manifest_fingerprint)
     return SessionFiles(location, messages, manifest, tuple(source_files))
 
 
@@ -78,4 +78,4 @@ def _refuse_outside(location: SessionLocation, path: Path) -> None:
 def session_fingerprint(location: SessionLocation) -> tuple[SourceFile, ...]:
     """Fingerprints of the files ``read_session`` would read (stat only, no read)."""
     found = (stat_fingerprint(location.messages), stat_fingerprint(location.manifest))
-    return tuple(print_ for print_ in found if print_ is not None)
+    return tuple(fingerprint for fingerprint in found if fingerprint is not None)

@@ -1,4 +1,4 @@
-"""A Cline session's files as v1.2 records (cline.md §5): pure, and incremental.
+"""A Cline session's files as v1.2 records: pure, and incremental.
 
 The mapping is a left-to-right fold over the messages. A message's steps are a
 function of the message, the result blocks its calls were answered with, a small

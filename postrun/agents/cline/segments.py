@@ -1,4 +1,4 @@
-"""Segments from Cline's checkpoint run counts (cline.md §5a).
+"""Segments from Cline's checkpoint run counts: one per run the user started.
 
 Cline records one checkpoint per user run (git workspaces only); ``runCount``
 is the run's user-turn number. Each distinct run count is one segment, and turn

@@ -1,4 +1,4 @@
-"""One message's steps (cline.md §5 Turns and Steps).
+"""One message's steps, mapped from that message alone.
 
 ``map_message`` is a pure function of the message, the result blocks its calls
 were answered with, its ``Context`` and the ``SessionFacts``: the mapping cache

@@ -50,7 +50,7 @@ def prompt_text(user_text: UserText) -> str:
 
 
 def is_synthetic(metadata: Any, first_text: str) -> bool:
-    """Whether a user message was injected by Cline rather than typed (cline.md §5 Turns)."""
+    """Whether a user message was injected by Cline rather than typed."""
     if isinstance(metadata, dict):
         return (
             metadata.get("kind") is not None

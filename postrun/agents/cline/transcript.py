@@ -133,7 +133,7 @@ class TranscriptResume:
     Holds no part of the parsed document but ``model_info``.
     """
 
-    prints: tuple[Fingerprint | None, ...]  # every message of the file by position (None: not an object)
+    fingerprints: tuple[Fingerprint | None, ...]  # every message of the file by position (None: not an object)
     messages: tuple[Message, ...]
     answers: Mapping[int, Mapping[int, BlockRef]]
     seen_ids: Mapping[str, int]
@@ -152,7 +152,7 @@ class _Pass:
         self.where = where
         self.seen_ids: dict[str, int] = {}
         self.waiting: dict[str, list[BlockRef]] = {}  # tool_use id -> calls not answered yet
-        self.prints: list[Fingerprint | None] = []
+        self.fingerprints: list[Fingerprint | None] = []
 
     def unique(self, raw_id: str) -> str:
         """An id base that stays unique when an id repeats (``call_0`` in every run of some models)."""
@@ -174,7 +174,7 @@ class _Pass:
         transcript.first_changed = len(resume.messages)
         self.seen_ids = dict(resume.seen_ids)
         self.waiting = {call_id: list(calls) for call_id, calls in resume.waiting.items()}
-        self.prints = list(resume.prints)
+        self.fingerprints = list(resume.fingerprints)
 
     def add(self, position: int, raw: Any, fingerprint: Fingerprint | None = None) -> None:
         transcript, where = self.transcript, self.where
@@ -183,7 +183,7 @@ class _Pass:
         role = raw.get("role")
         if role not in ROLES:
             # Skipped, but fingerprinted when it can be: a later pass must see it unchanged.
-            self.prints.append(fingerprint or _fingerprint_or_none(raw))
+            self.fingerprints.append(fingerprint or _fingerprint_or_none(raw))
             return
         blocks = _blocks(raw.get("content"), where, position)
         if fingerprint is None:
@@ -191,7 +191,7 @@ class _Pass:
                 fingerprint = _fingerprint(orjson.dumps(raw))
             except orjson.JSONEncodeError as exc:  # e.g. nested deeper than orjson writes
                 raise wrong_shape(where, f"messages[{position}]", str(exc)) from None
-        self.prints.append(fingerprint)
+        self.fingerprints.append(fingerprint)
         message_id = raw.get("id")
         key = self.unique(message_id) if isinstance(message_id, str) and message_id else f"#{position}"
         tool_keys: list[tuple[int, str]] = []
@@ -239,7 +239,7 @@ class _Pass:
     def finish(self) -> None:
         transcript = self.transcript
         transcript.resume = TranscriptResume(
-            prints=tuple(self.prints),
+            fingerprints=tuple(self.fingerprints),
             messages=tuple(transcript.messages),
             answers=dict(transcript.answers),
             seen_ids=self.seen_ids,
@@ -269,7 +269,7 @@ def read_transcript(document: Any, where: str, resume: TranscriptResume | None =
     start = 0
     if resume is not None and unchanged:
         walk.restore(resume)
-        start = len(resume.prints)
+        start = len(resume.fingerprints)
     for position in range(start, len(raw_messages)):
         walk.add(position, raw_messages[position], known[position] if position < len(known) else None)
     walk.finish()
@@ -279,11 +279,11 @@ def read_transcript(document: Any, where: str, resume: TranscriptResume | None =
 def _known_prefix(raw_messages: list[Any], resume: TranscriptResume | None) -> tuple[list[Fingerprint], bool]:
     """Fingerprints of the leading messages, taken while comparing them with the last pass's,
     and whether every message the last pass saw is still there, unchanged."""
-    if resume is None or len(raw_messages) < len(resume.prints):
+    if resume is None or len(raw_messages) < len(resume.fingerprints):
         return [], False
     found: list[Fingerprint] = []
     dumps = orjson.dumps  # the loop runs over every message of a live session: kept tight
-    for raw, seen in zip(raw_messages, resume.prints, strict=False):
+    for raw, seen in zip(raw_messages, resume.fingerprints, strict=False):
         if seen is None or not isinstance(raw, dict):
             return found, False  # the full pass reports or skips it
         try:

@@ -75,10 +75,10 @@ def files_with_document(
     doc: Any, manifest: dict[str, Any] | None = None, mtime_ns: int = 1_790_000_000_000_000_000
 ) -> SessionFiles:
     location = SessionLocation.in_root(ROOT, SESSION_ID)
-    prints = [SourceFile(str(location.messages), 100, mtime_ns, 1)]
+    fingerprints = [SourceFile(str(location.messages), 100, mtime_ns, 1)]
     if manifest is not None:
-        prints.append(SourceFile(str(location.manifest), 10, mtime_ns, 2))
-    return SessionFiles(location, doc, manifest, tuple(prints))
+        fingerprints.append(SourceFile(str(location.manifest), 10, mtime_ns, 2))
+    return SessionFiles(location, doc, manifest, tuple(fingerprints))
 
 
 def default_manifest(**changes: Any) -> dict[str, Any]:

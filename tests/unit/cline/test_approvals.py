@@ -1,4 +1,4 @@
-"""Decisions from Cline's auto-approval settings (cline.md §5, decision table)."""
+"""Decisions from Cline's auto-approval settings: the decision table."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from postrun.agents.cline import approval_snapshot, decision_for
 from tests.unit.cline.kit import FIXTURES, MAX_BYTES
 
-# cline.md §5, "Decision for other tool steps": each category's default when absent.
+# The decision for other tool steps: each category's default when absent.
 VSCODE_DEFAULTS = {
     "readFiles": True,
     "editFiles": True,

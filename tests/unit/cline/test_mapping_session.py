@@ -1,4 +1,4 @@
-"""Session, turns, messages and ordering (cline.md §5 Session, Turns, Steps, The rest)."""
+"""Session, turns, messages and ordering of the Cline mapping."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tool calls as steps: every tool row, input shape and outcome rule of cline.md §5."""
+"""Tool calls as steps: every tool row, input shape and outcome rule of the Cline mapping."""
 
 from __future__ import annotations
 

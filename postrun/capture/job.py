@@ -1,0 +1,254 @@
+"""One session's ingest as the capture runs it, on the ingest thread.
+
+Every ingest logs one line::
+
+    cline <ingested|updated|unchanged> <id> (<N> steps, <T> turns, <W> written) on <startup|event|poll> in <ms> ms
+
+A torn file logs, once per change::
+
+    cline <id>: <messages|manifest> file not parseable yet (mid-write?); will retry on next change
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol
+
+from postrun.agents.cline import MappingCache, SessionLocation, session_fingerprint
+from postrun.capture.book import SessionBook, plan_catch_up
+from postrun.capture.clock import Clock
+from postrun.capture.freshness import fingerprint_key
+from postrun.capture.scheduler import Due, Reason
+from postrun.errors import NotParseableYet, PostrunError, StoreError
+from postrun.ingest import Ingester
+from postrun.store.db import Database
+
+CACHE_LIMIT = 8  # mapping caches kept for the most recently changed sessions
+CACHE_IDLE_SECONDS = 300.0  # and dropped after this long without a change
+STORE_RETRY_FIRST_SECONDS = 2.0
+STORE_RETRY_MAX_SECONDS = 60.0
+
+Outcome = Literal["ingested", "updated", "unchanged", "torn", "failed", "store", "skipped", "gone"]
+
+
+@dataclass(frozen=True, slots=True)
+class JobResult:
+    outcome: Outcome
+    cost_seconds: float | None = None  # CPU time of the ingest; None when nothing was read
+
+    @property
+    def resolved(self) -> bool:
+        return self.outcome in ("ingested", "updated", "unchanged")
+
+
+class JobHost(Protocol):
+    """What an ingest needs from whoever schedules it."""
+
+    def report_once(self, session_id: str, problem: Hashable) -> bool: ...
+
+    def retry_later(self, session_id: str, reason: Reason, delay: float) -> None: ...
+
+    def catch_up(self, session_ids: Iterable[str]) -> None: ...
+
+
+class MappingCaches:
+    """The mapping caches of the few sessions that change right now (bounded, idle ones dropped)."""
+
+    def __init__(self, clock: Clock, *, limit: int = CACHE_LIMIT, idle_seconds: float = CACHE_IDLE_SECONDS) -> None:
+        self.clock = clock
+        self.limit = limit
+        self.idle_seconds = idle_seconds
+        self._lock = threading.Lock()
+        self._caches: OrderedDict[str, tuple[MappingCache, float]] = OrderedDict()
+
+    def get(self, session_id: str) -> MappingCache | None:
+        with self._lock:
+            entry = self._caches.get(session_id)
+            return None if entry is None else entry[0]
+
+    def put(self, session_id: str, cache: MappingCache) -> None:
+        with self._lock:
+            self._caches[session_id] = (cache, self.clock.now())
+            self._caches.move_to_end(session_id)
+            while len(self._caches) > self.limit:
+                self._caches.popitem(last=False)
+
+    def prune(self) -> None:
+        cutoff = self.clock.now() - self.idle_seconds
+        with self._lock:
+            for session_id in [s for s, (_, used) in self._caches.items() if used < cutoff]:
+                del self._caches[session_id]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._caches.clear()
+
+
+class StoreFaults:
+    """A locked or full store: say it once, retry with a growing delay, say when it recovers."""
+
+    def __init__(self, db: Path, logger: logging.Logger) -> None:
+        self.db = db
+        self.logger = logger
+        self.reason: str | None = None
+        self.delay = STORE_RETRY_FIRST_SECONDS
+
+    def failed(self, error: PostrunError) -> float:
+        """Log the fault (once per episode); returns how long to wait before retrying."""
+        if self.reason is None:
+            self.reason = error.reason
+            self.logger.error(
+                f"store {self.db}: {error.reason}; capture keeps running and retries"
+                f" (every {STORE_RETRY_MAX_SECONDS:g} s at most)"
+            )
+        else:
+            self.logger.debug(f"store {self.db}: still failing: {error.reason}")
+            self.delay = min(self.delay * 2, STORE_RETRY_MAX_SECONDS)
+        return self.delay
+
+    def succeeded(self) -> None:
+        if self.reason is not None:
+            self.logger.info(f"store {self.db}: writable again")
+            self.reason = None
+            self.delay = STORE_RETRY_FIRST_SECONDS
+
+
+class IngestJob:
+    """Ingests one session when the scheduler says so. Runs on one thread at a time.
+
+    Nothing is read when the session's fingerprints are those of its last read; the
+    store's file identity is checked before each ingest (a removed store is recreated
+    and caught up); a torn file or a bad session is reported once per change.
+    """
+
+    def __init__(
+        self,
+        *,
+        host: JobHost,
+        root: Path,
+        db_path: Path,
+        database: Database,
+        max_bytes: int,
+        book: SessionBook,
+        caches: MappingCaches,
+        logger: logging.Logger,
+        on_ingested: Callable[[], None] = lambda: None,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.root = root
+        self.db_path = db_path
+        self.database: Database | None = database
+        self.max_bytes = max_bytes
+        self.ingester = Ingester(database, max_bytes=max_bytes)
+        self.book = book
+        self.caches = caches
+        self.logger = logger
+        self.on_ingested = on_ingested
+        self.wall = wall
+        self.faults = StoreFaults(db_path, logger)
+        self.host = host
+
+    def run(self, due: Due) -> JobResult:
+        session_id = due.session_id
+        location = SessionLocation.in_root(self.root, session_id)
+        try:
+            files = session_fingerprint(location)
+        except PostrunError as exc:
+            return self._failed(session_id, ("stat", str(exc)), str(exc), None)
+        if not files or files[0].path != str(location.messages):
+            self.logger.debug(f"cline {session_id}: no messages file any more; stored data kept")
+            return JobResult("gone")
+        if not self._store_ready(due):
+            return JobResult("store")
+        key = fingerprint_key(files)
+        if self.book.was_read_at(session_id, key):
+            self.logger.debug(f"cline {session_id}: not read: files unchanged since the last read (on {due.reason})")
+            return JobResult("skipped")
+        assert self.database is not None
+        started = time.thread_time()
+        try:
+            outcome, cache = self.ingester.ingest(location, self.caches.get(session_id))
+        except NotParseableYet as exc:
+            cost = time.thread_time() - started
+            self.book.read(session_id, key)
+            # Once per change of the torn file itself: a touched manifest next to a torn
+            # messages file is read again, but the same tear is not news.
+            torn = next(((f.path, f.size, f.mtime_ns, f.ino) for f in files if f.path == exc.where), key)
+            if self.host.report_once(session_id, ("torn", exc.kind, torn)):
+                self.logger.info(
+                    f"cline {session_id}: {exc.kind} file not parseable yet (mid-write?); will retry on next change"
+                )
+            else:
+                self.logger.debug(f"cline {session_id}: {exc.kind} file still not parseable (already reported)")
+            return JobResult("torn", cost)
+        except StoreError as exc:
+            self.host.retry_later(session_id, due.reason, self.faults.failed(exc))
+            return JobResult("store", time.thread_time() - started)
+        except PostrunError as exc:
+            return self._failed(session_id, ("failed", key), str(exc), key, time.thread_time() - started)
+        except Exception as exc:  # one bad session must never stop the capture
+            detail = f"internal error: {type(exc).__name__}: {exc}"
+            self.logger.debug(f"cline {session_id}: {detail}", exc_info=True)
+            return self._failed(session_id, ("failed", key), detail, key, time.thread_time() - started)
+        cost = time.thread_time() - started
+        self.faults.succeeded()
+        self.book.read(session_id, key, is_open=outcome.open)
+        if due.reason != "startup" or outcome.open:
+            self.caches.put(session_id, cache)  # it is likely to change again soon
+        self.logger.info(
+            f"cline {outcome.status} {session_id} ({outcome.steps} steps, {outcome.turns} turns,"
+            f" {outcome.rows_written} written) on {due.reason} in {round(outcome.elapsed_ms)} ms"
+        )
+        self.on_ingested()
+        return JobResult(outcome.status, cost)
+
+    def _failed(
+        self, session_id: str, problem: Hashable, message: str, key: int | None, cost: float | None = None
+    ) -> JobResult:
+        if key is not None:
+            self.book.read(session_id, key)  # retried on the next change, not on every poll
+        if self.host.report_once(session_id, problem):
+            self.logger.error(f"cline {session_id}: {message}")
+        return JobResult("failed", cost)
+
+    def check_store(self) -> None:
+        """Housekeeping between ingests: notice a removed store even when nothing changes."""
+        self._store_ready(None)
+
+    def _store_ready(self, due: Due | None) -> bool:
+        """Check the store file's identity before the transaction; recreate it if it went away."""
+        if self.database is not None and not self.database.identity_changed():
+            return True
+        if self.database is not None:
+            self.logger.error(
+                f"store {self.db_path}: the database file was removed or replaced; recreating it and catching up"
+            )
+            self.database.close()  # before opening the new file: the old WAL must not meet it
+            self.database = None
+        try:
+            database = Database.open(self.db_path)
+        except StoreError as exc:
+            delay = self.faults.failed(exc)
+            if due is not None:
+                self.host.retry_later(due.session_id, due.reason, delay)
+            return False
+        self.database = database
+        self.ingester = Ingester(database, max_bytes=self.max_bytes)
+        self.caches.clear()
+        self.book.forget_reads()
+        plan = plan_catch_up(self.root, database, wall_now=self.wall())
+        self.book.load(plan)
+        self.host.catch_up(plan.changed)
+        self.logger.info(f"cline: catching up {len(plan.changed)} sessions into the new store")
+        return True
+
+    def close(self) -> None:
+        if self.database is not None:
+            self.database.close()
+            self.database = None

@@ -1,0 +1,336 @@
+"""``postrun capture`` until stopped: the running capture, its main-thread loop, and reload.
+
+Threads: the main thread waits for signals and talks to the service manager (sd_notify);
+one ingest thread (``Dispatcher``) runs every ingest, so the store has one connection and
+one writer; the poll thread lists and stats; watchdog's threads turn events into hints.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Hashable
+from typing import Literal
+
+from postrun.capture.book import SessionBook, plan_catch_up
+from postrun.capture.context import CaptureContext, capture_lock, watching_line
+from postrun.capture.job import IngestJob, MappingCaches
+from postrun.capture.lock import CaptureLock
+from postrun.capture.notify import Notifier
+from postrun.capture.poller import Poller, root_state
+from postrun.capture.scheduler import Dispatcher, Due, Scheduler
+from postrun.capture.signals import Signals
+from postrun.capture.watcher import MAX_FOLDER_WATCHES, SessionWatcher
+from postrun.errors import AlreadyRunning, PostrunError
+from postrun.settings import LoadedSettings, paths_for
+from postrun.store.db import Database
+from postrun.text import plural
+from postrun.timestamps import utc_now
+
+STOP_GRACE_SECONDS = 4.0  # SIGTERM: the ingest in progress gets this long (exit within 5 s)
+MAIN_TICK_SECONDS = 1.0
+
+
+class CaptureService:
+    """One configuration's worth of capture: built at start and again after SIGHUP."""
+
+    def __init__(
+        self,
+        context: CaptureContext,
+        lock: CaptureLock,
+        *,
+        notifier: Notifier,
+        first: bool,
+        reported: dict[str, Hashable] | None = None,
+    ) -> None:
+        self.context = context
+        self.settings = context.settings
+        self.root = self.settings.cline_dir
+        self.logger = context.logger
+        self.lock = lock
+        self.notifier = notifier
+        self.first = first
+        self.book = SessionBook()
+        self.caches = MappingCaches(context.clock)
+        self.scheduler = Scheduler(context.clock, debounce_seconds=self.settings.debounce_seconds)
+        # Problems already logged (a torn file, a bad session) stay logged across a reload.
+        self.scheduler.remember_reported(reported or {})
+        self.job: IngestJob | None = None
+        self.dispatcher = Dispatcher(self.scheduler, self._run_job, housekeeping=self._housekeeping)
+        self._lost_lock = False
+        self.watcher: SessionWatcher | None = None
+        self.poller: Poller | None = None
+        self._info_lock = threading.Lock()
+        self._last_ingest: str | None = None
+        self._catch_up_total = 0
+        self._catch_up_started = 0.0
+        self._caught_up = False
+        self._status = ""
+
+    # -- start and stop ----------------------------------------------------------------
+
+    def start(self) -> None:
+        settings = self.settings
+        database = Database.open(self.context.paths.db)
+        self.job = IngestJob(
+            host=self.dispatcher,
+            root=self.root,
+            db_path=self.context.paths.db,
+            database=database,
+            max_bytes=settings.max_bytes,
+            book=self.book,
+            caches=self.caches,
+            logger=self.logger,
+            on_ingested=self._ingested,
+        )
+        if settings.use_events:
+            self.watcher = SessionWatcher(self.root, self._hint, logger=self.logger)
+        self.poller = Poller(
+            self.root,
+            self.book,
+            self.dispatcher,
+            self.watcher,
+            poll_seconds=settings.poll_seconds,
+            full_sweep_seconds=settings.full_sweep_minutes * 60,
+            logger=self.logger,
+            on_sweep=self.caches.prune,
+        )
+        state = root_state(self.root)  # before listing: a folder created meanwhile is listed again
+        if self.watcher is not None:
+            self.watcher.sync(None if state is None else state[:2])  # events from here on are hints
+        plan = plan_catch_up(self.root, database, wall_now=time.time())
+        self.book.load(plan)
+        self.poller.prime(state if plan.root_found else None, plan.present, plan.skipped)
+        if self.watcher is not None:
+            for session_id in reversed(plan.watch_first[:MAX_FOLDER_WATCHES]):
+                self.watcher.want(session_id)  # the sessions likely to change next, most recent last
+            self.watcher.sync(None if state is None else state[:2])
+        if not plan.root_found:
+            self.logger.warning(f"cline: {self.root} does not exist yet; capture waits for it to appear")
+        self.logger.info(watching_line(self.root, len(plan.present), len(plan.changed)))
+        self.logger.debug(
+            f"capture: debounce {settings.debounce_seconds:g} s, poll {settings.poll_seconds:g} s,"
+            f" events {'on' if settings.use_events else 'off'}, full sweep every {settings.full_sweep_minutes:g} min,"
+            f" files up to {settings.max_file_mb} MB, {len(self.watcher.watched_folders) if self.watcher else 0}"
+            " session folders watched"
+        )
+        self._catch_up_total = len(plan.changed)
+        self._catch_up_started = time.monotonic()
+        self._caught_up = not plan.changed
+        progress = self.context.progress
+        if progress is not None and self.first and plan.changed:
+            progress.start(len(plan.changed))
+        self.dispatcher.catch_up(plan.changed)
+        self.dispatcher.start()
+        self.poller.start()
+        self._update_lock_info()
+
+    def stop(self, grace: float | None = STOP_GRACE_SECONDS) -> bool:
+        """Stop hints, let the ingest in progress finish (within ``grace`` seconds; None: however
+        long it takes), close the store. False when the ingest did not finish in time."""
+        if self.poller is not None:
+            self.poller.stop()
+        if self.watcher is not None:
+            self.watcher.stop()
+        finished = self.dispatcher.stop(grace)
+        if self.context.progress is not None:
+            self.context.progress.finish()
+        if finished and self.job is not None:
+            self.job.close()
+        return finished
+
+    # -- the main thread's loop --------------------------------------------------------
+
+    def serve(self, signals: Signals) -> Literal["stop", "reload", "failed"]:
+        """Wait for a signal, pinging the service manager's watchdog; returns why it ended."""
+        interval = self.notifier.watchdog_interval
+        next_ping = 0.0
+        while True:
+            if signals.stop:
+                return "stop"
+            if signals.reload:
+                signals.reload = False
+                return "reload"
+            if self._lost_lock:
+                return "failed"
+            if not (self.dispatcher.is_alive() and self.poller is not None and self.poller.is_alive()):
+                self.logger.error("capture: internal error: a worker thread stopped; exiting")
+                return "failed"
+            self._refresh_status()
+            now = time.monotonic()
+            if interval is not None and now >= next_ping:
+                self.notifier.watchdog()
+                next_ping = now + interval
+            timeout = MAIN_TICK_SECONDS if interval is None else min(MAIN_TICK_SECONDS, max(next_ping - now, 0.01))
+            signals.wait(timeout)
+            signals.event.clear()
+
+    @property
+    def status_line(self) -> str:
+        left, _ = self.dispatcher.snapshot()
+        if left and self._catch_up_total:
+            return f"catching up: {self._catch_up_total - left}/{self._catch_up_total} sessions"
+        last = f"; last ingest {self._last_ingest}" if self._last_ingest else ""
+        return f"watching {len(self.book)} sessions in {self.root}{last}"
+
+    # -- callbacks from other threads --------------------------------------------------
+
+    def _run_job(self, due: Due) -> tuple[float | None, bool]:
+        assert self.job is not None
+        result = self.job.run(due)
+        if due.reason == "startup":
+            if self.context.progress is not None:
+                self.context.progress.advance()
+            left, _ = self.dispatcher.snapshot()
+            if left == 0:
+                self._caught_up_now()
+        return result.cost_seconds, result.resolved
+
+    def _caught_up_now(self) -> None:
+        with self._info_lock:
+            if self._caught_up:
+                return
+            self._caught_up = True
+        if self.context.progress is not None:
+            self.context.progress.finish()
+        elapsed = time.monotonic() - self._catch_up_started
+        self.logger.info(f"cline: caught up with {plural(self._catch_up_total, 'session')} in {elapsed:.1f} s")
+
+    def _housekeeping(self) -> None:
+        """On the ingest thread, every few seconds: the store file and the lock file are still ours."""
+        if self.job is not None:
+            self.job.check_store()
+        with self._info_lock:
+            if self.lock.info is None or self.lock.still_in_place():
+                return
+            try:
+                self.lock.renew()
+            except AlreadyRunning as exc:
+                self.logger.error(f"capture: the capture lock was removed and {exc.reason}; stopping")
+                self._lost_lock = True
+                return
+        self.logger.warning(f"capture: the capture lock {self.lock.path} was removed; took it again")
+
+    def _hint(self, session_id: str | None) -> None:
+        """An event (watchdog's thread): a known session changed, or the poller should look."""
+        if session_id is not None and session_id in self.book:
+            self.dispatcher.changed(session_id, "event")
+            return
+        if session_id is not None and self.watcher is not None:
+            self.watcher.want(session_id)  # a new folder: watch it, its files are coming
+        if self.poller is not None:
+            self.poller.wake()
+
+    def _ingested(self) -> None:
+        with self._info_lock:
+            self._last_ingest = utc_now()
+        self._update_lock_info()
+
+    def _update_lock_info(self) -> None:
+        with self._info_lock:
+            self.lock.update(last_ingest=self._last_ingest, sessions_watched=len(self.book))
+
+    def _refresh_status(self) -> None:
+        status = self.status_line
+        if status != self._status:
+            self._status = status
+            self.notifier.status(status)
+            if self.lock.info is not None and self.lock.info.sessions_watched != len(self.book):
+                self._update_lock_info()
+
+
+def run_capture(context: CaptureContext, signals: Signals) -> int:
+    """Capture in the foreground until SIGTERM/SIGINT; SIGHUP re-reads the configuration.
+
+    Raises AlreadyRunning (exit 75) when another capture holds the store, StoreError when the
+    store cannot be opened at start. Returns the exit code.
+    """
+    notifier = Notifier(context.environ, pid=os.getpid())
+    lock = capture_lock(context.paths)
+    lock.acquire()
+    try:
+        service = _started(CaptureService(context, lock, notifier=notifier, first=True))
+        context.on_ready(os.getpid())
+        notifier.ready(service.status_line)
+        while True:
+            ended = service.serve(signals)
+            if ended == "reload":
+                reloaded = _reloaded(context)
+                if reloaded is None:
+                    continue  # nothing to apply: the running service goes on as it was
+                notifier.reloading()
+            else:
+                notifier.stopping()
+                context.logger.info("capture: stopping")
+            # A reload waits for the ingest in progress however long it takes; a stop waits a
+            # few seconds, then leaves without it (SQLite rolls an unfinished write back).
+            if not service.stop(None if ended == "reload" else STOP_GRACE_SECONDS):
+                context.logger.warning(
+                    "capture: stopped without waiting for the ingest in progress (redone next start)"
+                )
+                logging.shutdown()
+                os._exit(0)  # the ingest thread still uses the store: no clean interpreter exit
+            if ended == "failed":
+                return 1
+            if ended == "stop":
+                context.logger.info("capture: stopped")
+                return 0
+            assert reloaded is not None
+            context = reloaded
+            reported = service.scheduler.reported_problems()
+            service = _started(CaptureService(context, lock, notifier=notifier, first=False, reported=reported))
+            notifier.send("READY=1", f"STATUS={service.status_line}")
+    finally:
+        if lock.info is not None:
+            lock.release()
+
+
+def _started(service: CaptureService) -> CaptureService:
+    try:
+        service.start()
+    except BaseException:
+        service.stop()
+        raise
+    return service
+
+
+def _reloaded(context: CaptureContext) -> CaptureContext | None:
+    """The context with the configuration read again (SIGHUP); None when there is nothing to
+    apply: the file is broken (the previous configuration stays) or nothing changed."""
+    logger = context.logger
+    if context.reload is None:
+        return None
+    try:
+        loaded = context.reload()
+    except PostrunError as exc:
+        logger.error(f"capture: configuration not reloaded: {exc}; keeping the previous one")
+        return None
+    for warning in loaded.warnings:
+        logger.warning(warning)
+    settings = loaded.settings
+    if settings.db != context.settings.db:
+        logger.warning(
+            f"capture: the store cannot change while capture runs; still using {context.settings.db}"
+            " (restart capture to switch)"
+        )
+        settings = settings.model_copy(update={"db": context.settings.db})
+        loaded = LoadedSettings(settings, loaded.config_path, loaded.config_found, loaded.sources, loaded.warnings)
+    source = str(loaded.config_path) if loaded.config_found else f"{loaded.config_path} (absent: defaults)"
+    if settings == context.settings:
+        logger.info(f"capture: configuration re-read from {source}; nothing changed")
+        return None
+    context.set_log_level(settings.log_level)
+    logger.info(f"capture: configuration reloaded from {source}")
+    return CaptureContext(
+        loaded=loaded,
+        paths=paths_for(loaded, context.environ),
+        environ=context.environ,
+        logger=logger,
+        progress=None,
+        reload=context.reload,
+        on_ready=context.on_ready,
+        set_log_level=context.set_log_level,
+        clock=context.clock,
+    )

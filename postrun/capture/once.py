@@ -1,0 +1,96 @@
+"""``postrun capture --once``: the start-up pass alone, then a tally."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+
+from postrun.capture.book import SessionBook, plan_catch_up, skipped_line
+from postrun.capture.context import CaptureContext, capture_lock, watching_line
+from postrun.capture.job import IngestJob, MappingCaches, Outcome
+from postrun.capture.scheduler import Due, Reason
+from postrun.capture.signals import Signals
+from postrun.store.db import Database
+
+
+@dataclass
+class OnceSummary:
+    present: int = 0
+    ingested: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    torn: int = 0
+    failed: int = 0
+    elapsed_ms: float = 0.0
+
+    def line(self) -> str:
+        return (
+            f"summary: {self.present} sessions, {self.ingested} ingested, {self.updated} updated,"
+            f" {self.unchanged} unchanged, {self.torn} torn, {self.failed} failed in {round(self.elapsed_ms)} ms"
+        )
+
+    def count(self, outcome: Outcome) -> None:
+        if outcome in ("ingested", "updated", "unchanged", "torn"):
+            setattr(self, outcome, getattr(self, outcome) + 1)
+        elif outcome in ("skipped", "gone"):
+            self.unchanged += 1  # nothing to read (same files, or gone meanwhile): the store keeps it as it was
+        elif outcome in ("failed", "store"):
+            self.failed += 1
+
+
+class _OnceHost:
+    """``--once`` reports every problem and never retries."""
+
+    def report_once(self, session_id: str, problem: Hashable) -> bool:
+        return True
+
+    def retry_later(self, session_id: str, reason: Reason, delay: float) -> None:
+        return None
+
+    def catch_up(self, session_ids: Iterable[str]) -> None:
+        return None
+
+
+def run_once(context: CaptureContext, signals: Signals | None = None) -> OnceSummary:
+    """The start-up pass alone: ingest what is new or changed, then return the tally."""
+    settings, logger = context.settings, context.logger
+    started = time.monotonic()
+    with capture_lock(context.paths):
+        job = IngestJob(
+            host=_OnceHost(),
+            root=settings.cline_dir,
+            db_path=context.paths.db,
+            database=Database.open(context.paths.db),
+            max_bytes=settings.max_bytes,
+            book=SessionBook(),
+            caches=MappingCaches(context.clock, limit=0),
+            logger=logger,
+        )
+        progress = context.progress
+        try:
+            assert job.database is not None
+            plan = plan_catch_up(settings.cline_dir, job.database, wall_now=time.time())
+            if not plan.root_found:
+                logger.warning(f"cline: {settings.cline_dir} does not exist; nothing to ingest")
+            for entry in plan.skipped:
+                if entry.warn:
+                    logger.warning(skipped_line(entry))
+            logger.info(watching_line(settings.cline_dir, len(plan.present), len(plan.changed)))
+            job.book.load(plan)
+            summary = OnceSummary(present=len(plan.present), unchanged=len(plan.unchanged))
+            if progress is not None and plan.changed:
+                progress.start(len(plan.changed))
+            for session_id in plan.changed:
+                if signals is not None and signals.stop:
+                    logger.info("capture: interrupted; the sessions not read yet are read on the next run")
+                    break
+                summary.count(job.run(Due(session_id, "startup")).outcome)
+                if progress is not None:
+                    progress.advance()
+        finally:
+            if progress is not None:
+                progress.finish()
+            job.close()
+    summary.elapsed_ms = (time.monotonic() - started) * 1000
+    return summary

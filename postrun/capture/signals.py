@@ -1,0 +1,41 @@
+"""The capture's signals: SIGTERM/SIGINT ask to stop, SIGHUP to re-read the configuration."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from types import FrameType
+
+
+class Signals:
+    """SIGTERM/SIGINT ask to stop, SIGHUP to re-read the configuration (main thread only)."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.stop = False
+        self.reload = False
+        self._previous: dict[int, object] = {}
+
+    def install(self) -> None:
+        for number, handler in (
+            (signal.SIGTERM, self._on_stop),
+            (signal.SIGINT, self._on_stop),
+            (signal.SIGHUP, self._on_reload),
+        ):
+            self._previous[number] = signal.signal(number, handler)
+
+    def restore(self) -> None:
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)  # type: ignore[arg-type]
+        self._previous.clear()
+
+    def wait(self, timeout: float) -> None:
+        self.event.wait(timeout)
+
+    def _on_stop(self, _number: int, _frame: FrameType | None) -> None:
+        self.stop = True
+        self.event.set()
+
+    def _on_reload(self, _number: int, _frame: FrameType | None) -> None:
+        self.reload = True
+        self.event.set()

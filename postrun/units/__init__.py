@@ -1,0 +1,67 @@
+"""Run ``postrun capture`` as a per-user service: the systemd user unit and the launchd agent.
+
+``render`` makes the files (and reads an installed one back), ``install`` writes or removes
+them and has the manager start or stop the service, ``status`` asks the manager what runs;
+every external command (``systemctl``, ``launchctl``) goes through ``commands``' one
+injectable ``Runner``.
+"""
+
+from __future__ import annotations
+
+from postrun.units.commands import NO_USER_MANAGER, CommandResult, Runner, Step, run_command, run_steps, shell_line
+from postrun.units.install import (
+    Installed,
+    InstallReport,
+    UninstallReport,
+    activation_steps,
+    install_file,
+    install_service,
+    uninstall_files,
+    uninstall_service,
+)
+from postrun.units.render import (
+    LABEL,
+    Platform,
+    ServiceFile,
+    capture_command,
+    installed_command,
+    parse_platform,
+    program_command,
+    render_plist,
+    render_unit,
+    service_file,
+    unreachable_variables,
+)
+from postrun.units.status import ServiceStatus, State, service_status
+
+__all__ = [
+    "LABEL",
+    "NO_USER_MANAGER",
+    "CommandResult",
+    "InstallReport",
+    "Installed",
+    "Platform",
+    "Runner",
+    "ServiceFile",
+    "ServiceStatus",
+    "State",
+    "Step",
+    "UninstallReport",
+    "activation_steps",
+    "capture_command",
+    "install_file",
+    "install_service",
+    "installed_command",
+    "parse_platform",
+    "program_command",
+    "render_plist",
+    "render_unit",
+    "run_command",
+    "run_steps",
+    "service_file",
+    "service_status",
+    "shell_line",
+    "uninstall_files",
+    "uninstall_service",
+    "unreachable_variables",
+]
