@@ -9,12 +9,14 @@ same files.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from bench.floor import parse_floor
 from bench.history import WrittenSession
+from bench.peer import Agentsview, PeerRun
 from bench.proc import Finished, postrun_command, run
 from bench.stats import median
 
@@ -30,10 +32,16 @@ class ColdRun:
     cpu_seconds: float
     max_rss_bytes: int
     floor_seconds: float
+    peer: PeerRun | None = None
 
     @property
     def ratio(self) -> float:
         return self.wall_seconds / self.floor_seconds
+
+    @property
+    def peer_ratio(self) -> float:
+        """Postrun's wall time over the peer's, on the same slice."""
+        return self.wall_seconds / self.peer.wall_seconds if self.peer else float("nan")
 
     @property
     def steps_per_second(self) -> float:
@@ -56,12 +64,15 @@ class ColdResult:
         return median([getattr(r, name) for r in self.runs])
 
 
-def measure_cold(sessions: Sequence[WrittenSession], env: Mapping[str, str], *, runs: int) -> ColdResult:
+def measure_cold(
+    sessions: Sequence[WrittenSession], env: Mapping[str, str], *, runs: int, peer: Agentsview | None = None
+) -> ColdResult:
     results: list[ColdRun] = []
     for index in range(runs):
         part = sessions[index::runs]
         files = [path for s in part for path in (s.messages_path, s.manifest_path)]
         floor = parse_floor(files)
+        os.sync()  # the generator's writeback is not the ingest's cost
         finished = run(
             [*postrun_command(), "ingest", "--agent", "cline", *(str(s.messages_path.parent) for s in part)], env
         )
@@ -76,6 +87,7 @@ def measure_cold(sessions: Sequence[WrittenSession], env: Mapping[str, str], *, 
                 cpu_seconds=finished.cpu_seconds,
                 max_rss_bytes=finished.max_rss_bytes,
                 floor_seconds=floor,
+                peer=peer.sync(part) if peer is not None else None,
             )
         )
     return ColdResult(tuple(results))

@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import dataclasses
 import math
+import os
 import shlex
 import shutil
 import sys
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import orjson
 
-from bench import cold, daemon, live, report, storesize, warm
+from bench import cold, daemon, live, peer, report, storesize, warm
 from bench.history import HISTORY_END_MS, MESSAGES_PER_TURN, SessionWriter, open_session, write_history
 from bench.machine import describe
 from bench.noise import CpuMark, others_share
@@ -105,6 +106,12 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, Profile]:
     parser.add_argument("--output", type=Path, default=REPO / "BENCHMARKS.md", help="the file to update")
     parser.add_argument("--no-write", action="store_true", help="print the table only")
     parser.add_argument("--json", type=Path, help="also write every figure as JSON here")
+    parser.add_argument(
+        "--peer",
+        choices=peer.PEERS,
+        help=f"also time this peer's sync of each cold-ingest slice (installs {peer.AGENTSVIEW}=="
+        f"{peer.AGENTSVIEW_VERSION} into this interpreter when missing)",
+    )
     args = parser.parse_args(argv)
     profile = FULL if args.full else QUICK
     overrides = {
@@ -130,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="postrun-bench-"))
     started = time.monotonic()
     try:
-        results = measure(profile, args.seed, workdir, command.strip())
+        results = measure(profile, args.seed, workdir, command.strip(), peer_name=args.peer)
     finally:
         if args.workdir is None and not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -156,7 +163,11 @@ def phase(title: str) -> Iterator[None]:
     log(f"  ... {time.monotonic() - started:.0f} s")
 
 
-def measure(profile: Profile, seed: int, workdir: Path, command: str) -> report.Results:
+def measure(profile: Profile, seed: int, workdir: Path, command: str, *, peer_name: str | None) -> report.Results:
+    peer_tool = None
+    if peer_name is not None:
+        with phase(f"installing {peer.AGENTSVIEW}=={peer.AGENTSVIEW_VERSION} when missing"):
+            peer_tool = peer.Agentsview(peer.ensure_agentsview(), workdir / "peer", os.environ)
     mark = CpuMark.now()
     root = workdir / "cline" / "sessions"  # Cline's layout: <data dir>/sessions/<id>/
     db = workdir / "store" / "postrun.db"
@@ -170,8 +181,9 @@ def measure(profile: Profile, seed: int, workdir: Path, command: str) -> report.
         f"{history.sessions:,} finished sessions, {history.messages:,} messages, {history.tool_calls:,} tool calls,"
         f" {history.bytes / MB:,.0f} MB (seed {seed}, mean {profile.turns:g} turns of {MESSAGES_PER_TURN} messages)"
     )
-    with phase(f"1 cold ingest: {described}; {profile.cold_runs} runs"):
-        cold_result = cold.measure_cold(history.written, env, runs=profile.cold_runs)
+    then_peer = f", each then {peer_name} sync" if peer_name else ""
+    with phase(f"1 cold ingest: {described}; {profile.cold_runs} runs{then_peer}"):
+        cold_result = cold.measure_cold(history.written, env, runs=profile.cold_runs, peer=peer_tool)
         store_result = storesize.measure_store(db, source_bytes=history.bytes)
     with phase(f"2 warm start: {profile.warm_runs} runs"):
         warm_result = warm.measure_warm(env, runs=profile.warm_runs, scratch=workdir)
