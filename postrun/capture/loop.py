@@ -11,9 +11,11 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
+from pathlib import Path
 from typing import Literal
 
+from postrun.agents.cline import list_sessions
 from postrun.capture.book import SessionBook, plan_catch_up
 from postrun.capture.context import CaptureContext, capture_lock, watching_line
 from postrun.capture.job import IngestJob, MappingCaches
@@ -23,7 +25,7 @@ from postrun.capture.poller import Poller, root_state
 from postrun.capture.scheduler import Dispatcher, Due, Scheduler
 from postrun.capture.signals import Signals
 from postrun.capture.watcher import MAX_FOLDER_WATCHES, SessionWatcher
-from postrun.errors import AlreadyRunning, PostrunError
+from postrun.errors import AlreadyRunning, NotFound, PostrunError
 from postrun.settings import LoadedSettings, paths_for
 from postrun.store.db import Database
 from postrun.text import plural
@@ -31,6 +33,7 @@ from postrun.timestamps import utc_now
 
 STOP_GRACE_SECONDS = 4.0  # SIGTERM: the ingest in progress gets this long (exit within 5 s)
 MAIN_TICK_SECONDS = 1.0
+HURRY_CHECK_SECONDS = 0.1  # a reload waiting for an ingest looks this often for a stop
 
 
 class CaptureService:
@@ -127,14 +130,15 @@ class CaptureService:
         self.poller.start()
         self._update_lock_info()
 
-    def stop(self, grace: float | None = STOP_GRACE_SECONDS) -> bool:
+    def stop(self, grace: float | None = STOP_GRACE_SECONDS, *, hurry: Callable[[], bool] = lambda: False) -> bool:
         """Stop hints, let the ingest in progress finish (within ``grace`` seconds; None: however
-        long it takes), close the store. False when the ingest did not finish in time."""
+        long it takes, unless ``hurry()`` turns true), close the store. False when the ingest did
+        not finish in time."""
         if self.poller is not None:
             self.poller.stop()
         if self.watcher is not None:
             self.watcher.stop()
-        finished = self.dispatcher.stop(grace)
+        finished = wait_for_ingest(self.dispatcher.stop, grace=grace, hurry=hurry)
         if self.context.progress is not None:
             self.context.progress.finish()
         if finished and self.job is not None:
@@ -264,9 +268,11 @@ def run_capture(context: CaptureContext, signals: Signals) -> int:
             else:
                 notifier.stopping()
                 context.logger.info("capture: stopping")
-            # A reload waits for the ingest in progress however long it takes; a stop waits a
-            # few seconds, then leaves without it (SQLite rolls an unfinished write back).
-            if not service.stop(None if ended == "reload" else STOP_GRACE_SECONDS):
+            # A reload waits for the ingest in progress however long it takes, unless a stop
+            # comes meanwhile; a stop waits a few seconds, then leaves without it (SQLite
+            # rolls an unfinished write back).
+            grace = None if ended == "reload" else STOP_GRACE_SECONDS
+            if not service.stop(grace, hurry=lambda: signals.stop):
                 context.logger.warning(
                     "capture: stopped without waiting for the ingest in progress (redone next start)"
                 )
@@ -274,17 +280,49 @@ def run_capture(context: CaptureContext, signals: Signals) -> int:
                 os._exit(0)  # the ingest thread still uses the store: no clean interpreter exit
             if ended == "failed":
                 return 1
-            if ended == "stop":
+            if ended == "stop" or signals.stop:
+                if ended == "reload":
+                    notifier.stopping()
                 context.logger.info("capture: stopped")
                 return 0
             assert reloaded is not None
-            context = reloaded
             reported = service.scheduler.reported_problems()
-            service = _started(CaptureService(context, lock, notifier=notifier, first=False, reported=reported))
+            try:
+                service = _started(CaptureService(reloaded, lock, notifier=notifier, first=False, reported=reported))
+            except PostrunError as exc:
+                # The new root was listable a moment ago: it changed meanwhile. Capture goes on
+                # with what worked; a failure of that too is a real failure (exit 1).
+                context.logger.error(f"capture: configuration not applied: {exc}; back to the previous one")
+                context.set_log_level(context.settings.log_level)
+                service = _started(CaptureService(context, lock, notifier=notifier, first=False, reported=reported))
+            else:
+                context = reloaded
             notifier.send("READY=1", f"STATUS={service.status_line}")
     finally:
         if lock.info is not None:
             lock.release()
+
+
+def wait_for_ingest(join: Callable[[float | None], bool], *, grace: float | None, hurry: Callable[[], bool]) -> bool:
+    """Wait for the ingest thread (``join(timeout)`` says whether it ended): ``grace`` seconds,
+    or with None however long it takes until ``hurry()`` is true, then ``STOP_GRACE_SECONDS``."""
+    if grace is not None:
+        return join(grace)
+    while not hurry():
+        if join(HURRY_CHECK_SECONDS):
+            return True
+    return join(STOP_GRACE_SECONDS)
+
+
+def _unlistable(root: Path) -> PostrunError | None:
+    """Why capture could not list ``root`` (None: it can, or the root is missing and is waited for)."""
+    try:
+        list_sessions(root)
+    except NotFound:
+        return None
+    except PostrunError as exc:
+        return exc
+    return None
 
 
 def _started(service: CaptureService) -> CaptureService:
@@ -320,6 +358,10 @@ def _reloaded(context: CaptureContext) -> CaptureContext | None:
     source = str(loaded.config_path) if loaded.config_found else f"{loaded.config_path} (absent: defaults)"
     if settings == context.settings:
         logger.info(f"capture: configuration re-read from {source}; nothing changed")
+        return None
+    problem = None if settings.cline_dir == context.settings.cline_dir else _unlistable(settings.cline_dir)
+    if problem is not None:
+        logger.error(f"capture: configuration not reloaded: {problem}; keeping the previous one")
         return None
     context.set_log_level(settings.log_level)
     logger.info(f"capture: configuration reloaded from {source}")

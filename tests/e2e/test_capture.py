@@ -8,6 +8,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -507,6 +508,66 @@ def test_sighup_rereads_the_configuration(
     assert len(capture.lines(r"cline: watching ")) == 2  # neither a broken nor an unchanged file restarts it
     add_session(root, "cline/plan_act_resumed_open", PLANS)
     capture.wait_until(lambda: steps_of(db, PLANS), what="the new session in the store")  # still capturing
+
+
+def test_sighup_to_an_unlistable_sessions_root_keeps_the_running_capture(
+    start: Callable[..., CaptureProcess], capture_env: dict[str, str], tmp_path: Path, root: Path, db: Path
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f"cline_dir = {str(root)!r}\n")
+    capture_env["POSTRUN_CONFIG"] = str(config)
+    del capture_env["POSTRUN_CLINE_DIR"]  # the file decides the root
+    capture = start()
+    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    not_a_folder = tmp_path / "not-a-folder"
+    not_a_folder.write_text("a file, not a sessions root\n")
+    config.write_text(f"cline_dir = {str(not_a_folder)!r}\n")
+    capture.send(signal.SIGHUP)
+    capture.wait_for_log(rf"ERROR capture: configuration not reloaded: {not_a_folder}: .*; keeping the previous one$")
+    assert capture.process.poll() is None, capture.log()
+    assert len(capture.lines(r"cline: watching ")) == 1  # nothing was stopped
+    add_session(root, "cline/plan_act_resumed_open", PLANS)
+    capture.wait_until(lambda: steps_of(db, PLANS), what="the new session in the store")  # still capturing
+    code, seconds = capture.stop()
+    assert (code, seconds < 5) == (0, True), capture.log()
+
+
+# `postrun` whose every ingest announces itself in a file, then takes a minute.
+SLOW_INGEST = """
+import pathlib, sys, time
+import postrun.ingest
+from postrun.cli import main
+marker = pathlib.Path(sys.argv.pop(1))
+real = postrun.ingest.Ingester.ingest
+def slow(self, location, cache=None):
+    marker.write_text(location.session_id)
+    time.sleep(60)
+    return real(self, location, cache)
+postrun.ingest.Ingester.ingest = slow
+sys.argv[0] = "postrun"
+main()
+"""
+
+
+def test_sigterm_during_a_reload_waiting_for_an_ingest_exits_within_5_s(
+    capture_env: dict[str, str], tmp_path: Path
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("log_level = 'INFO'\n")
+    capture_env["POSTRUN_CONFIG"] = str(config)
+    marker = tmp_path / "ingesting"
+    capture = CaptureProcess(capture_env, tmp_path, program=(sys.executable, "-c", SLOW_INGEST, str(marker)))
+    try:
+        wait_until(marker.exists, what="the first ingest under way")
+        config.write_text("log_level = 'DEBUG'\n")
+        capture.send(signal.SIGHUP)
+        capture.wait_for_log(r"INFO capture: configuration reloaded from ")
+        code, seconds = capture.stop()
+        assert code == 0, capture.log()
+        assert seconds < 5, capture.log()
+        capture.wait_for_log(r"WARNING capture: stopped without waiting for the ingest in progress")
+    finally:
+        capture.kill()
 
 
 def test_store_removed_while_running_is_recreated(

@@ -14,7 +14,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -43,12 +43,12 @@ def wait_until(condition: Callable[[], T | None], *, timeout: float = WAIT_SECON
 class CaptureProcess:
     """A running `postrun capture ...`; its stderr (the log) goes to a file."""
 
-    def __init__(self, env: Mapping[str, str], workdir: Path, *args: str) -> None:
+    def __init__(self, env: Mapping[str, str], workdir: Path, *args: str, program: Sequence[str] = ()) -> None:
         self.log_path = workdir / f"capture-{next(_counter)}.log"
         self.args = args
         with self.log_path.open("w") as log:
             self.process = subprocess.Popen(
-                [*postrun_command(), "capture", *args],
+                [*(program or postrun_command()), "capture", *args],
                 env=dict(env),
                 stdout=subprocess.PIPE,
                 stderr=log,
