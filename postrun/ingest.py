@@ -160,6 +160,10 @@ def ingest_targets(targets: Sequence[str], *, db: Path, default_root: Path, max_
                 break
             except PostrunError as exc:
                 report.failures.append(IngestFailure(location.session_id, exc))
+            except Exception as exc:  # noqa: BLE001 - one bad session never stops the others
+                # The store rolled the session's transaction back; the failure names the session.
+                detail = f"internal error: {type(exc).__name__}: {exc}"
+                report.failures.append(IngestFailure(location.session_id, PostrunError(str(location.messages), detail)))
             else:
                 report.outcomes.append(outcome)
     return report

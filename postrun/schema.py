@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
@@ -42,8 +42,9 @@ def _check_timestamp(value: str) -> str:
     if not _TIMESTAMP.fullmatch(value):
         raise ValueError(_TIMESTAMP_MESSAGE)
     try:
-        datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+        # A time whose UTC form falls outside years 1 to 9999 cannot be stored (times are kept in UTC).
+        datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+    except (ValueError, OverflowError):
         raise ValueError(_TIMESTAMP_MESSAGE) from None
     return value
 

@@ -23,4 +23,7 @@ def normalize_timestamp(value: str) -> str:
     times sort as text). A date alone means local midnight. Raises ValueError."""
     if _UTC_MILLISECONDS.fullmatch(value):
         return value
-    return utc_iso(datetime.fromisoformat(value.replace("Z", "+00:00")))
+    try:
+        return utc_iso(datetime.fromisoformat(value.replace("Z", "+00:00")))
+    except OverflowError:
+        raise ValueError(f"{value!r} is outside the years 1 to 9999 in UTC") from None

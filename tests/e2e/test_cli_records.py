@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import subprocess
+import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -86,6 +88,42 @@ def test_junk_is_warned_about_and_a_torn_file_fails_alone(tmp_path: Path, env: d
     warnings = result.stderr.count("warning: ")
     assert warnings >= 2 and "bad name" in result.stderr and "notes.txt" in result.stderr
     assert ".tmp-folder" not in result.stderr
+
+
+# `postrun` whose mapping fails in a way nobody foresaw, for the session named first.
+UNFORESEEN = """
+import sys
+import postrun.ingest
+from postrun.cli import main
+failing_id = sys.argv.pop(1)
+real = postrun.ingest.map_session
+def mapping(files, *args, **kwargs):
+    if files.location.session_id == failing_id:
+        raise RuntimeError("nobody foresaw this")
+    return real(files, *args, **kwargs)
+postrun.ingest.map_session = mapping
+sys.argv[0] = "postrun"
+main()
+"""
+
+
+def test_an_unforeseen_error_is_that_session_s_one_line_and_the_others_are_stored(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    first = copy_data(FIXTURES / "cline" / "basic_act", tmp_path)
+    second = copy_data(FIXTURES / "cline" / "plan_act_resumed_open", tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-c", UNFORESEEN, "1790000000000_basic", "ingest", str(first), str(second)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.startswith("ingested cline session 1790000100000_plans: "), result.stdout
+    messages = first / "1790000000000_basic" / "1790000000000_basic.messages.json"
+    assert result.stderr == f"error: {messages}: internal error: RuntimeError: nobody foresaw this\n"
 
 
 def test_a_torn_rewrite_leaves_stored_data_as_it_was(tmp_path: Path, env: dict[str, str]) -> None:

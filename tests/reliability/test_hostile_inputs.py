@@ -109,6 +109,32 @@ def expect_long_text(length: int) -> Callable[[dict[str, Any]], None]:
     return check
 
 
+def expect_started_at(expected: str) -> Callable[[dict[str, Any]], None]:
+    def check(envelope: dict[str, Any]) -> None:
+        assert envelope["session"]["started_at"] == expected
+        assert "ended_at" not in envelope["session"]
+
+    return check
+
+
+def odd_numbers() -> bytes:
+    """Epoch-ms times a date cannot hold, token counts and costs whose sums overflow, an exit code
+    no integer column holds (json, not orjson: integers beyond 64 bits are written as they are)."""
+    huge = 2**64 - 1
+    metrics = {"inputTokens": huge, "outputTokens": 1e300, "cacheReadTokens": 10**30, "cost": 1e308}
+    result = [{"query": "true", "result": "ok\n[Command exited with code " + "9" * 30 + "]", "success": True}]
+    run = {"type": "tool_use", "id": "c1", "name": "run_commands", "input": {"commands": ["true"], "n": 10**40}}
+    answered = {"type": "tool_result", "tool_use_id": "c1", "name": "run_commands", "content": json.dumps(result)}
+    messages = [
+        user("go", ts=1e300),
+        assistant([run], ts=-(2**63), metrics=metrics),
+        {"id": "r1", "role": "user", "ts": huge, "content": [answered]},
+        assistant([{"type": "text", "text": "done"}], id="a2", ts=-1, metrics=metrics),
+        assistant([{"type": "text", "text": "again"}], id="a3", ts=-1.5, metrics=metrics),
+    ]
+    return json.dumps({"version": 1, "agent": "lead", "messages": messages}).encode()
+
+
 WRONG_SHAPE = r"wrong shape: "
 
 
@@ -229,6 +255,26 @@ def bad_sessions(outside: Path) -> list[Bad]:
             error=r"symlink to outside the sessions folder",
         ),
         Bad("goodmanifestonly", prompt_doc(user("fine")), manifest=good_manifest),
+        # Times and numbers no date or store integer can hold: that field is ignored, the session stored.
+        Bad(
+            "oddtimes",
+            prompt_doc(user("hi")),
+            manifest=json.dumps(
+                {
+                    "started_at": "0001-01-01T00:30:00+01:00",  # year 0 in UTC
+                    "ended_at": "9999-12-31T23:30:00-01:00",  # year 10000 in UTC
+                    "metadata": {"checkpoint": {"history": [{"runCount": 1, "createdAt": -(10**20)}]}},
+                }
+            ).encode(),
+            check=expect_started_at("2026-09-21T14:13:20.000Z"),  # the first message's ts
+        ),
+        Bad(
+            "oddnumbers",
+            odd_numbers(),
+            manifest=json.dumps(
+                {"metadata": {"checkpoint": {"history": [{"runCount": 10**30, "createdAt": 1e300}]}}}
+            ).encode(),
+        ),
     ]
 
 

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from postrun.agents.cline.times import valid_timestamp
 from postrun.text import one_line, plural, printable
 from postrun.timestamps import normalize_timestamp, utc_iso
 
@@ -50,3 +51,11 @@ def test_a_date_alone_is_local_midnight() -> None:
     assert normalize_timestamp("2026-11-29") == utc_iso(local_midnight.astimezone(UTC))
     with pytest.raises(ValueError):
         normalize_timestamp("yesterday")
+
+
+@pytest.mark.parametrize("value", ["0001-01-01T00:30:00+01:00", "9999-12-31T23:30:00-01:00"])
+def test_a_time_outside_years_1_to_9999_in_utc_is_invalid(value: str) -> None:
+    with pytest.raises(ValueError, match="outside the years 1 to 9999"):
+        normalize_timestamp(value)
+    assert valid_timestamp(value) is None  # a manifest field with it is ignored like any invalid time
+    assert valid_timestamp(value.replace("00:30:00", "01:30:00").replace("23:30:00", "22:30:00")) is not None

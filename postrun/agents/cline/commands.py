@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 _STDERR = "\n[stderr]\n"
-_EXIT_FIRST = re.compile(r"\A\[Command exited with code (?P<code>-?\d+)\]\n?")
-_EXIT_LINE = re.compile(r"\[Command exited with code (?P<code>-?\d+)\]")
+# At most 10 digits: every real exit status fits (Windows' are 32-bit); a longer number is
+# text, not a status (it would not fit the store's integers either).
+_EXIT_FIRST = re.compile(r"\A\[Command exited with code (?P<code>-?\d{1,10})\]\n?")
+_EXIT_LINE = re.compile(r"\[Command exited with code (?P<code>-?\d{1,10})\]")
 _STILL_RUNNING = re.compile(r"\A\[Command is still running\. Output will continue in (?P<ref>[^\]\n]+)\]\n?")
 _PROCEEDED_OPENINGS = (
     "The user chose to proceed while the command",

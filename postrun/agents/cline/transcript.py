@@ -37,6 +37,11 @@ BlockRef = tuple[int, int]  # (message position, block position)
 # than a cryptographic digest and only compared within one process, like the cache.
 Fingerprint = tuple[int, int]
 _NUMBERS = (int, float)
+# Counts and costs beyond these are not counts or costs (and their sums would overflow what
+# JSON and the store hold): a count above the largest integer JavaScript keeps exactly is
+# ignored, and so is the total, capped at it; a cost above a billion dollars per request too.
+MAX_COUNT = 2**53 - 1
+MAX_COST_USD = 1e9
 
 
 def wrong_shape(where: str, path: str, what: str) -> SourceError:
@@ -75,9 +80,9 @@ class Metrics:
         for name, key in TOKEN_KEYS:
             value = metrics.get(key)
             if value is not None:
-                tokens[name] += _count(value)
+                tokens[name] = min(tokens[name] + _count(value), MAX_COUNT)
         cost = metrics.get("cost")
-        if isinstance(cost, _NUMBERS) and not isinstance(cost, bool) and math.isfinite(cost) and cost > 0:
+        if isinstance(cost, _NUMBERS) and not isinstance(cost, bool) and 0 < cost <= MAX_COST_USD:
             self.costs.append(float(cost))
 
     def copy(self) -> Metrics:
@@ -92,9 +97,9 @@ class Metrics:
 
 def _count(value: Any) -> int:
     if type(value) is int:
-        return max(value, 0)
+        return value if 0 <= value <= MAX_COUNT else 0
     if type(value) is float and math.isfinite(value) and value.is_integer():
-        return max(int(value), 0)
+        return _count(int(value))
     return 0
 
 

@@ -361,6 +361,19 @@ def test_metrics_are_summed_as_stored() -> None:
     }
 
 
+def test_counts_and_costs_no_store_can_hold_are_ignored_and_totals_capped() -> None:
+    near_cap = 2**53 - 10
+    odd = {"inputTokens": 2**64 - 1, "outputTokens": 1e300, "cacheReadTokens": near_cap, "cost": 1e308}
+    mapped = mapped_session(
+        [prompt("u1", "go", ts=T0), *(message(f"a{i}", "assistant", "x", metrics=odd) for i in (1, 2))]
+    )
+    assert mapped.session["metrics"] == {
+        "cost_usd": 0.0,
+        "api_requests": 2,
+        "tokens": {"input": 0, "output": 0, "cache_read": 2**53 - 1, "cache_creation": 0},
+    }
+
+
 @pytest.mark.parametrize(
     ("document", "path", "what"),
     [

@@ -35,6 +35,12 @@ def test_command_result_text(text: str, expected: CommandOutput) -> None:
     assert parse_command_result(text) == expected
 
 
+def test_an_exit_code_longer_than_any_status_is_text() -> None:
+    text = "out\n[Command exited with code " + "9" * 30 + "]"
+    assert parse_command_result(text) == CommandOutput(text)
+    assert parse_command_result("out\n[Command exited with code -2147483648]").exit_code == -2147483648
+
+
 def test_detached_command_output_so_far_keeps_its_stderr() -> None:
     text = "[Command is still running. Output will continue in /tmp/x/output.log]\nup\n[stderr]\nwarn"
     assert parse_command_result(text) == CommandOutput("up", "warn", output_ref="/tmp/x/output.log")
