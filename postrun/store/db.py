@@ -24,6 +24,7 @@ BUSY_TIMEOUT_MS = 5000
 STORE_VERSION = len(MIGRATIONS)
 _FILE_MODE = 0o600
 _SIDE_FILES = ("-wal", "-shm")
+_SQLITE_HEADER = b"SQLite format 3\x00"
 
 
 class StoreMissing(StoreError):
@@ -45,6 +46,13 @@ def _make_private(path: Path) -> None:
         with contextlib.suppress(FileNotFoundError):
             if stat.S_IMODE(candidate.stat().st_mode) != _FILE_MODE:
                 candidate.chmod(_FILE_MODE)
+
+
+def _sqlite_or_empty(path: Path) -> bool:
+    """Whether the file is empty or starts with SQLite's header (read only, never written)."""
+    with path.open("rb") as handle:
+        header = handle.read(len(_SQLITE_HEADER))
+    return header in (b"", _SQLITE_HEADER)
 
 
 def _identity(path: Path) -> tuple[int, int] | None:
@@ -73,12 +81,15 @@ class Database:
         path = path.absolute()
         if path.is_dir():
             raise StoreError(str(path), "is a folder; the store is a file (e.g. <folder>/postrun.db)")
+        # Nothing is written, chmodded or migrated before the file is known to be a store (or
+        # empty, as Postrun creates it): a mistyped --db must not change someone's file.
         try:
             if not path.exists():
                 if not create:
                     raise StoreMissing(str(path), "no store yet (run `postrun ingest` or `postrun capture`)")
                 _create_private_file(path)
-            _make_private(path)
+            elif not _sqlite_or_empty(path):
+                raise StoreError(str(path), "cannot use the store (the file is not a SQLite database)")
             connection = apsw.Connection(
                 str(path), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_NOFOLLOW
             )
@@ -88,6 +99,8 @@ class Database:
             raise StoreError(str(path), f"cannot create the store ({exc.strerror or exc})") from None
         database = cls(path, connection)
         try:
+            database._require_postrun_schema()
+            _make_private(path)
             database._configure()
             database._migrate()
         except (StoreError, StoreTooNewError):
@@ -96,8 +109,18 @@ class Database:
         except apsw.Error as exc:
             connection.close()
             raise StoreError(str(path), f"cannot use the store ({describe_sqlite_error(exc)})") from None
+        except OSError as exc:
+            connection.close()
+            raise StoreError(str(path), f"cannot make the store private ({exc.strerror or exc})") from None
         _make_private(path)
         return database
+
+    def _require_postrun_schema(self) -> None:
+        """A database at version 0 with tables of its own belongs to another program."""
+        if self.user_version() == 0 and self.connection.execute("SELECT count(*) FROM sqlite_schema").get:
+            raise StoreError(
+                str(self.path), "cannot use the store (not a Postrun store: an SQLite database of something else)"
+            )
 
     def _configure(self) -> None:
         connection = self.connection

@@ -126,6 +126,24 @@ def test_an_unforeseen_error_is_that_session_s_one_line_and_the_others_are_store
     assert result.stderr == f"error: {messages}: internal error: RuntimeError: nobody foresaw this\n"
 
 
+def test_read_commands_leave_a_file_that_is_not_a_store_as_it_was(tmp_path: Path, env: dict[str, str]) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n" * 100)
+    foreign = tmp_path / "other.db"
+    with apsw.Connection(str(foreign)) as connection:
+        connection.execute("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('mine')")
+    for path, reason in ((notes, "the file is not a SQLite database"), (foreign, "not a Postrun store")):
+        path.chmod(0o644)
+        before = path.read_bytes()
+        for command in (("sessions",), ("search", "x"), ("show", "1790000000000_basic"), ("export", "17900")):
+            result = run_postrun("--db", str(path), *command, env=env)
+            assert result.returncode != 0, (path, command)
+            assert result.stderr.startswith(f"error: {path}: ") and reason in result.stderr, result.stderr
+            assert result.stderr.count("\n") == 1, result.stderr
+        assert (oct(path.stat().st_mode & 0o777), path.read_bytes() == before) == ("0o644", True), path
+        assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(path.name)) == [path.name]
+
+
 def test_a_torn_rewrite_leaves_stored_data_as_it_was(tmp_path: Path, env: dict[str, str]) -> None:
     root = copy_data(FIXTURES / "cline" / "basic_act", tmp_path)
     assert run_postrun("ingest", str(root), env=env).returncode == 0
