@@ -12,3 +12,4 @@ class ExitCode(IntEnum):
     NOT_RUNNING = 3  # `status`: no capture is running
     ALREADY_RUNNING = 75  # another capture holds this store (EX_TEMPFAIL)
     CONFIG = 78  # configuration error, or a store written by a newer Postrun (EX_CONFIG)
+    BROKEN_PIPE = 141  # stdout's reader left (`| head`): what a tool that SIGPIPE ends exits with

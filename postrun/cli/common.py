@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,7 +45,14 @@ def command(function: Callable[P, R]) -> Callable[P, R]:
     @functools.wraps(function)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return function(*args, **kwargs)
+            result = function(*args, **kwargs)
+            if sys.stdout is not None:
+                sys.stdout.flush()  # here, not at exit: a reader that left is then noticed below
+            return result
+        except BrokenPipeError:
+            # The reader of stdout left (`| head`): stop quietly, as tools that SIGPIPE ends do.
+            _discard_stdout()
+            raise typer.Exit(int(ExitCode.BROKEN_PIPE)) from None
         except PostrunError as exc:
             say(f"error: {exc}")
             raise typer.Exit(int(exc.exit_code)) from None
@@ -60,6 +68,13 @@ def command(function: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(int(ExitCode.FAILURE)) from None
 
     return wrapper
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush of it has nowhere to fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def load(**overrides: Any) -> tuple[LoadedSettings, Paths]:

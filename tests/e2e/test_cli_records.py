@@ -13,7 +13,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from tests.conftest import FIXTURES, run_postrun
+from tests.conftest import FIXTURES, postrun_command, run_postrun
 from tests.support import expect_facts, v12check
 
 CASES = sorted(
@@ -142,6 +142,24 @@ def test_read_commands_leave_a_file_that_is_not_a_store_as_it_was(tmp_path: Path
             assert result.stderr.count("\n") == 1, result.stderr
         assert (oct(path.stat().st_mode & 0o777), path.read_bytes() == before) == ("0o644", True), path
         assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(path.name)) == [path.name]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("sessions",), ("search", "off-by-one"), ("export", "1790000000000_basic"), ("show", "1790000000000_basic")],
+)
+def test_a_reader_that_leaves_early_is_a_quiet_exit(
+    tmp_path: Path, env: dict[str, str], command: tuple[str, ...]
+) -> None:
+    root = copy_data(FIXTURES / "cline" / "basic_act", tmp_path)
+    assert run_postrun("ingest", str(root), env=env).returncode == 0
+    process = subprocess.Popen(
+        [*postrun_command(), *command], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # `| head -0`: the reader is gone before the first line is written
+    stderr = process.stderr.read()
+    assert (process.wait(60), stderr) == (141, "")
 
 
 def test_a_torn_rewrite_leaves_stored_data_as_it_was(tmp_path: Path, env: dict[str, str]) -> None:
