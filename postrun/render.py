@@ -90,7 +90,7 @@ def session_header(envelope: Mapping[str, Any], details: SessionDetails, title: 
             f" (cache read {tokens['cache_read']:,}, write {tokens['cache_creation']:,})"
         )
     lines.append(f"stored    on {details.captured_on}, first {details.ingested_at}, last change {details.updated_at}")
-    return lines
+    return [printable(line) for line in lines]  # every field came from the agent's files
 
 
 def _steps_by_turn(envelope: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
@@ -139,7 +139,8 @@ def timeline(
         for entry in entries:
             what = step_summary(entry.record) if entry.kind == "step" else _record_summary(entry.kind, entry.record)
             lines.append(f"  {entry.replaced_at}  {entry.reason:<8} {entry.kind} {entry.record_id}: {what}")
-    return lines
+    # One escaping for the whole view, so no field from the agent's files reaches the terminal raw.
+    return [printable(line) for line in lines]
 
 
 def _record_summary(kind: str, record: Mapping[str, Any]) -> str:

@@ -319,6 +319,26 @@ def test_session_text_cannot_drive_the_terminal(tmp_path: Path, env: dict[str, s
     assert exported["steps"][0]["payload"]["text"] == "retitled\x1b]0;pwned\x07 now"  # stored exactly
 
 
+def test_no_field_from_the_agent_s_files_reaches_the_terminal_raw(tmp_path: Path, env: dict[str, str]) -> None:
+    root = copy_data(FIXTURES / "cline" / "basic_act", tmp_path)
+    folder = root / "1790000000000_basic"
+    osc = "\x1b]0;pwned\x07"
+    manifest = json.loads((folder / "1790000000000_basic.json").read_text())
+    manifest.update(model=f"m{osc}", provider=f"p{osc}", status=f"s{osc}", workspace_root=f"/w{osc}")
+    manifest["metadata"]["git"] = {"url": f"u{osc}", "branch": f"b{osc}"}
+    (folder / "1790000000000_basic.json").write_text(json.dumps(manifest))
+    messages = folder / "1790000000000_basic.messages.json"
+    doc = json.loads(messages.read_text())
+    doc["messages"][0]["content"][0]["text"] = f'<user_input mode="a{osc}">go</user_input>'
+    doc.setdefault("origin", {})["version"] = f"4{osc}"
+    messages.write_text(json.dumps(doc))
+    assert run_postrun("ingest", str(root), env=env).returncode == 0
+    output = run_postrun("show", "1790000000000_basic", env=env).stdout
+    assert "\x1b" not in output and "\x07" not in output
+    for shown in ("m", "p", "s", "/w", "u", "b", "4", "a"):
+        assert f"{shown}\\x1b]0;pwned\\x07" in output, shown
+
+
 def test_search_arguments_are_checked_even_without_a_store(env: dict[str, str]) -> None:
     assert run_postrun("search", "x", "--type", "nope", env=env).returncode == 2
     assert run_postrun("search", "x", "--since", "yesterday", env=env).returncode == 2
