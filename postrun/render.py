@@ -144,7 +144,12 @@ def timeline(
 
 
 def _record_summary(kind: str, record: Mapping[str, Any]) -> str:
-    """An earlier turn, segment or actor, in one line."""
+    """An earlier session, turn, segment or actor record, in one line."""
+    if kind == "session":
+        ended = f" ended {record['ended_at']}" if "ended_at" in record else " open"
+        metrics = record.get("metrics")
+        cost = f", ${metrics['cost_usd']:.4f} over {plural(metrics['api_requests'], 'API request')}" if metrics else ""
+        return f"session started {record['started_at']},{ended}{cost}"
     if kind == "turn":
         mode = f" [{record['mode']}]" if "mode" in record else ""
         return f"turn {record['index']}{mode} started {record['started_at']}"

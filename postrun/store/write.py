@@ -1,9 +1,11 @@
 """Writing a mapped session into the store: one transaction, an upsert by content digest.
 
-Only records whose digest changed are written. The earlier version of a record
-that changed or disappeared from the source is moved to ``history`` first, so
-nothing the store once held is lost. A session whose files disappear is never
-deleted.
+Only records whose digest changed are written. The earlier version of a v1.2 record
+(the session, a segment, actor, turn or step) that changed or disappeared from the
+source is moved to ``history`` first, so no version of a record the store held is lost.
+The store's own columns next to them (model, provider, Cline's title and status, git
+branch, the files' fingerprints) keep only their latest value; the approval snapshot
+keeps its first. A session whose files disappear is never deleted.
 """
 
 from __future__ import annotations
@@ -239,6 +241,9 @@ def upsert_session(database: Database, mapped: MappedSession, *, now: datetime, 
         )
         writer.sync_steps(mapped.steps)
         session_changed = existing is not None and tuple(existing) != columns
+        if existing is not None and existing[2] != session_digest:
+            # Metrics and the end time change as a session goes on: each earlier version is kept.
+            writer.keep_history("session", session_id, existing[1], existing[2], "changed")
         if existing is not None and (session_changed or writer.rows):
             connection.execute(
                 "UPDATE sessions SET agent = ?, record = ?, digest = ?, started_at = ?, ended_at = ?, model = ?,"

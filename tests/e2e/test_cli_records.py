@@ -228,6 +228,9 @@ def test_show_timeline_and_history(tmp_path: Path, env: dict[str, str]) -> None:
     assert run_postrun("ingest", str(root), env=env).stdout.startswith("updated")
     history = run_postrun("show", "1790000000000_basic", "--history", env=env)
     assert "removed  step msg_a7#0: assistant: The date test passes and /health exists." in history.stdout
+    # The last reply carried metrics: the session record as it was is kept too.
+    assert "changed  session 1790000000000_basic: session started 2026-09-21T14:13:19.500Z," in history.stdout
+    assert "$0.0340 over 7 API requests" in history.stdout
 
 
 def test_export_formats_and_errors(tmp_path: Path, env: dict[str, str]) -> None:

@@ -21,7 +21,7 @@ from postrun.store.query import history, list_sessions, load_envelope, resolve_s
 from postrun.store.query import search as search_query_in
 from postrun.store.write import stored_state, upsert_session
 from tests.support import v12check
-from tests.support.builders import SESSION_ID, command_step, mapped_session, message_step
+from tests.support.builders import SESSION_ID, command_step, mapped_session, message_step, session_record
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
@@ -136,6 +136,29 @@ def test_changed_and_removed_steps_are_kept_in_history(database: Database) -> No
     assert entries[0].record["payload"]["stdout"] == "1 failing"
     assert entries[1].record["payload"]["text"] == "retrying"
     assert [s["id"] for s in load_envelope(database, SESSION_ID)["steps"]] == ["msg_0#0", "toolu_1#0"]
+
+
+def test_earlier_versions_of_the_session_record_are_kept_in_history(database: Database) -> None:
+    steps = [message_step(0, "fix it", role="user")]
+    metrics = {
+        "cost_usd": 0.01,
+        "api_requests": 1,
+        "tokens": {"input": 10, "output": 1, "cache_read": 0, "cache_creation": 0},
+    }
+    store(database, steps, session=session_record(metrics=metrics))
+    later_metrics = {**metrics, "cost_usd": 0.02, "api_requests": 2}
+    ended = session_record(metrics=later_metrics, ended_at="2026-09-21T15:00:00.000Z")
+    assert store(database, steps, at=T0 + timedelta(minutes=1), session=ended).status == "updated"
+    store(database, steps, at=T0 + timedelta(minutes=2), session=ended)  # the same again: no new version
+    [entry] = history(database, SESSION_ID)
+    assert (entry.kind, entry.record_id, entry.reason, entry.replaced_at) == (
+        "session",
+        SESSION_ID,
+        "changed",
+        "2026-11-29T12:01:00.000Z",
+    )
+    assert entry.record == session_record(metrics=metrics)
+    assert load_envelope(database, SESSION_ID)["session"] == ended
 
 
 def test_first_approval_snapshot_is_kept(database: Database) -> None:
