@@ -22,7 +22,7 @@ from postrun.agents.cline import (
     MappingCache,
     SessionLocation,
     Skipped,
-    approval_snapshot,
+    approval_source,
     map_session,
     read_session,
     resolve_targets,
@@ -89,8 +89,10 @@ class Ingester:
         clock: Callable[[], datetime] = _NOW_UTC,
         timer: Callable[[], float] = time.perf_counter,
         hostname: str | None = None,
+        keep_raw: bool = True,
     ) -> None:
         self.database = database
+        self.keep_raw = keep_raw
         self.max_bytes = max_bytes
         self.clock = clock
         self.timer = timer
@@ -111,17 +113,22 @@ class Ingester:
             state = stored_state(self.database, location.session_id)
         except apsw.Error as exc:
             raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+        raw = list(files.raw)
         if state is not None:
             approvals = state.approvals
         else:
-            approvals = approval_snapshot(location.data_dir, files.client_source, max_bytes=self.max_bytes)
+            approvals, settings_file = approval_source(location.data_dir, files.client_source, max_bytes=self.max_bytes)
+            if settings_file is not None:
+                raw.append(settings_file)
         try:
             mapped, cache = map_session(files, approvals, cache)
             mapped.validate()
         except SchemaError as exc:
             raise SourceError(str(location.messages), f"maps to invalid records: {exc.problems[0]}") from None
         try:
-            result = upsert_session(self.database, mapped, now=self.clock(), captured_on=self.hostname)
+            result = upsert_session(
+                self.database, mapped, now=self.clock(), captured_on=self.hostname, raw=raw if self.keep_raw else ()
+            )
         except apsw.TooBigError:
             # This session's own content is beyond SQLite's limits: a fault of the session
             # (logged once, retried when it changes), not of the store.
@@ -132,7 +139,9 @@ class Ingester:
         return IngestOutcome(**{f.name: getattr(result, f.name) for f in fields(result)}, elapsed_ms=elapsed_ms), cache
 
 
-def ingest_targets(targets: Sequence[str], *, db: Path, default_root: Path, max_bytes: int) -> IngestReport:
+def ingest_targets(
+    targets: Sequence[str], *, db: Path, default_root: Path, max_bytes: int, keep_raw: bool = True
+) -> IngestReport:
     """``postrun ingest TARGET...``: every session the targets name, each on its own.
 
     A target that names no session and a session that cannot be stored are failures of
@@ -146,7 +155,7 @@ def ingest_targets(targets: Sequence[str], *, db: Path, default_root: Path, max_
     if not listing.sessions:
         return report
     with Database.open(db) as database:
-        ingester = Ingester(database, max_bytes=max_bytes)
+        ingester = Ingester(database, max_bytes=max_bytes, keep_raw=keep_raw)
         for position, location in enumerate(listing.sessions):
             try:
                 outcome, _ = ingester.ingest(location)

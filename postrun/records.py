@@ -57,6 +57,16 @@ class SourceFile:
 
 
 @dataclass(frozen=True, slots=True)
+class RawFile:
+    """The bytes of one source file exactly as they were read and parsed, for the vault."""
+
+    name: str  # relative to the agent's data folder: ``sessions/<id>/<id>.messages.json``
+    data: bytes
+    fingerprint: SourceFile  # what was seen when it was read (its path is where)
+    settings: bool = False  # the approval settings file, read at a session's first ingest only
+
+
+@dataclass(frozen=True, slots=True)
 class SessionExtras:
     """Facts users want in lists and ``show`` that are not v1.2 session fields."""
 

@@ -97,6 +97,7 @@ class Settings(BaseSettings):
     log_level: Annotated[LogLevel, BeforeValidator(_upper)] = "INFO"
     full_sweep_minutes: PositiveNumber = 5
     max_file_mb: Annotated[int, Field(gt=0)] = 512
+    keep_raw: bool = True  # False: no raw copies of the agent's files (records only)
 
     @property
     def max_bytes(self) -> int:

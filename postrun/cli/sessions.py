@@ -34,7 +34,11 @@ def ingest(
     check_agent(agent)
     loaded, paths = load()
     report = ingest_targets(
-        targets, db=paths.db, default_root=paths.cline_default_sessions, max_bytes=loaded.settings.max_bytes
+        targets,
+        db=paths.db,
+        default_root=paths.cline_default_sessions,
+        max_bytes=loaded.settings.max_bytes,
+        keep_raw=loaded.settings.keep_raw,
     )
     for skipped in report.skipped:
         if skipped.warn:

@@ -91,4 +91,32 @@ _V2 = """
 CREATE INDEX steps_digests ON steps (session_id, id, digest);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+# The vault: raw copies of the agent's own files (see store/vault.py). No foreign key to
+# sessions: the copies are what a session's records are rebuilt from, so they stand alone.
+_VAULT = """
+CREATE TABLE raw_blobs (
+    hash TEXT PRIMARY KEY,           -- blake2b-128 of the raw bytes (hex)
+    size INTEGER NOT NULL,           -- raw length in bytes
+    data BLOB NOT NULL               -- one zstd frame
+) STRICT;
+
+CREATE TABLE raw_files (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    name TEXT NOT NULL,              -- relative to the agent's data folder: sessions/<id>/<id>.messages.json
+    path TEXT NOT NULL,              -- where it was read
+    hash TEXT NOT NULL REFERENCES raw_blobs (hash),
+    size INTEGER NOT NULL,           -- the fingerprint seen when it was read
+    mtime_ns INTEGER NOT NULL,
+    ino INTEGER NOT NULL,
+    settings INTEGER NOT NULL,       -- 1: the approval settings file the session's decisions came from
+    since INTEGER NOT NULL,          -- the session's vault generation that first kept this version
+    until INTEGER,                   -- the generation that replaced or removed it; NULL: the newest
+    read_at TEXT NOT NULL,           -- when these bytes were read
+    replaced_at TEXT                 -- when a version that does not only extend it replaced it
+) STRICT;
+CREATE INDEX raw_files_by_session ON raw_files (session_id, until);
+CREATE INDEX raw_files_by_hash ON raw_files (hash);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _VAULT)

@@ -10,14 +10,15 @@ keeps its first. A session whose files disappear is never deleted.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 import orjson
 
-from postrun.records import MappedSession, SourceFile, StepRow, canonical_json, digest
+from postrun.records import MappedSession, RawFile, SourceFile, StepRow, canonical_json, digest
+from postrun.store import vault
 from postrun.store.db import Database
 from postrun.timestamps import normalize_timestamp, utc_iso
 
@@ -184,11 +185,14 @@ class _Writer:
             self.rows += 1
 
 
-def upsert_session(database: Database, mapped: MappedSession, *, now: datetime, captured_on: str) -> UpsertResult:
+def upsert_session(
+    database: Database, mapped: MappedSession, *, now: datetime, captured_on: str, raw: Sequence[RawFile] = ()
+) -> UpsertResult:
     """Store ``mapped`` in one transaction, writing only what changed.
 
     The caller validates ``mapped`` first. The approval snapshot of the first
-    ingest is kept: later ingests never replace it.
+    ingest is kept: later ingests never replace it. ``raw``, the files ``mapped`` was
+    mapped from, go to the vault in the same transaction.
     """
     session = mapped.session
     session_id = mapped.id
@@ -240,6 +244,8 @@ def upsert_session(database: Database, mapped: MappedSession, *, now: datetime, 
             "turns", "turn", "id", [(t["id"], {k: v for k, v in t.items() if k != "step_ids"}) for t in mapped.turns]
         )
         writer.sync_steps(mapped.steps)
+        if raw:
+            vault.keep(connection, session_id, raw, now=stamp)
         session_changed = existing is not None and tuple(existing) != columns
         if existing is not None and existing[2] != session_digest:
             # Metrics and the end time change as a session goes on: each earlier version is kept.

@@ -382,6 +382,7 @@ def test_describe_lists_every_key_with_value_and_source(home: Path, tmp_path: Pa
         "log_level",
         "full_sweep_minutes",
         "max_file_mb",
+        "keep_raw",
     ]
     by_key = {row.key: row for row in rows}
     assert by_key["db"] == ConfigValue("db", str(tmp_path / "x.db"), "env POSTRUN_DB")
@@ -393,6 +394,7 @@ def test_describe_lists_every_key_with_value_and_source(home: Path, tmp_path: Pa
     assert by_key["use_events"] == ConfigValue("use_events", "false", "flag")
     assert by_key["log_level"] == ConfigValue("log_level", "INFO", "default")
     assert by_key["max_file_mb"] == ConfigValue("max_file_mb", "512", "default")
+    assert by_key["keep_raw"] == ConfigValue("keep_raw", "true", "default")
 
 
 # --- the model itself ----------------------------------------------------------------------

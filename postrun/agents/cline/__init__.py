@@ -28,7 +28,7 @@ Where each Cline field is mapped (module.function)::
 
 from __future__ import annotations
 
-from postrun.agents.cline.approvals import approval_snapshot, decision_for
+from postrun.agents.cline.approvals import approval_snapshot, approval_source, decision_for, snapshot_from_settings
 from postrun.agents.cline.files import SessionFiles, read_session, session_fingerprint
 from postrun.agents.cline.locate import (
     Listing,
@@ -49,6 +49,7 @@ __all__ = [
     "SessionLocation",
     "Skipped",
     "approval_snapshot",
+    "approval_source",
     "decision_for",
     "is_safe_name",
     "list_sessions",
@@ -57,4 +58,5 @@ __all__ = [
     "resolve_targets",
     "session_fingerprint",
     "session_id_for_event",
+    "snapshot_from_settings",
 ]

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from postrun.errors import NotFound, SourceError
-from postrun.jsonio import read_json
+from postrun.jsonio import parse_json, read_bytes, stat_fingerprint
+from postrun.records import RawFile
 
 VSCODE_DEFAULTS: dict[str, bool] = {
     "readFiles": True,
@@ -81,24 +82,49 @@ def cli_settings_path(data_dir: Path) -> Path:
 
 def approval_snapshot(data_dir: Path, manifest_source: str | None, *, max_bytes: int) -> dict[str, Any]:
     """Read the settings that decide a session's decisions (see the module doc)."""
+    return approval_source(data_dir, manifest_source, max_bytes=max_bytes)[0]
+
+
+def approval_source(
+    data_dir: Path, manifest_source: str | None, *, max_bytes: int
+) -> tuple[dict[str, Any], RawFile | None]:
+    """The snapshot, and the settings file's bytes it was made from (None: no file could be read)."""
+    path = cli_settings_path(data_dir) if manifest_source == "cli" else global_state_path(data_dir)
+    try:
+        fingerprint = stat_fingerprint(path)
+        if fingerprint is None:
+            return snapshot_from_settings(manifest_source, None), None
+        data = read_bytes(path, max_bytes=max_bytes)
+    except NotFound:
+        return snapshot_from_settings(manifest_source, None), None
+    except SourceError:
+        return _snapshot(manifest_source, {}, "unreadable"), None
+    raw = RawFile(path.relative_to(data_dir).as_posix(), data, fingerprint, settings=True)
+    return snapshot_from_settings(manifest_source, data, str(path)), raw
+
+
+def snapshot_from_settings(manifest_source: str | None, data: bytes | None, where: str = "") -> dict[str, Any]:
+    """The snapshot from the settings file's bytes (None: there was no file)."""
+    if data is None:
+        return _snapshot(manifest_source, {}, "missing")
+    try:
+        value = parse_json(data, where, "settings")
+    except SourceError:
+        return _snapshot(manifest_source, {}, "unreadable")
+    return (
+        _snapshot(manifest_source, value, "read")
+        if isinstance(value, dict)
+        else _snapshot(manifest_source, {}, "unreadable")
+    )
+
+
+def _snapshot(manifest_source: str | None, settings: dict[str, Any], status: str) -> dict[str, Any]:
     if manifest_source == "cli":
-        settings, status = _read_object(cli_settings_path(data_dir), max_bytes)
         value = settings.get("toolAutoApprove")
         return {"kind": "cli", "tool_auto_approve": value if isinstance(value, bool) else True, "settings": status}
-    state, status = _read_object(global_state_path(data_dir), max_bytes)
-    auto_approval = state.get("autoApprovalSettings")
+    auto_approval = settings.get("autoApprovalSettings")
     actions = auto_approval.get("actions") if isinstance(auto_approval, dict) else None
     return {"kind": "vscode", "actions": _actions(actions), "settings": status}
-
-
-def _read_object(path: Path, max_bytes: int) -> tuple[dict[str, Any], str]:
-    try:
-        value = read_json(path, kind="settings", max_bytes=max_bytes)
-    except NotFound:
-        return {}, "missing"
-    except SourceError:
-        return {}, "unreadable"
-    return (value, "read") if isinstance(value, dict) else ({}, "unreadable")
 
 
 def _actions(found: Any) -> dict[str, bool]:

@@ -3,7 +3,8 @@
 Subagent and teammate transcripts in the same folder are not read: this version
 records the lead transcript only. Every file is fingerprinted before it is read,
 so a fingerprint never claims newer content than what was parsed (a change
-during the read only causes one more ingest later).
+during the read only causes one more ingest later). The bytes parsed are handed on
+as read (``SessionFiles.raw``), for the vault: a file is never read twice.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Any
 
 from postrun.agents.cline.locate import OUTSIDE_ROOT, SessionLocation, leads_outside
 from postrun.errors import NotFound, SourceError
-from postrun.jsonio import read_json, stat_fingerprint
-from postrun.records import SourceFile
+from postrun.jsonio import parse_json, read_bytes, stat_fingerprint
+from postrun.records import RawFile, SourceFile
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +27,7 @@ class SessionFiles:
     messages: Any  # the messages document as parsed (shape checked by the mapping)
     manifest: dict[str, Any] | None  # None when the session has no manifest file
     source_files: tuple[SourceFile, ...]  # messages first, then the manifest if read
+    raw: tuple[RawFile, ...] = ()  # the bytes of each file parsed, in the same order
 
     @property
     def client_source(self) -> str | None:
@@ -49,8 +51,9 @@ def read_session(location: SessionLocation, *, max_bytes: int) -> SessionFiles:
     if messages_fingerprint is None:
         raise SourceError(str(location.messages), "no messages file")
     _refuse_outside(location, location.messages)
+    raw: list[RawFile] = []
     try:
-        messages = read_json(location.messages, kind="messages", max_bytes=max_bytes)
+        messages = _read(location, messages_fingerprint, "messages", max_bytes, raw)
     except NotFound:
         raise SourceError(str(location.messages), "no messages file") from None
     source_files = [messages_fingerprint]
@@ -59,7 +62,7 @@ def read_session(location: SessionLocation, *, max_bytes: int) -> SessionFiles:
     if manifest_fingerprint is not None:
         _refuse_outside(location, location.manifest)
         try:
-            parsed = read_json(location.manifest, kind="manifest", max_bytes=max_bytes)
+            parsed = _read(location, manifest_fingerprint, "manifest", max_bytes, raw)
         except NotFound:
             parsed = None  # removed between stat and read: as if it never existed
         else:
@@ -67,7 +70,16 @@ def read_session(location: SessionLocation, *, max_bytes: int) -> SessionFiles:
                 raise SourceError(str(location.manifest), "wrong shape: top level: expected an object")
             manifest = parsed
             source_files.append(manifest_fingerprint)
-    return SessionFiles(location, messages, manifest, tuple(source_files))
+    return SessionFiles(location, messages, manifest, tuple(source_files), tuple(raw))
+
+
+def _read(location: SessionLocation, fingerprint: SourceFile, kind: str, max_bytes: int, raw: list[RawFile]) -> Any:
+    """Parse one file, adding its bytes to ``raw`` (named from the data folder, as the vault keeps them)."""
+    path = Path(fingerprint.path)
+    data = read_bytes(path, max_bytes=max_bytes)
+    parsed = parse_json(data, str(path), kind)
+    raw.append(RawFile(path.relative_to(location.data_dir).as_posix(), data, fingerprint))
+    return parsed
 
 
 def _refuse_outside(location: SessionLocation, path: Path) -> None:

@@ -1,0 +1,231 @@
+"""Backups of the whole store: a consistent copy while capture writes, verified; and restore.
+
+A backup is made with SQLite's online backup API in one step: one read transaction, so the
+copy is the store as of one instant even while a capture commits (WAL readers do not block
+the writer). It is written to a temporary file next to the target (0600), switched to a
+rollback journal so it is one self-contained file, verified, and only then renamed into
+place: a backup file that exists is complete and was checked.
+
+Restore copies a verified backup into the store through the same API, as one write
+transaction of the store itself: killed half way, the store keeps what it held.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import apsw
+
+from postrun.capture.lock import CaptureLock
+from postrun.errors import AlreadyRunning, PostrunError, StoreError
+from postrun.store.db import STORE_VERSION, Database, describe_sqlite_error
+
+_FILE_MODE = 0o600
+# Daily backups are named by the UTC time they were taken, so they sort by name.
+DAILY_NAME = "postrun-%Y%m%dT%H%M%SZ.db"
+_DAILY_PATTERN = re.compile(r"postrun-\d{8}T\d{6}Z\.db")
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+@dataclass(frozen=True, slots=True)
+class BackupCounts:
+    """What a verified backup file holds."""
+
+    path: Path
+    bytes: int
+    sessions: int
+    steps: int
+    raw_files: int  # vault rows (0 in a store from before the vault)
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreReport:
+    restored: BackupCounts
+    previous: Path | None  # ``<db>.before-restore``; None when there was no store
+
+
+def verify_backup(path: Path) -> BackupCounts:
+    """Check that ``path`` is a whole, sound Postrun store; raise StoreError naming the problem.
+
+    The file is opened read-only and immutable: checking a backup never changes it.
+    """
+    where = str(path)
+    if not path.is_file():
+        raise StoreError(where, "no such backup file" if not path.exists() else "not a regular file")
+    size = path.stat().st_size
+    _check_header(path, size)
+    try:
+        connection = apsw.Connection(
+            f"file:{_uri_path(path)}?mode=ro&immutable=1", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+        )
+    except apsw.Error as exc:
+        raise StoreError(where, f"cannot open the backup ({describe_sqlite_error(exc)})") from None
+    try:
+        return _counts(connection, path, size)
+    except apsw.Error as exc:
+        raise StoreError(where, f"not a usable backup ({describe_sqlite_error(exc)})") from None
+    finally:
+        connection.close()
+
+
+def _uri_path(path: Path) -> str:
+    # Characters that mean something in a URI are escaped; the rest of the path is kept.
+    return str(path.absolute()).replace("%", "%25").replace("?", "%3f").replace("#", "%23")
+
+
+def _check_header(path: Path, size: int) -> None:
+    """A SQLite file whose length is not what its header says was cut short (or padded)."""
+    with path.open("rb") as handle:
+        header = handle.read(100)
+    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+        raise StoreError(str(path), "not a usable backup (the file is not a SQLite database)")
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    # The page count in the header is only valid when written by a SQLite that keeps it.
+    if header[24:28] == header[92:96] and pages and page_size * pages != size:
+        raise StoreError(str(path), f"truncated or padded ({size} bytes, its header says {page_size * pages})")
+
+
+def _counts(connection: apsw.Connection, path: Path, size: int) -> BackupCounts:
+    where = str(path)
+    problems = [str(row[0]) for row in connection.execute("pragma integrity_check(5)")]
+    if problems != ["ok"]:
+        raise StoreError(where, f"integrity check failed: {problems[0]}")
+    version = int(connection.execute("pragma user_version").get)
+    tables = {str(row[0]) for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if version < 1 or not {"sessions", "steps"} <= tables:
+        raise StoreError(where, "not a Postrun store")
+    if version > STORE_VERSION:
+        raise StoreError(where, f"written by a newer Postrun (store version {version}); upgrade Postrun")
+    raw_files = int(connection.execute("SELECT count(*) FROM raw_files").get) if "raw_files" in tables else 0
+    return BackupCounts(
+        path=path,
+        bytes=size,
+        sessions=int(connection.execute("SELECT count(*) FROM sessions").get),
+        steps=int(connection.execute("SELECT count(*) FROM steps").get),
+        raw_files=raw_files,
+    )
+
+
+def back_up(db: Path, target: Path, *, replace: bool = False) -> BackupCounts:
+    """Copy the store at ``db`` to ``target`` (0600) and verify the copy.
+
+    ``target`` must not exist unless ``replace``. Raises StoreError (the store cannot be
+    read, the copy cannot be written or fails its check) with nothing left at ``target``.
+    """
+    target = target.absolute()
+    if not replace and (target.exists() or target.is_symlink()):
+        raise PostrunError(str(target), "already exists (a backup never overwrites a file)")
+    with Database.open(db, create=False) as database, _temporary_next_to(target) as temporary:
+        try:
+            copy = apsw.Connection(str(temporary))
+            try:
+                with copy.backup("main", database.connection, "main") as step:
+                    step.step(-1)  # all pages in one read transaction: one consistent instant
+                copy.execute("pragma journal_mode=delete")
+            finally:
+                copy.close()
+        except apsw.Error as exc:
+            raise StoreError(str(target), f"cannot write the backup ({describe_sqlite_error(exc)})") from None
+        _fsync(temporary)
+        counts = verify_backup(temporary)
+        try:
+            temporary.replace(target)
+        except OSError as exc:
+            raise StoreError(str(target), f"cannot write the backup ({exc.strerror or exc})") from None
+    _fsync(target.parent)
+    return BackupCounts(target, counts.bytes, counts.sessions, counts.steps, counts.raw_files)
+
+
+@contextlib.contextmanager
+def _temporary_next_to(target: Path) -> Iterator[Path]:
+    """An empty 0600 file in ``target``'s folder, removed unless the caller renamed it."""
+    for attempt in range(100):
+        temporary = target.with_name(f".{target.name}.{os.getpid()}.{attempt}.tmp")
+        try:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, _FILE_MODE)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise StoreError(str(target), f"cannot write the backup ({exc.strerror or exc})") from None
+        os.close(fd)
+        break
+    else:
+        raise StoreError(str(target), "cannot write the backup (no free temporary name)")
+    try:
+        yield temporary
+    finally:
+        for leftover in (temporary, Path(f"{temporary}-journal")):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def back_up_daily(db: Path, folder: Path, *, keep: int, now: datetime) -> tuple[BackupCounts, list[Path]]:
+    """A backup named by ``now`` (UTC) in ``folder`` (created 0700), then only the newest ``keep``
+    of those daily backups are left; returns the new backup and the ones removed."""
+    from postrun.paths import ensure_private_dir
+
+    try:
+        ensure_private_dir(folder)
+    except OSError as exc:
+        raise StoreError(str(folder), f"cannot create the backup folder ({exc.strerror or exc})") from None
+    made = back_up(db, folder / now.strftime(DAILY_NAME))
+    daily = sorted(path for path in folder.iterdir() if _DAILY_PATTERN.fullmatch(path.name))
+    removed = daily[: max(len(daily) - keep, 0)]
+    for path in removed:
+        path.unlink()
+    return made, removed
+
+
+def before_restore_path(db: Path) -> Path:
+    return db.with_name(db.name + ".before-restore")
+
+
+def restore(db: Path, backup: Path, *, capture_lock: Path) -> RestoreReport:
+    """Replace the store's content with ``backup`` after verifying it.
+
+    Refused (AlreadyRunning) while a capture holds the store; the lock is held meanwhile so
+    none starts. The current store is first backed up to ``<db>.before-restore``.
+    """
+    counts = verify_backup(backup)
+    if backup.absolute() == db.absolute():
+        raise PostrunError(str(backup), "is the store itself")
+    lock = CaptureLock(capture_lock, db=db)
+    try:
+        lock.acquire()
+    except AlreadyRunning as exc:
+        raise AlreadyRunning(str(db), f"{exc.reason}; stop it before restoring") from None
+    try:
+        previous = None
+        if db.exists():
+            previous = back_up(db, before_restore_path(db), replace=True).path
+        with Database.open(db) as database:
+            source = apsw.Connection(
+                f"file:{_uri_path(backup)}?mode=ro&immutable=1", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+            )
+            try:
+                with database.connection.backup("main", source, "main") as step:
+                    step.step(-1)  # one write transaction of the store: all or nothing
+            except apsw.Error as exc:
+                raise StoreError(str(db), f"cannot restore ({describe_sqlite_error(exc)})") from None
+            finally:
+                source.close()
+        Database.open(db).close()  # a backup from an older Postrun is migrated now
+    finally:
+        lock.release()
+    return RestoreReport(counts, previous)
