@@ -15,22 +15,29 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import apsw
 
 from postrun.agents.cline import (
     MappingCache,
+    SessionFiles,
     SessionLocation,
     Skipped,
     approval_source,
     map_session,
+    parse_session,
     read_session,
     resolve_targets,
+    snapshot_from_settings,
 )
-from postrun.errors import NotParseableYet, PostrunError, SourceError, StoreError
+from postrun.agents.cline.locate import MESSAGES_SUFFIX
+from postrun.errors import NotFound, NotParseableYet, PostrunError, SourceError, StoreError
+from postrun.records import RawFile
 from postrun.schema import SchemaError
+from postrun.store import vault
 from postrun.store.db import Database, describe_sqlite_error
-from postrun.store.write import UpsertResult, stored_state, upsert_session
+from postrun.store.write import StoredState, UpsertResult, stored_state, upsert_session
 
 _NOW_UTC: Callable[[], datetime] = functools.partial(datetime.now, UTC)
 
@@ -52,6 +59,10 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         gc.enable()
+
+
+def no_raw_copies(session_id: str) -> NotFound:
+    return NotFound(f"session {session_id}", "no raw copies kept (ingested while keep_raw was off?)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,10 +120,7 @@ class Ingester:
     def _ingest(self, location: SessionLocation, cache: MappingCache | None) -> tuple[IngestOutcome, MappingCache]:
         started = self.timer()
         files = read_session(location, max_bytes=self.max_bytes)
-        try:
-            state = stored_state(self.database, location.session_id)
-        except apsw.Error as exc:
-            raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+        state = self._stored_state(location.session_id)
         raw = list(files.raw)
         if state is not None:
             approvals = state.approvals
@@ -120,11 +128,68 @@ class Ingester:
             approvals, settings_file = approval_source(location.data_dir, files.client_source, max_bytes=self.max_bytes)
             if settings_file is not None:
                 raw.append(settings_file)
+        return self._store(files, approvals, raw, cache, started)
+
+    def reingest(self, session_id: str) -> IngestOutcome:
+        """Map a session again from the newest raw copies the vault keeps (its files are not read),
+        and store it through the same upsert as an ingest.
+
+        Raises NotFound when the vault keeps nothing of it, and PostrunError when its copies
+        are older than its records (taken while ``keep_raw`` was off): reingesting those would
+        roll the records back.
+        """
+        with collector_paused():
+            started = self.timer()
+            versions = vault.kept_versions(self.database, session_id)
+            if not versions:
+                raise no_raw_copies(session_id)
+            kept = versions[-1].files
+            raw = [RawFile(f.name, vault.read_blob(self.database, f.hash), f.fingerprint, f.settings) for f in kept]
+            messages = next(
+                (Path(f.fingerprint.path) for f in kept if f.name.endswith(f"/{session_id}{MESSAGES_SUFFIX}")), None
+            )
+            if messages is None:
+                raise NotFound(f"session {session_id}", "the raw copies hold no messages file")
+            folder = messages.parent
+            location = SessionLocation(session_id, folder, messages, folder / f"{session_id}.json", folder.parent)
+            files = parse_session(location, raw)
+            state = self._stored_state(session_id)
+            if state is not None:
+                if {(f.path, f.size, f.mtime_ns) for f in state.source_files} != {
+                    (f.path, f.size, f.mtime_ns) for f in files.source_files
+                }:
+                    raise PostrunError(
+                        f"session {session_id}", "its raw copies are older than its records (keep_raw was off)"
+                    )
+                approvals = state.approvals
+            else:
+                settings = next((file for file in raw if file.settings), None)
+                approvals = snapshot_from_settings(
+                    files.client_source, None if settings is None else settings.data, settings.name if settings else ""
+                )
+            outcome, _ = self._store(files, approvals, raw, None, started)
+            return outcome
+
+    def _stored_state(self, session_id: str) -> StoredState | None:
+        try:
+            return stored_state(self.database, session_id)
+        except apsw.Error as exc:
+            raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+
+    def _store(
+        self,
+        files: SessionFiles,
+        approvals: dict[str, Any],
+        raw: Sequence[RawFile],
+        cache: MappingCache | None,
+        started: float,
+    ) -> tuple[IngestOutcome, MappingCache]:
+        where = str(files.location.messages)
         try:
             mapped, cache = map_session(files, approvals, cache)
             mapped.validate()
         except SchemaError as exc:
-            raise SourceError(str(location.messages), f"maps to invalid records: {exc.problems[0]}") from None
+            raise SourceError(where, f"maps to invalid records: {exc.problems[0]}") from None
         try:
             result = upsert_session(
                 self.database, mapped, now=self.clock(), captured_on=self.hostname, raw=raw if self.keep_raw else ()
@@ -132,7 +197,7 @@ class Ingester:
         except apsw.TooBigError:
             # This session's own content is beyond SQLite's limits: a fault of the session
             # (logged once, retried when it changes), not of the store.
-            raise SourceError(str(location.messages), "a value is too large for the store (SQLite's limit)") from None
+            raise SourceError(where, "a value is too large for the store (SQLite's limit)") from None
         except apsw.Error as exc:
             raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
         elapsed_ms = (self.timer() - started) * 1000

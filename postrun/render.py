@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from postrun.store.query import HistoryEntry, SessionDetails
-from postrun.text import one_line, plural, printable
+from postrun.store.vault import KeptVersion
+from postrun.text import one_line, plural, printable, size_text
 
 _ONE_LINE_CHARS = 100
 _MARKDOWN_OUTPUT_CHARS = 20_000
@@ -141,6 +142,19 @@ def timeline(
             lines.append(f"  {entry.replaced_at}  {entry.reason:<8} {entry.kind} {entry.record_id}: {what}")
     # One escaping for the whole view, so no field from the agent's files reaches the terminal raw.
     return [printable(line) for line in lines]
+
+
+def raw_versions(versions: Sequence[KeptVersion]) -> list[str]:
+    """``show --history``: which versions of the session's own files the vault keeps."""
+    if not versions:
+        return ["", "raw copies  none kept (ingested while keep_raw was off)"]
+    lines = ["", f"raw copies  {plural(len(versions), 'version')} (postrun raw ID --version N --to DIR)"]
+    for version in versions:
+        when = f"replaced {version.replaced_at}" if version.replaced_at else "newest"
+        names = ", ".join(f.name.rsplit("/", 1)[-1] for f in version.files)
+        files = f"{plural(len(version.files), 'file')}, {size_text(version.bytes)}"
+        lines.append(f"  version {version.number}  {when}  {files}: {names}")
+    return lines
 
 
 def _record_summary(kind: str, record: Mapping[str, Any]) -> str:

@@ -28,3 +28,15 @@ def one_line(text: str, limit: int | None = None) -> str:
 def plural(count: int, noun: str) -> str:
     """``1 step``, ``2 steps``."""
     return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
+
+
+def size_text(count: int) -> str:
+    """A byte count for people: ``812 B``, ``12.3 KB``, ``4.1 MB`` (powers of 1024)."""
+    if count < 1024:
+        return f"{count} B"
+    value = count / 1024
+    for unit in ("KB", "MB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GB"

@@ -6,7 +6,7 @@ yet reads as empty: listing it creates nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +18,7 @@ from postrun import render
 from postrun.capture.lock import CaptureInfo, read_capture_info
 from postrun.errors import PostrunError
 from postrun.schema import SchemaError, validate_envelope
+from postrun.store import vault
 from postrun.store.db import Database, StoreMissing
 from postrun.store.query import (
     SearchHit,
@@ -60,6 +61,16 @@ def _reading(db: Path) -> Iterator[Database | None]:
         database.close()
 
 
+def kept_raw_versions(db: Path, session_ids: Iterable[str]) -> dict[str, list[dict[str, object]]]:
+    """For ``sessions --json``: which raw versions the vault keeps of each session."""
+    with _reading(db) as database:
+        if database is None:
+            return {}
+        return {
+            session_id: [v.as_json() for v in vault.kept_versions(database, session_id)] for session_id in session_ids
+        }
+
+
 def stored_sessions(db: Path, *, agent: str | None = None, limit: int | None = None) -> list[SessionSummary]:
     """Every stored session (or ``agent``'s), newest first."""
     with _reading(db) as database:
@@ -75,7 +86,9 @@ def show_session(db: Path, reference: str, *, with_history: bool = False) -> str
         envelope = load_envelope(database, session_id)
         details = session_details(database, session_id)
         entries = history(database, session_id) if with_history else None
-    return "\n".join(render.timeline(envelope, details, entries)) + "\n"
+        kept = vault.kept_versions(database, session_id) if with_history else None
+    lines = render.timeline(envelope, details, entries) + (render.raw_versions(kept) if kept is not None else [])
+    return "\n".join(lines) + "\n"
 
 
 def export_session(db: Path, reference: str, export_format: ExportFormat) -> bytes:

@@ -65,13 +65,15 @@ def sessions(
     limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="At most this many.")] = None,
 ) -> None:
     """List stored sessions, newest first: start (UTC), agent, id, open or ended, steps, failed, title."""
-    from postrun.views import stored_sessions
+    from postrun.views import kept_raw_versions, stored_sessions
 
     check_agent(agent)
     _, paths = load()
     summaries = stored_sessions(paths.db, agent=agent, limit=limit)
     if as_json:
-        typer.echo(orjson.dumps([s.as_json() for s in summaries], option=orjson.OPT_INDENT_2).decode())
+        kept = kept_raw_versions(paths.db, [s.id for s in summaries])
+        listing = [s.as_json() | {"raw_versions": kept.get(s.id, [])} for s in summaries]
+        typer.echo(orjson.dumps(listing, option=orjson.OPT_INDENT_2).decode())
         return
     if not summaries:
         say(f"no sessions stored in {paths.db}")

@@ -29,7 +29,7 @@ Where each Cline field is mapped (module.function)::
 from __future__ import annotations
 
 from postrun.agents.cline.approvals import approval_snapshot, approval_source, decision_for, snapshot_from_settings
-from postrun.agents.cline.files import SessionFiles, read_session, session_fingerprint
+from postrun.agents.cline.files import SessionFiles, parse_session, read_session, session_fingerprint
 from postrun.agents.cline.locate import (
     Listing,
     SessionLocation,
@@ -54,6 +54,7 @@ __all__ = [
     "is_safe_name",
     "list_sessions",
     "map_session",
+    "parse_session",
     "read_session",
     "resolve_targets",
     "session_fingerprint",

@@ -9,6 +9,7 @@ as read (``SessionFiles.raw``), for the vault: a file is never read twice.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,29 @@ def read_session(location: SessionLocation, *, max_bytes: int) -> SessionFiles:
             manifest = parsed
             source_files.append(manifest_fingerprint)
     return SessionFiles(location, messages, manifest, tuple(source_files), tuple(raw))
+
+
+def parse_session(location: SessionLocation, raw: Sequence[RawFile]) -> SessionFiles:
+    """The session as ``read_session`` would have read it from these bytes (kept copies of its files).
+
+    Raises ``SourceError`` as ``read_session`` does; files other than the messages file and
+    the manifest are ignored.
+    """
+    by_path = {Path(file.fingerprint.path): file for file in raw}
+    messages_raw = by_path.get(location.messages)
+    if messages_raw is None:
+        raise SourceError(str(location.messages), "no messages file")
+    messages = parse_json(messages_raw.data, str(location.messages), "messages")
+    kept = [messages_raw]
+    manifest: dict[str, Any] | None = None
+    manifest_raw = by_path.get(location.manifest)
+    if manifest_raw is not None:
+        parsed = parse_json(manifest_raw.data, str(location.manifest), "manifest")
+        if not isinstance(parsed, dict):
+            raise SourceError(str(location.manifest), "wrong shape: top level: expected an object")
+        manifest = parsed
+        kept.append(manifest_raw)
+    return SessionFiles(location, messages, manifest, tuple(file.fingerprint for file in kept), tuple(kept))
 
 
 def _read(location: SessionLocation, fingerprint: SourceFile, kind: str, max_bytes: int, raw: list[RawFile]) -> Any:

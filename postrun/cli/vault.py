@@ -1,0 +1,133 @@
+"""``postrun reingest``, ``raw``, ``backup`` and ``restore``: the raw copies and the store's backups."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from postrun.cli.app import app
+from postrun.cli.common import command, load, say
+from postrun.errors import UsageError
+from postrun.text import plural, size_text
+
+DAILY_KEEP = 7
+
+
+@app.command()
+@command
+def reingest(
+    sessions: Annotated[
+        list[str] | None, typer.Argument(metavar="[ID]...", help="Session ids (a unique prefix is enough).")
+    ] = None,
+    every: Annotated[bool, typer.Option("--all", help="Every session the vault keeps.")] = False,
+) -> None:
+    """Rebuild sessions' records from their raw copies with this Postrun's adapter.
+
+    Works when Cline's files are gone. Records that change keep their earlier version in the
+    history, as with any ingest. Exits 1 when any session failed.
+    """
+    from postrun.raw import reingest as reingest_sessions
+
+    if bool(sessions) == every:
+        raise UsageError("", "name sessions to reingest, or --all (not both)")
+    loaded, paths = load()
+    # On a terminal only: a journal or a pipe gets the summary line alone.
+    with typer.progressbar(length=0, label="reingesting", file=sys.stderr, hidden=not sys.stderr.isatty()) as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.length = total
+            bar.update(done - bar.pos)
+
+        report = reingest_sessions(paths.db, sessions or [], max_bytes=loaded.settings.max_bytes, on_progress=progress)
+    for failure in report.failures:
+        say(f"error: {failure.error}")
+    updated = sum(outcome.status != "unchanged" for outcome in report.outcomes)
+    typer.echo(
+        f"reingested {plural(len(report.outcomes), 'session')} from raw copies: {updated} changed,"
+        f" {len(report.outcomes) - updated} unchanged -> {paths.db}"
+    )
+    if report.failures:
+        raise typer.Exit(max(int(failure.error.exit_code) for failure in report.failures))
+
+
+@app.command()
+@command
+def raw(
+    session: Annotated[str, typer.Argument(metavar="ID", help="Session id (a unique prefix is enough).")],
+    to: Annotated[Path, typer.Option("--to", metavar="DIR", help="A new (or empty) folder to write into.")],
+    version: Annotated[
+        int | None, typer.Option("--version", min=1, metavar="N", help="An earlier kept version (show --history).")
+    ] = None,
+) -> None:
+    """Write a session's files exactly as Cline wrote them (the newest, or a kept version N)
+    into DIR, laid out as Cline's data folder: DIR/sessions/<id>/…"""
+    from postrun.raw import write_raw
+
+    _, paths = load()
+    protected = [paths.cline_dir, paths.cline_dir.parent, paths.cline_default_sessions.parent]
+    written = write_raw(paths.db, session, to, version=version, protected=protected)
+    kept = written.version
+    typer.echo(
+        f"wrote version {kept.number} of {written.versions} ({plural(len(kept.files), 'file')},"
+        f" {size_text(kept.bytes)}) to {written.folder}"
+    )
+
+
+@app.command()
+@command
+def backup(
+    target: Annotated[
+        Path | None,
+        typer.Argument(metavar="[FILE]", help="A new file (default: <store folder>/backups/postrun-<UTC time>.db)."),
+    ] = None,
+    keep: Annotated[
+        int, typer.Option("--keep", min=1, metavar="N", help="Without FILE: keep only the newest N backups there.")
+    ] = DAILY_KEEP,
+) -> None:
+    """A consistent, verified copy of the whole store (safe while capture runs)."""
+    from postrun.store.backup import back_up, back_up_daily
+
+    _, paths = load()
+    if target is None:
+        made, removed = back_up_daily(paths.db, paths.data_dir / "backups", keep=keep, now=datetime.now(UTC))
+        for old in removed:
+            say(f"removed old backup {old}")
+    else:
+        made = back_up(paths.db, target)
+    typer.echo(
+        f"backup {made.path}: {size_text(made.bytes)}, {plural(made.sessions, 'session')},"
+        f" {plural(made.steps, 'step')}, integrity ok"
+    )
+
+
+@app.command()
+@command
+def restore(
+    source: Annotated[Path, typer.Argument(metavar="FILE", help="A backup made by `postrun backup`.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Replace the store with a verified backup; the current store is kept as <db>.before-restore.
+
+    Refused while a capture runs on the store (exit 75).
+    """
+    from postrun.store.backup import restore as restore_store
+    from postrun.store.backup import verify_backup
+
+    _, paths = load()
+    checked = verify_backup(source)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UsageError("--yes", "restore replaces the store: confirm with --yes")
+        typer.confirm(
+            f"Replace {paths.db} with {source} ({plural(checked.sessions, 'session')})?", abort=True, err=True
+        )
+    report = restore_store(paths.db, source, capture_lock=paths.capture_lock)
+    previous = f"; the previous store is {report.previous}" if report.previous else ""
+    typer.echo(
+        f"restored {source} into {paths.db}: {plural(report.restored.sessions, 'session')},"
+        f" {plural(report.restored.steps, 'step')}{previous}"
+    )

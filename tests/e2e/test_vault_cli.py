@@ -1,0 +1,196 @@
+"""`postrun raw`, `reingest`, `backup` and `restore`, run as the real executable."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import apsw
+import pytest
+
+from tests.conftest import run_postrun
+from tests.reliability.kit import Synthetic, read_records, store_problems, synthetic_id
+from tests.support.capture_process import CaptureProcess
+
+
+def ok(*args: str, env: dict[str, str]) -> str:
+    result = run_postrun(*args, env=env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def refused(*args: str, env: dict[str, str], code: int) -> str:
+    result = run_postrun(*args, env=env)
+    assert result.returncode == code, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in result.stderr, result.stderr
+    return lines[0]
+
+
+def delete_records(db: Path, session_id: str) -> None:
+    connection = apsw.Connection(str(db))
+    with connection:
+        rowids = [row[0] for row in connection.execute("SELECT rowid FROM steps WHERE session_id = ?", (session_id,))]
+        connection.executemany("DELETE FROM step_search WHERE rowid = ?", [(r,) for r in rowids])
+        for table in ("steps", "turns", "actors", "segments", "history"):
+            connection.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+        connection.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+    connection.close()
+
+
+@pytest.fixture
+def cline_root(env: dict[str, str]) -> Path:
+    return Path(env["HOME"]) / ".cline" / "data" / "sessions"
+
+
+def test_a_restored_then_deleted_session_is_handed_back_and_rebuilt(
+    env: dict[str, str], cline_root: Path, tmp_path: Path
+) -> None:
+    session = Synthetic(synthetic_id(1), seed=1)
+    for _ in range(10):
+        session.grow()
+    session.write(cline_root)
+    folder = cline_root / session.session_id
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    ok("ingest", session.session_id, env=env)
+    session.restore()  # a checkpoint restore: later messages removed
+    session.write(cline_root)
+    after = {p.name: p.read_bytes() for p in folder.iterdir()}
+    ok("ingest", session.session_id, env=env)
+    exported = ok("export", session.session_id, env=env)
+    history = ok("show", "--history", session.session_id, env=env)
+    assert "raw copies  2 versions" in history and "version 1" in history
+    for path in folder.iterdir():
+        path.unlink()
+    folder.rmdir()
+
+    for number, expected in ((1, before), (2, after)):
+        out = tmp_path / f"v{number}"
+        line = ok("raw", session.session_id[:8], "--version", str(number), "--to", str(out), env=env)
+        assert line.startswith(f"wrote version {number} of 2 (2 files")
+        written = out / "sessions" / session.session_id
+        assert {p.name: p.read_bytes() for p in written.iterdir()} == expected
+        assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in written.iterdir())
+
+    db = Path(env["POSTRUN_DB"])
+    delete_records(db, session.session_id)
+    assert "reingested 1 session from raw copies: 1 changed" in ok("reingest", session.session_id, env=env)
+    assert ok("export", session.session_id, env=env) == exported
+    assert "reingested 1 session from raw copies: 0 changed, 1 unchanged" in ok("reingest", "--all", env=env)
+
+
+def test_raw_never_writes_into_clines_folder_nor_into_a_non_empty_folder(
+    env: dict[str, str], cline_root: Path, tmp_path: Path
+) -> None:
+    session = Synthetic(synthetic_id(2), seed=2)
+    session.write(cline_root)
+    ok("ingest", session.session_id, env=env)
+    listing = sorted(p for p in cline_root.parent.rglob("*"))
+    for inside in (cline_root / "restored", cline_root.parent / "x", cline_root / session.session_id):
+        assert "Postrun never writes there" in refused("raw", session.session_id, "--to", str(inside), env=env, code=2)
+    link = tmp_path / "link"
+    link.symlink_to(cline_root)
+    assert "Postrun never writes there" in refused("raw", session.session_id, "--to", str(link / "y"), env=env, code=2)
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "note.txt").write_text("mine")
+    assert "not an empty folder" in refused("raw", session.session_id, "--to", str(busy), env=env, code=2)
+    assert sorted(p for p in cline_root.parent.rglob("*")) == listing
+    assert (busy / "note.txt").read_text() == "mine" and len(list(busy.iterdir())) == 1
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert ok("raw", session.session_id, "--to", str(empty), env=env).startswith("wrote version 1 of 1")
+
+
+def test_keep_raw_false_keeps_no_copies(env: dict[str, str], cline_root: Path, tmp_path: Path) -> None:
+    session = Synthetic(synthetic_id(3), seed=3)
+    session.write(cline_root)
+    ok("ingest", session.session_id, env=dict(env, POSTRUN_KEEP_RAW="false"))
+    assert "no raw copies kept" in refused("raw", session.session_id, "--to", str(tmp_path / "o"), env=env, code=1)
+    assert "no raw copies kept" in refused("reingest", session.session_id, env=env, code=1)
+
+
+def test_backup_and_restore_round_trip_and_refuse_bad_files(
+    env: dict[str, str], cline_root: Path, tmp_path: Path
+) -> None:
+    db = Path(env["POSTRUN_DB"])
+    sessions = [Synthetic(synthetic_id(i), seed=i) for i in range(3)]
+    for session in sessions:
+        session.grow()
+        session.write(cline_root)
+    ok("ingest", str(cline_root), env=env)
+    backup = tmp_path / "b" / "one.db"
+    backup.parent.mkdir()
+    line = ok("backup", str(backup), env=env)
+    steps = sum(len(records.steps) for records in read_records(db).values())
+    assert line.startswith(f"backup {backup}: ") and line.rstrip().endswith(f"3 sessions, {steps} steps, integrity ok")
+    assert stat.S_IMODE(backup.stat().st_mode) == 0o600
+    assert "already exists" in refused("backup", str(backup), env=env, code=1)
+    backed_up = read_records(db)
+
+    for session in sessions:
+        session.grow()
+        session.write(cline_root)
+    ok("ingest", str(cline_root), env=env)
+    current = read_records(db)
+    assert current != backed_up
+
+    truncated = tmp_path / "truncated.db"
+    truncated.write_bytes(backup.read_bytes()[: backup.stat().st_size // 2])
+    mangled = tmp_path / "mangled.db"
+    data = bytearray(backup.read_bytes())
+    data[4096:] = b"\xff" * (len(data) - 4096)
+    mangled.write_bytes(bytes(data))
+    other = tmp_path / "other.db"
+    other.write_bytes(b"not a database at all" * 300)
+    for bad, problem in ((truncated, "truncated"), (mangled, "not a usable backup"), (other, "not a SQLite database")):
+        line = refused("restore", str(bad), "--yes", env=env, code=1)
+        assert line.startswith(f"error: {bad}: ") and problem in line, line
+    assert read_records(db) == current
+    assert "confirm with --yes" in refused("restore", str(backup), env=env, code=2)
+
+    line = ok("restore", str(backup), "--yes", env=env)
+    assert f"the previous store is {db}.before-restore" in line
+    assert read_records(db) == backed_up
+    assert read_records(Path(f"{db}.before-restore")) == current
+    assert store_problems(db) == []
+    ok("ingest", str(cline_root), env=env)  # the restored store is a working store
+    assert read_records(db) == current
+
+
+def test_restore_is_refused_while_capture_holds_the_store(
+    env: dict[str, str], cline_root: Path, tmp_path: Path
+) -> None:
+    session = Synthetic(synthetic_id(4), seed=4)
+    session.write(cline_root)
+    ok("ingest", session.session_id, env=env)
+    backup = tmp_path / "b.db"
+    ok("backup", str(backup), env=env)
+    capture = CaptureProcess(dict(env, POSTRUN_CLINE_DIR=str(cline_root)), tmp_path)
+    try:
+        capture.wait_for_log(r"watching")
+        line = refused("restore", str(backup), "--yes", env=env, code=75)
+        assert "another capture is running" in line and "stop it before restoring" in line
+    finally:
+        capture.kill()
+
+
+def test_daily_backups_keep_the_newest(env: dict[str, str], cline_root: Path) -> None:
+    session = Synthetic(synthetic_id(5), seed=5)
+    session.write(cline_root)
+    ok("ingest", session.session_id, env=env)
+    folder = Path(env["POSTRUN_DB"]).parent / "backups"
+    old = [folder / f"postrun-2026010{day}T030000Z.db" for day in (1, 2, 3)]
+    folder.mkdir()
+    for path in old:
+        path.write_bytes(b"")
+    mine = folder / "keep-me.db"
+    mine.write_bytes(b"x")
+    result = run_postrun("backup", "--keep", "2", env=env)
+    assert result.returncode == 0, result.stderr
+    made = sorted(p for p in folder.iterdir() if p.name.startswith("postrun-"))
+    assert made[0] == old[2] and len(made) == 2 and made[1].stat().st_size > 0
+    assert result.stderr.count("removed old backup") == 2
+    assert mine.exists()
+    assert os.access(made[1], os.R_OK)
