@@ -135,6 +135,7 @@ class IngestJob:
         db_path: Path,
         database: Database,
         max_bytes: int,
+        keep_raw: bool = True,
         book: SessionBook,
         caches: MappingCaches,
         logger: logging.Logger,
@@ -145,7 +146,8 @@ class IngestJob:
         self.db_path = db_path
         self.database: Database | None = database
         self.max_bytes = max_bytes
-        self.ingester = Ingester(database, max_bytes=max_bytes)
+        self.keep_raw = keep_raw
+        self.ingester = Ingester(database, max_bytes=max_bytes, keep_raw=keep_raw)
         self.book = book
         self.caches = caches
         self.logger = logger
@@ -239,7 +241,7 @@ class IngestJob:
                 self.host.retry_later(due.session_id, due.reason, delay)
             return False
         self.database = database
-        self.ingester = Ingester(database, max_bytes=self.max_bytes)
+        self.ingester = Ingester(database, max_bytes=self.max_bytes, keep_raw=self.keep_raw)
         self.caches.clear()
         self.book.forget_reads()
         plan = plan_catch_up(self.root, database, wall_now=self.wall())

@@ -83,6 +83,7 @@ class CaptureService:
             db_path=self.context.paths.db,
             database=database,
             max_bytes=settings.max_bytes,
+            keep_raw=settings.keep_raw,
             book=self.book,
             caches=self.caches,
             logger=self.logger,

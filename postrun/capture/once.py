@@ -63,6 +63,7 @@ def run_once(context: CaptureContext, signals: Signals | None = None) -> OnceSum
             db_path=context.paths.db,
             database=Database.open(context.paths.db),
             max_bytes=settings.max_bytes,
+            keep_raw=settings.keep_raw,
             book=SessionBook(),
             caches=MappingCaches(context.clock, limit=0),
             logger=logger,

@@ -194,3 +194,24 @@ def test_daily_backups_keep_the_newest(env: dict[str, str], cline_root: Path) ->
     assert result.stderr.count("removed old backup") == 2
     assert mine.exists()
     assert os.access(made[1], os.R_OK)
+
+
+def raw_rows(db: Path) -> int:
+    connection = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return int(connection.execute("SELECT count(*) FROM raw_files").get)
+    finally:
+        connection.close()
+
+
+def test_capture_keeps_raw_copies_unless_keep_raw_is_off(env: dict[str, str], cline_root: Path) -> None:
+    env = dict(env, POSTRUN_CLINE_DIR=str(cline_root))
+    session = Synthetic(synthetic_id(6), seed=6)
+    session.write(cline_root)
+    ok("capture", "--once", env=dict(env, POSTRUN_KEEP_RAW="false"))
+    db = Path(env["POSTRUN_DB"])
+    assert read_records(db) and raw_rows(db) == 0
+    session.grow()
+    session.write(cline_root)
+    ok("capture", "--once", env=env)
+    assert raw_rows(db) == 2
