@@ -39,6 +39,14 @@ def delete_records(db: Path, session_id: str) -> None:
     connection.close()
 
 
+def ingested(index: int, root: Path, env: dict[str, str]) -> Synthetic:
+    """A small synthetic session written into ``root`` and ingested by id."""
+    session = Synthetic(synthetic_id(index), seed=index)
+    session.write(root)
+    ok("ingest", session.session_id, env=env)
+    return session
+
+
 @pytest.fixture
 def cline_root(env: dict[str, str]) -> Path:
     return Path(env["HOME"]) / ".cline" / "data" / "sessions"
@@ -83,9 +91,7 @@ def test_a_restored_then_deleted_session_is_handed_back_and_rebuilt(
 def test_raw_never_writes_into_clines_folder_nor_into_a_non_empty_folder(
     env: dict[str, str], cline_root: Path, tmp_path: Path
 ) -> None:
-    session = Synthetic(synthetic_id(2), seed=2)
-    session.write(cline_root)
-    ok("ingest", session.session_id, env=env)
+    session = ingested(2, cline_root, env)
     listing = sorted(p for p in cline_root.parent.rglob("*"))
     for inside in (cline_root / "restored", cline_root.parent / "x", cline_root / session.session_id):
         assert "Postrun never writes there" in refused("raw", session.session_id, "--to", str(inside), env=env, code=2)
@@ -162,9 +168,7 @@ def test_backup_and_restore_round_trip_and_refuse_bad_files(
 def test_restore_is_refused_while_capture_holds_the_store(
     env: dict[str, str], cline_root: Path, tmp_path: Path
 ) -> None:
-    session = Synthetic(synthetic_id(4), seed=4)
-    session.write(cline_root)
-    ok("ingest", session.session_id, env=env)
+    ingested(4, cline_root, env)
     backup = tmp_path / "b.db"
     ok("backup", str(backup), env=env)
     capture = CaptureProcess(dict(env, POSTRUN_CLINE_DIR=str(cline_root)), tmp_path)
@@ -177,9 +181,7 @@ def test_restore_is_refused_while_capture_holds_the_store(
 
 
 def test_daily_backups_keep_the_newest(env: dict[str, str], cline_root: Path) -> None:
-    session = Synthetic(synthetic_id(5), seed=5)
-    session.write(cline_root)
-    ok("ingest", session.session_id, env=env)
+    ingested(5, cline_root, env)
     folder = Path(env["POSTRUN_DB"]).parent / "backups"
     old = [folder / f"postrun-2026010{day}T030000Z.db" for day in (1, 2, 3)]
     folder.mkdir()
