@@ -40,6 +40,9 @@ def service_install(
     platform: PlatformOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the file instead of writing it.")] = False,
     now: Annotated[bool, typer.Option("--now", help="Also load, enable and start the service now.")] = False,
+    daily_backup: Annotated[
+        bool, typer.Option("--daily-backup", help="Also back up the store daily, keeping the newest 7.")
+    ] = False,
 ) -> None:
     """Write the user unit (or LaunchAgent) that runs `postrun capture`, for this Postrun."""
     target = _platform(platform)
@@ -52,9 +55,12 @@ def service_install(
         db=loaded.settings.db if state.db is not None else None,
     )
     if dry_run:
-        file = units.service_file(target, paths, run)
-        typer.echo(file.content, nl=False)
-        say(f"dry run: would write {file.path}")
+        for file in (
+            units.service_file(target, paths, run),
+            *(units.backup_files(target, paths, run) if daily_backup else ()),
+        ):
+            typer.echo(file.content, nl=False)
+            say(f"dry run: would write {file.path}")
         return
 
     def written(installed: units.Installed) -> None:
@@ -72,6 +78,7 @@ def service_install(
         runner=units.run_command,
         on_run=_echo_step,
         on_written=written,
+        daily_backup=daily_backup,
     )
     if report.started:
         typer.echo("started: `postrun service status` shows it, `postrun doctor` checks the rest")

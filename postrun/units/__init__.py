@@ -8,6 +8,7 @@ injectable ``Runner``.
 
 from __future__ import annotations
 
+from postrun.units.backup import backup_files
 from postrun.units.commands import NO_USER_MANAGER, CommandResult, Runner, Step, run_command, run_steps, shell_line
 from postrun.units.install import (
     Installed,
@@ -48,6 +49,7 @@ __all__ = [
     "Step",
     "UninstallReport",
     "activation_steps",
+    "backup_files",
     "capture_command",
     "install_file",
     "install_service",

@@ -12,6 +12,7 @@ from typing import Literal
 
 from postrun.errors import PostrunError
 from postrun.paths import Paths, ensure_private_dir, write_private_file
+from postrun.units.backup import BACKUP_TIMER, backup_activation, backup_deactivation, backup_files, backup_paths
 from postrun.units.commands import Runner, Step, run_steps, shell_line
 from postrun.units.render import (
     LABEL,
@@ -75,11 +76,13 @@ def activation_steps(platform: Platform, path: Path, *, uid: int, change: str) -
     return (Step(("launchctl", "bootout", f"gui/{uid}/{LABEL}"), advisory=True), bootstrap)
 
 
-def deactivation_steps(platform: Platform, *, uid: int) -> tuple[Step, ...]:
-    """The commands that stop the service and keep it from starting again."""
+def deactivation_steps(platform: Platform, *, uid: int, backup: bool = False) -> tuple[Step, ...]:
+    """The commands that stop the service (and with ``backup``, the daily backup) and keep them
+    from starting again."""
+    backup_steps = backup_deactivation(platform, uid=uid) if backup else ()
     if platform == "linux":
-        return (Step(("systemctl", "--user", "disable", "--now", SERVICE_NAME)),)
-    return (Step(("launchctl", "bootout", f"gui/{uid}/{LABEL}"), advisory=True),)
+        return (Step(("systemctl", "--user", "disable", "--now", SERVICE_NAME)), *backup_steps)
+    return (Step(("launchctl", "bootout", f"gui/{uid}/{LABEL}"), advisory=True), *backup_steps)
 
 
 def after_uninstall_steps(platform: Platform) -> tuple[Step, ...]:
@@ -88,20 +91,21 @@ def after_uninstall_steps(platform: Platform) -> tuple[Step, ...]:
 
 
 def uninstall_files(platform: Platform, paths: Paths) -> tuple[Path, ...]:
-    """Remove the installed unit or agent, and the links ``systemctl --user enable`` made to it.
+    """Remove the installed unit or agent (and the daily backup's), and the links
+    ``systemctl --user enable`` made to them.
 
     Returns what was removed (nothing when it was not installed).
     """
-    path = service_path(platform, paths)
     removed: list[Path] = []
-    if platform == "linux" and paths.systemd_user_dir.is_dir():
-        for link in sorted(paths.systemd_user_dir.glob(f"*.wants/{UNIT_NAME}")):
-            if link.is_symlink() and os.path.normpath(link.parent / link.readlink()) == os.path.normpath(path):
-                _remove(link)
-                removed.append(link)
-    if path.exists() or path.is_symlink():
-        _remove(path)
-        removed.append(path)
+    for path in (service_path(platform, paths), *backup_paths(platform, paths)):
+        if platform == "linux" and paths.systemd_user_dir.is_dir() and path.name in (UNIT_NAME, BACKUP_TIMER):
+            for link in sorted(paths.systemd_user_dir.glob(f"*.wants/{path.name}")):
+                if link.is_symlink() and os.path.normpath(link.parent / link.readlink()) == os.path.normpath(path):
+                    _remove(link)
+                    removed.append(link)
+        if path.exists() or path.is_symlink():
+            _remove(path)
+            removed.append(path)
     return tuple(removed)
 
 
@@ -125,12 +129,18 @@ def install_service(
     runner: Runner,
     on_run: Callable[[Step], None],
     on_written: Callable[[Installed], None] = lambda installed: None,
+    daily_backup: bool = False,
 ) -> InstallReport:
     """``postrun service install``: write the unit or agent that runs ``command``; with
-    ``now``, also load, enable and start it (``on_written`` is told before that)."""
+    ``now``, also load, enable and start it (``on_written`` is told before that). With
+    ``daily_backup``, also the timer (or agent) of a daily ``postrun backup``."""
     installed = install_file(service_file(platform, paths, command), paths)
     on_written(installed)
     steps = activation_steps(platform, installed.file.path, uid=uid, change=installed.change)
+    if daily_backup:
+        for file in backup_files(platform, paths, command):
+            on_written(install_file(file, paths))
+        steps += backup_activation(platform, paths, uid=uid)
     if now:
         run_steps(steps, runner, on_run=on_run)
     notes: list[str] = []
@@ -179,7 +189,8 @@ def uninstall_service(
                 warnings.append(f"{' '.join(result.argv)}: {result.reason}")
 
     if now:
-        run_leniently(deactivation_steps(platform, uid=uid))
+        backup = any(path.exists() for path in backup_paths(platform, paths))
+        run_leniently(deactivation_steps(platform, uid=uid, backup=backup))
     removed = uninstall_files(platform, paths)
     reload = after_uninstall_steps(platform)
     next_line = None

@@ -136,16 +136,22 @@ def _exec_word(word: str, *, program: bool) -> str:
     return f'"{escaped}"' if needs_quotes else escaped
 
 
+def exec_line(command: Sequence[str]) -> str:
+    """``command`` as an ExecStart= value. Raises PostrunError for a program path systemd refuses
+    (quotes, backslashes, controls)."""
+    program = command[0]
+    if any(char in "\\\"'" or not char.isprintable() for char in program):
+        raise PostrunError(program, "systemd cannot start a program whose path holds quotes or backslashes")
+    return " ".join(_exec_word(word, program=index == 0) for index, word in enumerate(command))
+
+
 def render_unit(command: Sequence[str]) -> str:
     """The systemd user unit that runs ``command`` (``[...program, "capture"]``).
 
     Raises PostrunError for a program path systemd refuses (quotes, backslashes, controls).
     """
-    program = command[0]
-    if any(char in "\\\"'" or not char.isprintable() for char in program):
-        raise PostrunError(program, "systemd cannot start a program whose path holds quotes or backslashes")
     return _UNIT_TEMPLATE.format(
-        exec_start=" ".join(_exec_word(word, program=index == 0) for index, word in enumerate(command)),
+        exec_start=exec_line(command),
         restart=RESTART_SECONDS,
         watchdog=WATCHDOG_SECONDS,
         stop_timeout=STOP_TIMEOUT_SECONDS,

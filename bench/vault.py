@@ -1,0 +1,189 @@
+"""The vault's budgets on the bench history: raw copies' size, their cost to cold ingest and
+warm start, and ``reingest --all`` against a cold ingest.
+
+    python -m bench.vault                     # 2,000 one-turn sessions (about 250 MB), ~3 minutes
+    python -m bench.vault --sessions 500 --turns 2 --runs 3
+
+Each figure compares two stores built from the same history in the same run: one with
+``keep_raw`` on (the default), one with it off. Cold ingest, warm start (``capture --once``)
+and ``reingest --all`` are the real ``postrun`` process; runs alternate on and off so that
+load from other processes falls on both alike; medians are reported. The dictionary figure
+compresses every source file alone with zstd at the vault's level, with and without a
+dictionary trained on a sample of them, in this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+import zstandard
+
+from bench.history import write_history
+from bench.machine import describe
+from bench.proc import Finished, isolated_env, postrun_command, run
+from bench.stats import median
+from postrun.store.vault import ZSTD_LEVEL
+
+REPO = Path(__file__).resolve().parent.parent
+RAW_BUDGET = 0.15  # MB of raw copies per MB of Cline source
+COLD_BUDGET = 0.15  # added to cold ingest time
+DICTIONARY_BYTES = 112 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class VaultFigures:
+    sessions: int
+    source_bytes: int
+    raw_bytes: int  # compressed blobs in the store
+    cold_on: tuple[float, ...]
+    cold_off: tuple[float, ...]
+    warm_on: tuple[float, ...]
+    warm_off: tuple[float, ...]
+    reingest: tuple[float, ...]
+    plain_bytes: int  # every file compressed alone
+    dictionary_bytes: int  # the same with a trained dictionary, the dictionary included
+
+    @property
+    def raw_per_source(self) -> float:
+        return self.raw_bytes / self.source_bytes
+
+    @property
+    def cold_added(self) -> float:
+        return median(self.cold_on) / median(self.cold_off) - 1
+
+
+def _ok(finished: Finished, what: str) -> Finished:
+    if finished.returncode != 0:
+        raise SystemExit(f"{what} failed ({finished.returncode}): {finished.stderr[-2000:]}")
+    return finished
+
+
+def measure(workdir: Path, *, sessions: int, turns: float, seed: int, runs: int) -> VaultFigures:
+    root = workdir / "cline" / "sessions"
+    totals = write_history(root, seed=seed, sessions=sessions, mean_turns=turns)
+    files = sorted(root.glob("*/*.json"))
+    source_bytes = sum(path.stat().st_size for path in files)
+    folders = sorted(str(path) for path in root.iterdir())
+    cold: dict[bool, list[float]] = {True: [], False: []}
+    warm: dict[bool, list[float]] = {True: [], False: []}
+    reingest: list[float] = []
+    kept = workdir / "kept.db"
+    for index in range(runs):
+        for keep_raw in (True, False) if index % 2 == 0 else (False, True):
+            db = workdir / f"store-{keep_raw}-{index}.db"
+            env = isolated_env(
+                workdir / f"home-{keep_raw}-{index}",
+                db=db,
+                cline_dir=root,
+                extra={"POSTRUN_KEEP_RAW": str(keep_raw).lower()},
+            )
+            cold[keep_raw].append(_ok(run([*postrun_command(), "ingest", *folders], env), "ingest").wall_seconds)
+            capture = [*postrun_command(), "capture", "--once"]
+            _ok(run(capture, env), "capture --once")  # untimed: the first start after the ingest
+            warm[keep_raw].append(_ok(run(capture, env), "capture --once").wall_seconds)
+            if keep_raw:
+                reingest.append(_ok(run([*postrun_command(), "reingest", "--all"], env), "reingest").wall_seconds)
+                if not kept.exists():
+                    shutil.copy(db, kept)
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{db}{suffix}").unlink(missing_ok=True)
+    connection = apsw.Connection(str(kept), flags=apsw.SQLITE_OPEN_READONLY)
+    raw_bytes = int(connection.execute("SELECT coalesce(sum(length(data)), 0) FROM raw_blobs").get)
+    connection.close()
+    plain, with_dictionary = _dictionary_sizes(files, seed)
+    return VaultFigures(
+        sessions=totals.sessions,
+        source_bytes=source_bytes,
+        raw_bytes=raw_bytes,
+        cold_on=tuple(cold[True]),
+        cold_off=tuple(cold[False]),
+        warm_on=tuple(warm[True]),
+        warm_off=tuple(warm[False]),
+        reingest=tuple(reingest),
+        plain_bytes=plain,
+        dictionary_bytes=with_dictionary,
+    )
+
+
+def _dictionary_sizes(files: Sequence[Path], seed: int) -> tuple[int, int]:
+    contents = [path.read_bytes() for path in files]
+    sample = random.Random(seed).sample(contents, min(len(contents), 1000))
+    dictionary = zstandard.train_dictionary(DICTIONARY_BYTES, sample)
+    plain = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
+    trained = zstandard.ZstdCompressor(level=ZSTD_LEVEL, dict_data=dictionary)
+    return (
+        sum(len(plain.compress(data)) for data in contents),
+        sum(len(trained.compress(data)) for data in contents) + len(dictionary.as_bytes()),
+    )
+
+
+def report(figures: VaultFigures, args: argparse.Namespace) -> str:
+    def verdict(passed: bool) -> str:
+        return "met" if passed else "MISSED"
+
+    mb = 2**20
+    cold_on, cold_off = median(figures.cold_on), median(figures.cold_off)
+    warm_on, warm_off = median(figures.warm_on), median(figures.warm_off)
+    reingest = median(figures.reingest)
+    machine = describe(REPO)
+    return "\n".join(
+        [
+            f"`python -m bench.vault --sessions {args.sessions} --turns {args.turns} --seed {args.seed}"
+            f" --runs {args.runs}`:",
+            "",
+            *machine.lines(),
+            "",
+            "| Figure | Target | Measured | |",
+            "|---|---|---|---|",
+            f"| Raw copies per MB of Cline source | ≤ {RAW_BUDGET} MB | {figures.raw_per_source:.3f} MB"
+            f" ({figures.raw_bytes / mb:.1f} MB for {figures.source_bytes / mb:.1f} MB,"
+            f" {figures.sessions} sessions) | {verdict(figures.raw_per_source <= RAW_BUDGET)} |",
+            f"| Added to cold ingest | ≤ {COLD_BUDGET:.0%} | {figures.cold_added:+.1%} ({cold_on:.2f} s on,"
+            f" {cold_off:.2f} s off) | {verdict(figures.cold_added <= COLD_BUDGET)} |",
+            f"| Warm start (`capture --once`) | nothing measurable | {warm_on:.2f} s on, {warm_off:.2f} s off"
+            f" ({warm_on / warm_off - 1:+.1%}) | {verdict(warm_on <= warm_off * 1.05)} |",
+            f"| `reingest --all` | ≤ cold ingest ({cold_on:.2f} s) | {reingest:.2f} s |"
+            f" {verdict(reingest <= cold_on)} |",
+            f"| Trained dictionary ({DICTIONARY_BYTES // 1024} KB, files alone) | pays? |"
+            f" {figures.dictionary_bytes / mb:.1f} MB with, {figures.plain_bytes / mb:.1f} MB without"
+            f" ({figures.dictionary_bytes / figures.plain_bytes - 1:+.1%}) | "
+            f"{'used' if figures.dictionary_bytes < figures.plain_bytes * 0.9 else 'not used: does not pay'} |",
+            "",
+            f"Medians of {args.runs} runs each (on and off alternating). Every run: "
+            + ", ".join(f"{v:.2f}" for v in figures.cold_on)
+            + " s cold on; "
+            + ", ".join(f"{v:.2f}" for v in figures.cold_off)
+            + " s cold off; "
+            + ", ".join(f"{v:.2f}" for v in figures.reingest)
+            + " s reingest.",
+        ]
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.vault", description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=2000)
+    parser.add_argument("--turns", type=float, default=1)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--workdir", type=Path, help="an empty folder to work in (default: a temp dir, removed)")
+    args = parser.parse_args(argv)
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="postrun-bench-vault-"))
+    try:
+        figures = measure(workdir, sessions=args.sessions, turns=args.turns, seed=args.seed, runs=args.runs)
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print(report(figures, args))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
