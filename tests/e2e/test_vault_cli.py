@@ -217,3 +217,50 @@ def test_capture_keeps_raw_copies_unless_keep_raw_is_off(env: dict[str, str], cl
     session.write(cline_root)
     ok("capture", "--once", env=env)
     assert raw_rows(db) == 2
+
+
+def version(index: int, number: int) -> Synthetic:
+    """Version ``number`` of synthetic session ``index``: each one has more messages."""
+    session = Synthetic(synthetic_id(index), seed=index)
+    for _ in range(6 + 6 * number):
+        session.grow()
+    return session
+
+
+def test_backups_taken_while_capture_ingests_hold_stored_versions_only(
+    env: dict[str, str], cline_root: Path, tmp_path: Path
+) -> None:
+    from postrun.agents.cline import SessionLocation
+    from postrun.ingest import Ingester
+    from postrun.store.backup import verify_backup
+    from postrun.store.db import Database
+
+    indexes, versions = range(6), range(5)
+    expected: dict[int, list[object]] = {index: [] for index in indexes}
+    for number in versions:  # what each version stores, ingested from the same paths
+        with Database.open(tmp_path / f"reference-{number}.db") as database:
+            ingester = Ingester(database, max_bytes=2**26)
+            for index in indexes:
+                version(index, number).write(cline_root)
+                ingester.ingest(SessionLocation.in_root(cline_root, synthetic_id(index)))
+        for index in indexes:
+            expected[index].append(read_records(tmp_path / f"reference-{number}.db")[synthetic_id(index)])
+    for index in indexes:
+        version(index, 0).write(cline_root)
+    env = dict(env, POSTRUN_CLINE_DIR=str(cline_root), POSTRUN_DEBOUNCE_SECONDS="0.05")
+    capture = CaptureProcess(env, tmp_path)
+    backups = []
+    try:
+        capture.wait_for_log(r"watching")
+        for number in versions[1:]:
+            for index in indexes:
+                version(index, number).write(cline_root)
+            backups.append(tmp_path / f"backup-{number}.db")
+            ok("backup", str(backups[-1]), env=env)
+    finally:
+        capture.kill()
+    for backup in backups:
+        assert verify_backup(backup).sessions <= len(indexes)
+        for session_id, records in read_records(backup).items():
+            index = indexes[[synthetic_id(i) for i in indexes].index(session_id)]
+            assert records in expected[index], f"{backup.name}: {session_id} is no version it ever had"
