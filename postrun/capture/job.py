@@ -1,6 +1,6 @@
 """One session's ingest as the capture runs it, on the ingest thread.
 
-Every ingest logs one line::
+Every ingest logs one line (at DEBUG for the start-up catch-up, at INFO otherwise)::
 
     cline <ingested|updated|unchanged> <id> (<N> steps, <T> turns, <W> written) on <startup|event|poll> in <ms> ms
 
@@ -203,9 +203,12 @@ class IngestJob:
         self.book.read(session_id, key, is_open=outcome.open)
         if due.reason != "startup" or outcome.open:
             self.caches.put(session_id, cache)  # it is likely to change again soon
-        self.logger.info(
+        # A catch-up over a long history would print thousands of these: its progress is the
+        # bar and the `caught up` line; live ingests are news.
+        self.logger.log(
+            logging.DEBUG if due.reason == "startup" else logging.INFO,
             f"cline {outcome.status} {session_id} ({outcome.steps} steps, {outcome.turns} turns,"
-            f" {outcome.rows_written} written) on {due.reason} in {round(outcome.elapsed_ms)} ms"
+            f" {outcome.rows_written} written) on {due.reason} in {round(outcome.elapsed_ms)} ms",
         )
         self.on_ingested()
         return JobResult(outcome.status, cost)

@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -78,19 +78,19 @@ class ProgressBar:
             self._draw(force=True)
 
     def advance(self) -> None:
+        """One more done; the full bar stays drawn until ``finish`` (the summary replaces it)."""
         with self.lock:
-            if not self.active:
+            if not self.active or self._done >= self._total:
                 return
             self._done += 1
-            if self._done >= self._total:
-                self.finish()
-            else:
-                self._draw(force=False)
+            self._draw(force=self._done == self._total)
 
-    def finish(self) -> None:
+    def finish(self, line: Callable[[], None] = lambda: None) -> None:
+        """Clear the bar for good; ``line`` (a log call) is written in its place before any other."""
         with self.lock:
             self.clear()
             self._total = 0
+            line()
 
     def clear(self) -> None:
         with self.lock:

@@ -198,10 +198,12 @@ class CaptureService:
             if self._caught_up:
                 return
             self._caught_up = True
-        if self.context.progress is not None:
-            self.context.progress.finish()
         elapsed = time.monotonic() - self._catch_up_started
-        self.logger.info(f"cline: caught up with {plural(self._catch_up_total, 'session')} in {elapsed:.1f} s")
+        summary = f"cline: caught up with {plural(self._catch_up_total, 'session')} in {elapsed:.1f} s"
+        if self.context.progress is not None:
+            self.context.progress.finish(lambda: self.logger.info(summary))
+        else:
+            self.logger.info(summary)
 
     def _housekeeping(self) -> None:
         """On the ingest thread, every few seconds: the store file and the lock file are still ours."""

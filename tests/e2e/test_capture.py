@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -35,6 +36,7 @@ REAL_A = "1795976499744_q4jun"  # cline-real/a_read_edit
 REAL_B = "1795976512762_vrqks"  # cline-real/b_run_commands
 REAL_E = "1795976639977_qou3n"  # cline-real/e_plan_then_act
 REAL_H = "1795976749765_vx695"  # cline-real/h_subagents
+CAUGHT_UP_WITH_BASIC = r"INFO cline: caught up with 1 session in "  # the start-up ingest of basic_act is done
 INGEST_LINE = (
     r"^\S+ INFO cline (ingested|updated|unchanged) {id} \(\d+ steps, \d+ turns, \d+ written\) on {reason} in \d+ ms$"
 )
@@ -106,7 +108,7 @@ def steps_of(db: Path, session_id: str) -> int | None:
 def test_startup_then_a_new_session_folder(start: Callable[..., CaptureProcess], root: Path, db: Path) -> None:
     capture = start()
     capture.wait_for_log(rf"cline: watching {root} \(1 sessions present, 1 new or changed\)$")
-    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    capture.wait_for_log(CAUGHT_UP_WITH_BASIC)
     assert steps_of(db, BASIC) == expected_steps(FIXTURES / "cline/basic_act", BASIC)
     written = time.monotonic()
     add_session(root, "cline/plan_act_resumed_open", PLANS)
@@ -168,7 +170,7 @@ def test_real_rewrites_replayed(
 def test_file_rewritten_in_place_is_updated(start: Callable[..., CaptureProcess], root: Path, db: Path) -> None:
     messages = root / BASIC / f"{BASIC}.messages.json"
     capture = start()
-    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    capture.wait_for_log(CAUGHT_UP_WITH_BASIC)
     before = read_store(db)[BASIC]
     write_in_place(messages, edited(messages.read_bytes(), "in place"))
     capture.wait_for_log(r"INFO cline updated 1790000000000_basic \(\d+ steps, \d+ turns, [1-9]\d* written\) on event")
@@ -180,7 +182,7 @@ def test_file_rewritten_in_place_is_updated(start: Callable[..., CaptureProcess]
 def test_file_replaced_by_rename_is_updated(start: Callable[..., CaptureProcess], root: Path, db: Path) -> None:
     messages = root / BASIC / f"{BASIC}.messages.json"
     capture = start()
-    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    capture.wait_for_log(CAUGHT_UP_WITH_BASIC)
     temp = messages.with_name(messages.name + ".1234.tmp")
     temp.write_bytes(edited(messages.read_bytes(), "renamed"))
     os.replace(temp, messages)
@@ -196,7 +198,7 @@ def test_torn_file_then_its_completion(
     complete = messages.read_bytes()
     capture_env["POSTRUN_LOG_LEVEL"] = "DEBUG"  # shows the re-read that does not log the tear again
     capture = start()
-    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    capture.wait_for_log(CAUGHT_UP_WITH_BASIC)
     stored = read_store(db)[BASIC]
     torn_line = (
         r"INFO cline 1790000000000_basic: messages file not parseable yet \(mid-write\?\);"
@@ -229,7 +231,7 @@ def test_torn_file_then_its_completion(
 
 def test_root_deleted_and_recreated(start: Callable[..., CaptureProcess], root: Path, db: Path) -> None:
     capture = start()
-    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    capture.wait_for_log(CAUGHT_UP_WITH_BASIC)
     shutil.rmtree(root)
     capture.wait_for_log(rf"WARNING cline: {root} is gone; stored sessions are kept")
     root.mkdir()
@@ -259,7 +261,7 @@ def test_poll_only_mode(
 ) -> None:
     capture_env["POSTRUN_USE_EVENTS"] = "0"
     capture = start()
-    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    capture.wait_for_log(CAUGHT_UP_WITH_BASIC)
     messages = root / BASIC / f"{BASIC}.messages.json"
     before = read_store(db)[BASIC].step_digests
     written = time.monotonic()
@@ -307,7 +309,7 @@ def test_status_running_and_not_running(
     assert not_running.stdout.splitlines()[0] == "capture: not running"
     assert f"store: {db} (not created yet)" in not_running.stdout
     capture = start()
-    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    capture.wait_for_log(CAUGHT_UP_WITH_BASIC)
     running = run_postrun("status", env=capture_env)
     assert running.returncode == 0, running.stderr
     lines = running.stdout.splitlines()
@@ -361,6 +363,26 @@ if _root and _out:
 """
 
 
+def test_the_first_catch_up_logs_each_session_at_debug_only(
+    start: Callable[..., CaptureProcess], capture_env: dict[str, str], root: Path, tmp_path: Path
+) -> None:
+    for case, session_id in (("cline/plan_act_resumed_open", PLANS), ("cline-real/a_read_edit", REAL_A)):
+        shutil.copytree(FIXTURES / case / "data" / "sessions" / session_id, root / session_id)
+    quiet = start()
+    quiet.wait_for_log(r"INFO cline: caught up with 3 sessions in ")
+    assert [line.split(" ", 2)[2] for line in quiet.lines(r" INFO ")] == [
+        f"cline: watching {root} (3 sessions present, 3 new or changed)",
+        quiet.lines(r"caught up")[0].split(" ", 2)[2],
+    ]
+    assert quiet.stop()[0] == 0
+    capture_env["POSTRUN_DB"] = str(tmp_path / "other" / "postrun.db")
+    verbose = start("--log-level", "DEBUG")
+    verbose.wait_for_log(r"INFO cline: caught up with 3 sessions in ")
+    startup = r"DEBUG cline ingested {id} \(\d+ steps, \d+ turns, \d+ written\) on startup in \d+ ms$"
+    for session_id in (BASIC, PLANS, REAL_A):
+        verbose.wait_for_log(startup.format(id=session_id))
+
+
 def test_restart_over_unchanged_history_reads_no_transcript(
     start: Callable[..., CaptureProcess], capture_env: dict[str, str], root: Path, tmp_path: Path
 ) -> None:
@@ -399,7 +421,7 @@ def test_daemon_pid_file_and_sigterm(capture_env: dict[str, str], db: Path) -> N
         assert second.returncode == 75  # refused before it forks
         assert second.stderr.strip() == f"error: another capture is running (pid {pid})"
         log_file = Path(capture_env["XDG_STATE_HOME"]) / "postrun" / "log" / "capture.log"
-        wait_until(lambda: "INFO cline ingested 1790000000000_basic" in log_file.read_text())
+        wait_until(lambda: "INFO cline: caught up with 1 session in " in log_file.read_text())
         assert "another capture is running" not in log_file.read_text()  # the running one's log stays clean
         assert log_file.stat().st_mode & 0o777 == 0o600  # umask 077
         os.kill(pid, signal.SIGTERM)
@@ -493,7 +515,7 @@ def test_sighup_rereads_the_configuration(
     config.write_text("log_level = 'INFO'\n")
     capture_env["POSTRUN_CONFIG"] = str(config)
     capture = start()
-    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    capture.wait_for_log(CAUGHT_UP_WITH_BASIC)
     config.write_text("log_level = 'DEBUG'\n")
     capture.send(signal.SIGHUP)
     capture.wait_for_log(rf"INFO capture: configuration reloaded from {config}$")
@@ -518,7 +540,7 @@ def test_sighup_to_an_unlistable_sessions_root_keeps_the_running_capture(
     capture_env["POSTRUN_CONFIG"] = str(config)
     del capture_env["POSTRUN_CLINE_DIR"]  # the file decides the root
     capture = start()
-    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    capture.wait_for_log(CAUGHT_UP_WITH_BASIC)
     not_a_folder = tmp_path / "not-a-folder"
     not_a_folder.write_text("a file, not a sessions root\n")
     config.write_text(f"cline_dir = {str(not_a_folder)!r}\n")
@@ -574,7 +596,7 @@ def test_store_removed_while_running_is_recreated(
     start: Callable[..., CaptureProcess], capture_env: dict[str, str], root: Path, db: Path
 ) -> None:
     capture = start()
-    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    capture.wait_for_log(CAUGHT_UP_WITH_BASIC)
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     add_session(root, "cline/plan_act_resumed_open", PLANS)
@@ -588,7 +610,7 @@ def test_store_folder_removed_while_idle(
 ) -> None:
     """Nothing changes in Cline's folder, yet the store and the lock come back (housekeeping)."""
     capture = start()
-    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    capture.wait_for_log(CAUGHT_UP_WITH_BASIC)
     shutil.rmtree(db.parent)
     capture.wait_for_log(r"ERROR store .*: the database file was removed or replaced")
     capture.wait_until(lambda: BASIC in read_store(db), what="the session in the recreated store")
@@ -602,7 +624,7 @@ def test_locked_store_is_retried(start: Callable[..., CaptureProcess], root: Pat
     """Another writer holds the store longer than the busy timeout: one clear error, then a retry."""
 
     capture = start()
-    capture.wait_for_log(INGEST_LINE.format(id=BASIC, reason="startup"))
+    capture.wait_for_log(CAUGHT_UP_WITH_BASIC)
     blocker = apsw.Connection(str(db))
     blocker.execute("BEGIN IMMEDIATE")
     try:
@@ -640,3 +662,5 @@ def test_progress_bar_on_a_terminal_during_the_first_catch_up(
     text = seen.decode(errors="replace")
     assert "catching up [" in text and " sessions" in text
     assert "\x1b[K" in text  # the bar's line is cleared before log lines are written over it
+    # The bar, full, stays on the last line until the summary takes its place.
+    assert re.search(r"\] 3/3 sessions\r\x1b\[K[^\r\n]* INFO cline: caught up with 3 sessions in ", text), text

@@ -90,9 +90,9 @@ def test_ingest_line_and_no_second_read_of_unchanged_files(job: tuple[IngestJob,
         return ingest(location, cache)
 
     ingest_job.ingester.ingest = counted
-    assert ingest_job.run(Due(BASIC, "startup")).outcome == "ingested"
+    assert ingest_job.run(Due(BASIC, "poll")).outcome == "ingested"
     assert log.lines == [
-        "INFO cline ingested 1790000000000_basic (15 steps, 1 turns, 19 written) on startup in "
+        "INFO cline ingested 1790000000000_basic (15 steps, 1 turns, 19 written) on poll in "
         + log.lines[0].rsplit(" in ", 1)[1]
     ]
     assert log.lines[0].endswith(" ms")
@@ -100,6 +100,12 @@ def test_ingest_line_and_no_second_read_of_unchanged_files(job: tuple[IngestJob,
     assert (result.outcome, result.cost_seconds) == ("skipped", None)
     assert reads == [BASIC]
     assert len(log.lines) == 1
+
+
+def test_a_start_up_ingest_logs_nothing_at_info(job: tuple[IngestJob, Host], log: LogLines) -> None:
+    ingest_job, _ = job
+    assert ingest_job.run(Due(BASIC, "startup")).outcome == "ingested"
+    assert log.lines == []  # its line is at DEBUG: the catch-up reports itself with one summary
 
 
 def test_torn_file_reported_once_per_change_and_store_untouched(

@@ -34,7 +34,7 @@ from tests.reliability.kit import StoredRecords, Synthetic, differences, one_sho
 from tests.support.capture_process import CaptureProcess
 
 VARIANTS = 3
-INGEST_LINE = r" INFO cline (ingested|updated|unchanged) "
+INGEST_LINE = r" (DEBUG|INFO) cline (ingested|updated|unchanged) "  # start-up ingests log at DEBUG
 
 
 def build(session_id: str, seed: int, variant: int) -> Synthetic:
@@ -173,6 +173,7 @@ def crash_env(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
         "POSTRUN_CLINE_DIR": str(tmp_path / "cline" / "sessions"),
         "POSTRUN_DEBOUNCE_SECONDS": "0.1",
         "POSTRUN_POLL_SECONDS": "0.5",
+        "POSTRUN_LOG_LEVEL": "DEBUG",  # the kills are timed by the ingest lines
     }
 
 

@@ -249,7 +249,7 @@ def test_store_removed_during_a_catch_up_is_recreated_and_caught_up_completely(
     db = Path(fault_env["POSTRUN_DB"])
     capture = CaptureProcess(fault_env, tmp_path)
     started.append(capture)
-    capture.wait_until(lambda: len(capture.lines(r" INFO cline ingested ")) >= 10, what="a part of the catch-up")
+    capture.wait_until(lambda: len(capture.lines(r" DEBUG cline ingested ")) >= 10, what="a part of the catch-up")
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     capture.wait_for_log(r"ERROR store .*: the database file was removed or replaced; recreating it and catching up")

@@ -130,12 +130,19 @@ def test_progress_bar_keeps_log_lines_above_it() -> None:
     progress.start(4)
     progress.advance()
     handler.emit(_record("cline ingested a (1 steps, 1 turns, 3 written) on startup in 1 ms"))
-    for _ in range(3):
-        progress.advance()
+    for _ in range(4):
+        progress.advance()  # one more than the total: no harm
+    assert progress.active  # the full bar stays at the bottom until the summary replaces it
+    full = f"catching up [{'#' * 30}] 4/4 sessions"
+    assert _render(stream.getvalue()) == ["cline ingested a (1 steps, 1 turns, 3 written) on startup in 1 ms", full]
+    progress.finish(lambda: handler.emit(_record("cline: caught up with 4 sessions in 0.1 s")))
     assert not progress.active
     screen = _render(stream.getvalue())
-    assert screen == ["cline ingested a (1 steps, 1 turns, 3 written) on startup in 1 ms", ""]
-    assert "catching up [" in stream.getvalue()
+    assert screen == [
+        "cline ingested a (1 steps, 1 turns, 3 written) on startup in 1 ms",
+        "cline: caught up with 4 sessions in 0.1 s",
+        "",
+    ]
     assert "] 0/4 sessions" in stream.getvalue()
 
 
