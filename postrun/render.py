@@ -34,7 +34,33 @@ def step_summary(step: Mapping[str, Any]) -> str:
         text = payload.get("text")
         shown = one_line(text, _ONE_LINE_CHARS) if text is not None else "(text not recorded)"
         return f"{printable(payload['role'])}: {shown}"
-    return printable(payload["tool_name"])
+    tool = printable(payload["tool_name"])
+    given = key_input(payload.get("raw", {}).get("input"))
+    return f"{tool}: {one_line(given, _ONE_LINE_CHARS)}" if given else tool
+
+
+# The field that says what a tool call was for, by the names Cline's tools give it (a search's
+# query, a helper's task, a question, a page); a tool without any shows its first text field.
+_KEY_INPUTS = ("query", "task", "question", "url", "skill", "title", "path", "command", "prompt", "name")
+
+
+def key_input(tool_input: Any) -> str | None:
+    """The one input a reviewer wants to see for a tool call (None when it has none)."""
+    if isinstance(tool_input, str):
+        return tool_input or None
+    if not isinstance(tool_input, dict):
+        return None
+    named = (tool_input.get(key) for key in _KEY_INPUTS)
+    texts = (value for value in tool_input.values() if isinstance(value, str) and value)
+    return next((value for value in named if isinstance(value, str) and value), None) or next(texts, None)
+
+
+def error_line(step: Mapping[str, Any]) -> str | None:
+    """The first line of a failed step's error message (None when it did not fail or says nothing)."""
+    if step["outcome"] != "failed" or "error" not in step:
+        return None
+    lines = str(step["error"].get("message", "")).strip().splitlines()
+    return one_line(lines[0], _ONE_LINE_CHARS) if lines else None
 
 
 def outcome_label(step: Mapping[str, Any]) -> str:
@@ -134,6 +160,9 @@ def timeline(
         lines += ["", _turn_heading(turn, prompt) + f"  ({turn['started_at']})"]
         for step in steps:
             lines.append(f"  #{step['seq']:<4} {step['type']:<8} {step_summary(step)}  [{outcome_label(step)}]")
+            error = error_line(step)
+            if error:
+                lines.append(f"{'':<16}error: {error}")
     if history is not None:
         entries = list(history)
         lines += ["", f"history   {plural(len(entries), 'earlier version')}"]

@@ -221,6 +221,11 @@ def test_show_timeline_and_history(tmp_path: Path, env: dict[str, str]) -> None:
     assert shown.returncode == 0, shown.stderr
     assert "turn 1 [act]: Fix the failing date test and add a health check" in shown.stdout
     assert "npm test -- date" in shown.stdout and "failed (exit 1, cline_tool_error)" in shown.stdout
+    lines = shown.stdout.splitlines()
+    failed = next(index for index, line in enumerate(lines) if "npm test -- date  [failed" in line)
+    assert lines[failed + 1].strip() == "error: Command exited with code 1"  # the first line of the error
+    assert "  #10   other    search_codebase: health  [ok]" in lines  # each step's key input
+    assert "  #12   other    fetch_web_content: https://example.com/health-checks  [ok, accepted]" in lines
     messages = root / "1790000000000_basic" / "1790000000000_basic.messages.json"
     doc = json.loads(messages.read_text())
     doc["messages"] = doc["messages"][:-1]  # a checkpoint restore drops the last reply
