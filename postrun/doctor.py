@@ -2,8 +2,8 @@
 
 Only the configuration, the store and the Cline sessions folder can fail: without them
 capture records nothing. Everything else is a warning with a hint, because a machine can be
-fine without it (a Cline CLI user has no ``globalState.json``; a container or an SSH-only
-machine may have no user service manager).
+fine without it (Cline's approval settings may be absent, and then its defaults apply; a
+container or an SSH-only machine may have no user service manager).
 
 Checking the store opens it as every command does, so an older store is migrated and loose
 file modes are tightened; the modes are read before that, so the check still reports them.
@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Literal
 
-from postrun.agents.cline.approvals import global_state_path
+from postrun.agents.cline.approvals import cli_settings_path, global_state_path
 from postrun.agents.cline.locate import list_sessions
 from postrun.capture.lock import read_capture_info
 from postrun.errors import ConfigError, PostrunError, StoreTooNewError
@@ -84,8 +84,8 @@ def exit_code(checks: Sequence[Check]) -> ExitCode:
 
 
 def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
-    """Every check, in a fixed order: python, config, store, sessions, globalState.json,
-    capture, service, inotify."""
+    """Every check, in a fixed order: python, config, store, sessions, approvals, capture,
+    service, inotify."""
     checks = [check_python()]
     try:
         loaded: LoadedSettings | None = load_settings(
@@ -108,7 +108,7 @@ def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
             inputs.environ, db=default_db_path(), cline_dir=cline_sessions_root(inputs.environ, base=Path.cwd())[0]
         )
         not_checked = "not checked: the configuration does not load"
-        checks += [Check(name, "warn", not_checked) for name in ("store", "sessions", "globalState.json", "capture")]
+        checks += [Check(name, "warn", not_checked) for name in ("store", "sessions", "approvals", "capture")]
         checks.append(check_service(service_status(inputs.platform, paths, inputs.runner, uid=inputs.uid), {}))
         checks.append(Check("inotify", "warn", not_checked))
         return tuple(checks)
@@ -118,7 +118,7 @@ def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
     checks.append(check_store(paths.db))
     sessions_check, session_count = check_sessions(paths.cline_dir)
     checks.append(sessions_check)
-    checks.append(check_global_state(paths.cline_dir))
+    checks.append(check_approvals(paths.cline_dir))
     checks.append(check_capture(paths))
     status = service_status(inputs.platform, paths, inputs.runner, uid=inputs.uid)
     checks.append(check_service(status, inputs.environ))
@@ -234,16 +234,24 @@ def check_sessions(root: Path) -> tuple[Check, int | None]:
     return Check("sessions", "ok", f"{count} session{'s' if count != 1 else ''} in {root}"), count
 
 
-def check_global_state(sessions_root: Path) -> Check:
-    """Cline's VS Code settings, next to the sessions root (absent for Cline CLI users)."""
-    path = global_state_path(sessions_root.parent)
-    if path.is_file():
-        return Check("globalState.json", "ok", str(path))
+def check_approvals(sessions_root: Path) -> Check:
+    """Which of Cline's approval settings exist next to the sessions root: the CLI's settings, VS
+    Code's ``globalState.json``, or neither (then Cline's defaults decide; a warning)."""
+    data_dir = sessions_root.parent
+    sources = (
+        ("CLI settings", cli_settings_path(data_dir)),
+        ("VS Code's globalState.json", global_state_path(data_dir)),
+    )
+    found = [f"{name} {path}" for name, path in sources if path.is_file()]
+    if found:
+        return Check("approvals", "ok", "; ".join(found))
+    (cli_name, cli_path), (vscode_name, vscode_path) = sources
     return Check(
-        "globalState.json",
+        "approvals",
         "warn",
-        f"not found at {path}",
-        "normal when Cline runs only as the CLI; with the VS Code extension, check the sessions folder",
+        f"neither {cli_name} ({cli_path}) nor {vscode_name} ({vscode_path}): defaults",
+        "decisions follow Cline's defaults; if Cline runs here, check that the sessions folder is the one in"
+        " its data folder",
     )
 
 

@@ -205,7 +205,7 @@ def test_doctor_on_a_healthy_setup(env: dict[str, str], manager: FakeManager, tm
         "config",
         "store",
         "sessions",
-        "globalState.json",
+        "approvals",
         "capture",
         "service",
         "inotify",

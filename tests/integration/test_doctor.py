@@ -11,7 +11,7 @@ import pytest
 
 from postrun.doctor import (
     DoctorInputs,
-    check_global_state,
+    check_approvals,
     check_inotify,
     check_python,
     check_service,
@@ -104,12 +104,22 @@ def test_sessions_root_missing_fails_and_present_counts(tmp_path: Path) -> None:
     assert (found.level, count, found.detail) == ("ok", 1, f"1 session in {root}")
 
 
-def test_global_state_missing_is_a_warning_for_cli_users(tmp_path: Path) -> None:
+def test_approvals_names_the_source_found_and_warns_only_without_any(tmp_path: Path) -> None:
     root = tmp_path / "data" / "sessions"
     root.mkdir(parents=True)
-    assert check_global_state(root).level == "warn"
-    (root.parent / "globalState.json").write_text("{}")
-    assert check_global_state(root).level == "ok"
+    cli = root.parent / "settings" / "global-settings.json"
+    vscode = root.parent / "globalState.json"
+    neither = check_approvals(root)
+    assert neither.level == "warn"
+    assert neither.detail == f"neither CLI settings ({cli}) nor VS Code's globalState.json ({vscode}): defaults"
+    cli.parent.mkdir()
+    cli.write_text("{}")
+    assert (check_approvals(root).level, check_approvals(root).detail) == ("ok", f"CLI settings {cli}")
+    vscode.write_text("{}")
+    both = check_approvals(root)
+    assert (both.level, both.detail) == ("ok", f"CLI settings {cli}; VS Code's globalState.json {vscode}")
+    cli.unlink()
+    assert (check_approvals(root).level, check_approvals(root).detail) == ("ok", f"VS Code's globalState.json {vscode}")
 
 
 def test_service_check_is_never_a_failure() -> None:
@@ -167,7 +177,7 @@ def test_every_check_of_the_issue_in_order_and_only_three_can_fail(tmp_path: Pat
     )
     checks = run_checks(inputs)
     names = [check.name for check in checks]
-    assert names == ["python", "config", "store", "sessions", "globalState.json", "capture", "service", "inotify"]
+    assert names == ["python", "config", "store", "sessions", "approvals", "capture", "service", "inotify"]
     assert {check.name for check in checks if check.level == "fail"} == {"sessions"}
     shutil.copytree(FIXTURES / "cline" / "basic_act" / "data", tmp_path / "data")
     for _ in range(7):
@@ -180,7 +190,7 @@ def test_every_check_of_the_issue_in_order_and_only_three_can_fail(tmp_path: Pat
         "config": "ok",
         "store": "ok",
         "sessions": "ok",
-        "globalState.json": "ok",
+        "approvals": "ok",
         "capture": "warn",
         "service": "warn",
         "inotify": "warn",  # 8 session folders and the root against a limit of 4
