@@ -555,20 +555,31 @@ def test_sighup_to_an_unlistable_sessions_root_keeps_the_running_capture(
 
 
 # `postrun` whose every ingest announces itself in a file, then takes a minute.
+# `postrun` whose every ingest announces itself in a file, then waits (a minute at most) for
+# a second file to appear.
 SLOW_INGEST = """
 import pathlib, sys, time
 import postrun.ingest
 from postrun.cli import main
-marker = pathlib.Path(sys.argv.pop(1))
+marker, release = pathlib.Path(sys.argv.pop(1)), pathlib.Path(sys.argv.pop(1))
 real = postrun.ingest.Ingester.ingest
 def slow(self, location, cache=None):
     marker.write_text(location.session_id)
-    time.sleep(60)
+    deadline = time.monotonic() + 60
+    while not release.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
     return real(self, location, cache)
 postrun.ingest.Ingester.ingest = slow
 sys.argv[0] = "postrun"
 main()
 """
+
+
+def slow_capture(env: dict[str, str], workdir: Path) -> tuple[CaptureProcess, Path, Path]:
+    """A capture whose ingests wait for ``release``; ``marker`` appears when the first one starts."""
+    marker, release = workdir / "ingesting", workdir / "release"
+    program = (sys.executable, "-c", SLOW_INGEST, str(marker), str(release))
+    return CaptureProcess(env, workdir, program=program), marker, release
 
 
 def test_sigterm_during_a_reload_waiting_for_an_ingest_exits_within_5_s(
@@ -577,8 +588,7 @@ def test_sigterm_during_a_reload_waiting_for_an_ingest_exits_within_5_s(
     config = tmp_path / "config.toml"
     config.write_text("log_level = 'INFO'\n")
     capture_env["POSTRUN_CONFIG"] = str(config)
-    marker = tmp_path / "ingesting"
-    capture = CaptureProcess(capture_env, tmp_path, program=(sys.executable, "-c", SLOW_INGEST, str(marker)))
+    capture, marker, _ = slow_capture(capture_env, tmp_path)
     try:
         wait_until(marker.exists, what="the first ingest under way")
         config.write_text("log_level = 'DEBUG'\n")
@@ -588,6 +598,33 @@ def test_sigterm_during_a_reload_waiting_for_an_ingest_exits_within_5_s(
         assert code == 0, capture.log()
         assert seconds < 5, capture.log()
         capture.wait_for_log(r"WARNING capture: stopped without waiting for the ingest in progress")
+    finally:
+        capture.kill()
+
+
+def test_a_new_root_that_breaks_while_the_reload_waits_goes_back_to_the_previous_one(
+    capture_env: dict[str, str], tmp_path: Path, root: Path, db: Path
+) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f"cline_dir = {str(root)!r}\n")
+    capture_env["POSTRUN_CONFIG"] = str(config)
+    del capture_env["POSTRUN_CLINE_DIR"]
+    capture, marker, release = slow_capture(capture_env, tmp_path)
+    try:
+        wait_until(marker.exists, what="the first ingest under way")
+        second = tmp_path / "second" / "sessions"
+        second.mkdir(parents=True)
+        config.write_text(f"cline_dir = {str(second)!r}\n")
+        capture.send(signal.SIGHUP)
+        capture.wait_for_log(r"INFO capture: configuration reloaded from ")  # listable when checked
+        second.rmdir()
+        second.write_text("not a folder any more\n")
+        release.touch()  # the old capture can stop now; the new root fails to start
+        capture.wait_for_log(rf"ERROR capture: configuration not applied: {second}: .*; back to the previous one$")
+        capture.wait_for_log(rf"INFO cline: watching {root} ", count=2)
+        add_session(root, "cline/plan_act_resumed_open", PLANS)
+        capture.wait_until(lambda: steps_of(db, PLANS), what="the new session in the store")  # still capturing
+        assert capture.stop()[0] == 0, capture.log()
     finally:
         capture.kill()
 
