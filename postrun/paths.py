@@ -88,7 +88,7 @@ def cline_sessions_root(environ: Mapping[str, str], *, base: Path) -> tuple[Path
 
 
 def cline_home_sessions(environ: Mapping[str, str]) -> Path:
-    """``~/.cline/data/sessions``: where a bare session id is looked up (the seed's rule)."""
+    """``~/.cline/data/sessions``: where a bare session id is looked up, whatever CLINE_* variables say."""
     return home_dir(environ).joinpath(*_CLINE_HOME_SESSIONS)
 
 

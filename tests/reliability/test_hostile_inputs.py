@@ -1,8 +1,8 @@
 """Suite 4, hostile inputs: whatever sits in Cline's folder, Postrun says one line about it
 and stores the sessions next to it normally.
 
-One sessions root holds good sessions and, next to them, every kind of bad input the
-issue lists: not JSON, wrong types at every level, 60 MB strings, very deep nesting,
+One sessions root holds good sessions and, next to them, every kind of bad input it
+must survive: not JSON, wrong types at every level, 60 MB strings, very deep nesting,
 invalid UTF-8, lone surrogates, NUL, a FIFO or a device where a file should be, a session
 folder that is a file, symlinks that point outside the sessions root, unsafe folder names.
 The real `postrun ingest`, `postrun capture --once` and a live `postrun capture` each go

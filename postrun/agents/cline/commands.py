@@ -2,7 +2,7 @@
 
 - stdout, then ``\\n[stderr]\\n<stderr>`` when there is any;
 - ``[Command exited with code N]`` as the first line (current Cline) or the last
-  (the seed's wording): it becomes the exit code and is removed with its newline;
+  (older wording): it becomes the exit code and is removed with its newline;
   without it the exit code is unknown, never 0;
 - a command that kept running while Cline proceeded points at a temporary log
   (two wordings, SDK and VS Code); the output so far is kept.
