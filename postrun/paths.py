@@ -129,6 +129,7 @@ class Paths:
     capture_log: Path  # the log of ``postrun capture --daemon``
     systemd_user_dir: Path
     launch_agents_dir: Path
+    web_state: Path  # ``postrun serve``'s port and secret, for ``postrun open`` (0600)
 
     @classmethod
     def build(cls, environ: Mapping[str, str], *, db: Path, cline_dir: Path, config_file: Path | None = None) -> Paths:
@@ -150,6 +151,7 @@ class Paths:
             capture_log=log_dir / "capture.log",
             systemd_user_dir=_xdg_config_home(environ, home) / "systemd" / "user",
             launch_agents_dir=home / "Library" / "LaunchAgents",
+            web_state=platformdirs.user_state_path(APP_NAME) / "serve.json",
         )
 
 

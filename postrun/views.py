@@ -34,6 +34,7 @@ from postrun.store.query import (
     search_query,
     session_details,
 )
+from postrun.store.verdicts import Verdict, check_verdict_filter, current_verdicts
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +72,21 @@ def kept_raw_versions(db: Path, session_ids: Iterable[str]) -> dict[str, list[di
         }
 
 
-def stored_sessions(db: Path, *, agent: str | None = None, limit: int | None = None) -> list[SessionSummary]:
-    """Every stored session (or ``agent``'s), newest first."""
+def reviewed_sessions(
+    db: Path, *, agent: str | None = None, limit: int | None = None, verdict: str | None = None
+) -> list[tuple[SessionSummary, Verdict | None]]:
+    """Stored sessions (newest first) with their current review verdict; ``verdict`` keeps only
+    the sessions with that verdict (``unreviewed``: none yet)."""
+    check_verdict_filter(verdict)
     with _reading(db) as database:
-        return [] if database is None else list_sessions(database, agent=agent, limit=limit)
+        if database is None:
+            return []
+        summaries = list_sessions(database, agent=agent, limit=None if verdict else limit)
+        verdicts = current_verdicts(database, [summary.id for summary in summaries])
+    pairs = [(summary, verdicts.get(summary.id)) for summary in summaries]
+    if verdict is not None:
+        pairs = [pair for pair in pairs if (pair[1].state if pair[1] else "unreviewed") == verdict]
+    return pairs[:limit] if limit is not None else pairs
 
 
 def show_session(db: Path, reference: str, *, with_history: bool = False) -> str:

@@ -12,6 +12,7 @@ import typer
 from postrun.cli.app import app
 from postrun.cli.common import check_agent, command, load, say
 from postrun.errors import UsageError
+from postrun.store.verdicts import VERDICT_LABELS
 from postrun.text import one_line, plural, printable
 
 
@@ -63,16 +64,27 @@ def sessions(
     agent: Annotated[str | None, typer.Option("--agent", help="Only this agent's sessions.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
     limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="At most this many.")] = None,
+    verdict: Annotated[
+        str | None,
+        typer.Option("--verdict", metavar="VERDICT", help="Only looks_good, needs_follow_up or unreviewed sessions."),
+    ] = None,
 ) -> None:
-    """List stored sessions, newest first: start (UTC), agent, id, open or ended, steps, failed, title."""
-    from postrun.views import kept_raw_versions, stored_sessions
+    """List stored sessions, newest first: start (UTC), agent, id, open or ended, steps, failed, title, verdict."""
+    from postrun.views import kept_raw_versions, reviewed_sessions
 
     check_agent(agent)
     _, paths = load()
-    summaries = stored_sessions(paths.db, agent=agent, limit=limit)
+    reviewed = reviewed_sessions(paths.db, agent=agent, limit=limit, verdict=verdict)
+    summaries = [summary for summary, _ in reviewed]
+    verdicts = {summary.id: found for summary, found in reviewed if found is not None}
     if as_json:
         kept = kept_raw_versions(paths.db, [s.id for s in summaries])
-        listing = [s.as_json() | {"raw_versions": kept.get(s.id, [])} for s in summaries]
+        listing = [
+            s.as_json()
+            | {"raw_versions": kept.get(s.id, [])}
+            | ({"verdict": verdicts[s.id].as_json()} if s.id in verdicts else {})
+            for s in summaries
+        ]
         typer.echo(orjson.dumps(listing, option=orjson.OPT_INDENT_2).decode())
         return
     if not summaries:
@@ -86,6 +98,7 @@ def sessions(
         typer.echo(
             f"{started}Z  {s.agent}  {s.id:<{id_width}}  {state:<5}  {plural(s.steps, 'step'):>11}  {failed:<10}"
             f"  {one_line(s.title, 80)}".rstrip()
+            + (f"  [{VERDICT_LABELS[verdicts[s.id].state]}]" if s.id in verdicts else "")
         )
 
 

@@ -45,6 +45,7 @@ def make_paths(tmp_path: Path) -> Paths:
         capture_log=logs / "capture.log",
         systemd_user_dir=home / ".config" / "systemd" / "user",
         launch_agents_dir=home / "Library" / "LaunchAgents",
+        web_state=home / ".local" / "state" / "postrun" / "serve.json",
     )
 
 

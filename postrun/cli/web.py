@@ -1,0 +1,56 @@
+"""The review app's commands: ``serve`` (run it) and ``open`` (sign a browser in)."""
+
+from __future__ import annotations
+
+import time
+import webbrowser
+from typing import Annotated
+
+import typer
+
+from postrun.cli.app import app
+from postrun.cli.common import command, load, say
+
+
+@app.command()
+@command
+def serve(
+    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port (0: any free port).")] = 8765,
+    host: Annotated[str, typer.Option("--host", help="Loopback address to bind: 127.0.0.1 or ::1.")] = "127.0.0.1",
+    open_browser: Annotated[
+        bool, typer.Option("--open/--no-open", help="Also open the browser, signed in (default: --no-open).")
+    ] = False,
+) -> None:
+    """Run the review app, a local web page over the store, until SIGTERM or Ctrl-C.
+
+    It listens on loopback only; every page needs the one-time login link `postrun open` makes.
+    """
+    from postrun.web.server import Listening
+    from postrun.web.server import serve as run
+
+    _, paths = load()
+
+    def listening(where: Listening) -> None:
+        typer.echo(f"postrun serve: {where.url} (open with: postrun open)")
+        if open_browser:
+            webbrowser.open(where.state.login_url(time.time()))
+
+    run(paths.db, paths.web_state, host=host, port=port, on_listening=listening)
+
+
+@app.command("open")
+@command
+def open_command(
+    print_only: Annotated[
+        bool, typer.Option("--print", help="Print the login link instead of opening a browser (valid once, 60 s).")
+    ] = False,
+) -> None:
+    """Open the running review app in the browser, signed in by a one-time link."""
+    from postrun.web.state import read_state
+
+    _, paths = load()
+    url = read_state(paths.web_state).login_url(time.time())
+    if print_only or not webbrowser.open(url):
+        if not print_only:
+            say("no browser found; open this link (valid once, for 60 s):")
+        typer.echo(url)

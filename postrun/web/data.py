@@ -1,0 +1,94 @@
+"""What the review app's pages read and write, each a short use of the store.
+
+Every call opens the store for one request and closes it (a missing store reads as empty);
+SQL stays in ``postrun.store``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from postrun.store import browse
+from postrun.store.db import Database
+from postrun.store.query import (
+    HistoryEntry,
+    SessionDetails,
+    history,
+    load_envelope,
+    no_session,
+    resolve_session_id,
+    session_details,
+)
+from postrun.store.verdicts import Verdict, record_verdict, verdict_history
+from postrun.views import _reading
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    envelope: dict[str, Any]
+    details: SessionDetails
+    verdicts: list[Verdict]  # newest first
+    history: list[HistoryEntry] | None
+
+
+def _required(database: Database | None, reference: str, db: Path) -> Database:
+    if database is None:
+        raise no_session(reference, db)
+    return database
+
+
+def sessions_page(db: Path, query: browse.SessionFilter) -> tuple[browse.SessionPage, list[str]]:
+    with _reading(db) as database:
+        if database is None:
+            return browse.SessionPage([], False), []
+        return browse.session_page(database, query), browse.workspaces(database)
+
+
+def stored_session(db: Path, session_id: str, *, with_history: bool) -> StoredSession:
+    with _reading(db) as database:
+        database = _required(database, session_id, db)
+        session_id = resolve_session_id(database, session_id)
+        return StoredSession(
+            load_envelope(database, session_id),
+            session_details(database, session_id),
+            verdict_history(database, session_id),
+            history(database, session_id) if with_history else None,
+        )
+
+
+def stored_step(db: Path, session_id: str, step_id: str) -> dict[str, Any]:
+    with _reading(db) as database:
+        return browse.load_step(_required(database, session_id, db), session_id, step_id)
+
+
+def save_verdict(db: Path, session_id: str, state: str, note: str, *, now: datetime) -> Verdict:
+    with _reading(db) as database:
+        return record_verdict(_required(database, session_id, db), session_id, state, note, now=now)
+
+
+def edited_files(db: Path, workspace: str | None, *, since_utc: str | None) -> tuple[list[browse.FileEdit], list[str]]:
+    with _reading(db) as database:
+        if database is None:
+            return [], []
+        roots = browse.workspaces(database)
+        if workspace is None:
+            return [], roots
+        return browse.file_edits(database, workspace, since_utc=since_utc), roots
+
+
+def activity(
+    db: Path, *, since_utc: str, until_utc: str, workspace: str | None
+) -> tuple[list[browse.DayActivity], list[str]]:
+    with _reading(db) as database:
+        if database is None:
+            return [], []
+        found = browse.activity(database, since_utc=since_utc, until_utc=until_utc, workspace=workspace)
+        return found, browse.workspaces(database)
+
+
+def change_marker(db: Path, session_id: str | None) -> str:
+    with _reading(db) as database:
+        return "" if database is None else browse.change_marker(database, session_id)

@@ -1,0 +1,42 @@
+"""Jinja filters: times, durations, costs, and session text made visible (control characters shown)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+_CONTROL_BUT_LAYOUT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: Any) -> str:
+    """Session text with control characters (but newlines and tabs) shown as ``\\x1b``."""
+    return _CONTROL_BUT_LAYOUT.sub(lambda match: f"\\x{ord(match.group()):02x}", str(text))
+
+
+def when(stamp: str | None) -> str:
+    """``2026-11-29 18:25`` (UTC) from a stored timestamp."""
+    return "" if not stamp else stamp[:16].replace("T", " ")
+
+
+def _parse(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def duration(started: str, ended: str | None) -> str:
+    if ended is None:
+        return ""
+    seconds = max(0, int((_parse(ended) - _parse(started)).total_seconds()))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m {seconds % 60:02d}s"
+    return f"{seconds // 3600}h {seconds // 60 % 60:02d}m"
+
+
+def cost(value: float | None) -> str:
+    return "" if value is None else f"${value:,.2f}" if value >= 0.995 else f"${value:.4f}".rstrip("0").rstrip(".")
+
+
+FILTERS: dict[str, Callable[..., str]] = {"visible": visible, "when": when, "duration": duration, "cost": cost}

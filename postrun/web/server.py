@@ -1,0 +1,112 @@
+"""Running the review app: bind loopback only, record the state file, serve until SIGTERM/Ctrl-C."""
+
+from __future__ import annotations
+
+import errno
+import ipaddress
+import logging
+import os
+import secrets
+import signal
+import socket
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+import uvicorn
+
+from postrun.errors import PostrunError, UsageError
+from postrun.web.app import WebConfig, create_app
+from postrun.web.state import ServeState, remove_state, write_state
+
+DEFAULT_PORT = 8765
+_SHUTDOWN_SECONDS = 2  # live streams end at once; slow requests get this long
+
+
+def check_loopback(host: str) -> str:
+    """``host`` when it is a loopback address; the app must never listen on a network."""
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        raise UsageError("--host", f"{host!r} is not an IP address; the review app binds 127.0.0.1 or ::1") from None
+    if not address.is_loopback:
+        raise UsageError("--host", f"refusing to listen on {host}: the review app binds 127.0.0.1 or ::1 only")
+    return str(address)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host``:``port`` (port 0: any free port); one-line error when taken."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PostrunError(f"{host}:{port}", "port already in use (choose another with --port)") from None
+        raise PostrunError(f"{host}:{port}", f"cannot listen ({exc.strerror or exc})") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, minus its re-raising of the stop signal: Postrun exits 0 after a clean stop."""
+
+    def __init__(self, config: uvicorn.Config, web: WebConfig) -> None:
+        super().__init__(config)
+        self.web = web
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        def stop(signum: int, frame: FrameType | None) -> None:
+            self.web.stopping = True
+            self.should_exit = True
+
+        previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+@dataclass(frozen=True, slots=True)
+class Listening:
+    url: str
+    state: ServeState
+
+
+def serve(
+    db: Path,
+    state_file: Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    on_listening: Callable[[Listening], None] = lambda listening: None,
+) -> None:
+    """Serve the review app over ``db`` until SIGTERM or SIGINT."""
+    host = check_loopback(host)
+    sock = bind(host, port)
+    port = sock.getsockname()[1]
+    state = ServeState(host=host, port=port, pid=os.getpid(), secret=secrets.token_urlsafe(32))
+    web = WebConfig(db=db, port=port, secret=state.secret)
+    config = uvicorn.Config(
+        create_app(web),
+        log_level=logging.WARNING,
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=_SHUTDOWN_SECONDS,
+        server_header=False,
+        proxy_headers=False,
+    )
+    try:
+        write_state(state_file, state)
+        on_listening(Listening(state.url, state))
+        _Server(config, web).run(sockets=[sock])
+    finally:
+        sock.close()
+        remove_state(state_file, state)

@@ -1,0 +1,137 @@
+// Postrun review app: keyboard navigation, bodies loaded on demand, live updates (SSE).
+// Everything inserted comes from this server's own escaped HTML fragments.
+"use strict";
+
+(function () {
+  var root = document.documentElement;
+
+  function navItems() { return Array.prototype.slice.call(document.querySelectorAll("[data-nav]")); }
+
+  function current() { return document.querySelector("[data-nav].current"); }
+
+  function select(item) {
+    var previous = current();
+    if (previous) { previous.classList.remove("current"); }
+    if (item) {
+      item.classList.add("current");
+      item.scrollIntoView({ block: "nearest" });
+    }
+  }
+
+  function move(delta) {
+    var items = navItems();
+    if (!items.length) { return; }
+    var index = items.indexOf(current());
+    index = index < 0 ? (delta > 0 ? 0 : items.length - 1) : Math.min(items.length - 1, Math.max(0, index + delta));
+    select(items[index]);
+  }
+
+  function activate(item) {
+    var link = item.querySelector("a.open-link");
+    if (link) { window.location.href = link.href; return; }
+    var body = item.querySelector("details.body");
+    if (body) { body.open = !body.open; }
+  }
+
+  document.addEventListener("keydown", function (event) {
+    var target = event.target;
+    var typing = target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA" || target.tagName === "SELECT");
+    if (typing) {
+      if (target.tagName === "TEXTAREA" && event.key === "Enter" && (event.metaKey || event.ctrlKey)) {
+        var good = target.form && target.form.querySelector("button.good");
+        if (good) { good.click(); }
+      }
+      if (event.key === "Escape") { target.blur(); }
+      return;
+    }
+    if (event.metaKey || event.ctrlKey || event.altKey) { return; }
+    if (event.key === "j") { move(1); event.preventDefault(); }
+    else if (event.key === "k") { move(-1); event.preventDefault(); }
+    else if (event.key === "Enter" && current()) { activate(current()); event.preventDefault(); }
+    else if (event.key === "/") {
+      var box = document.querySelector("main input[type=search]") || document.querySelector(".quick input");
+      if (box) { box.focus(); box.select(); event.preventDefault(); }
+    }
+  });
+
+  function loadBody(details) {
+    if (!details.open || details.dataset.loaded === "1" || details.dataset.loading === "1") { return; }
+    var content = details.querySelector(".body-content");
+    details.dataset.loading = "1";
+    fetch(details.dataset.src, { credentials: "same-origin" }).then(function (response) {
+      if (!response.ok) { throw new Error(response.status + " " + response.statusText); }
+      return response.text();
+    }).then(function (html) {
+      content.innerHTML = html;
+      details.dataset.loaded = "1";
+    }).catch(function (error) {
+      content.textContent = "could not load: " + error.message;
+    }).then(function () { details.dataset.loading = ""; });
+  }
+
+  function loadOpenBodies(scope) {
+    Array.prototype.forEach.call(scope.querySelectorAll("details.body[open]"), loadBody);
+  }
+
+  document.addEventListener("toggle", function (event) {
+    var details = event.target;
+    if (details.matches && details.matches("details.body")) { loadBody(details); }
+  }, true);
+
+  function refresh(live) {
+    var opened = {}, bodies = {};
+    Array.prototype.forEach.call(live.querySelectorAll("details[id]"), function (details) {
+      opened[details.id] = details.open;
+      if (details.dataset.loaded === "1") { bodies[details.id] = details.querySelector(".body-content").innerHTML; }
+    });
+    var selected = current();
+    var selectedId = selected ? selected.id || selected.dataset.session : null;
+    return fetch(live.dataset.liveSrc, { credentials: "same-origin" }).then(function (response) {
+      if (!response.ok) { throw new Error(String(response.status)); }
+      return response.text();
+    }).then(function (html) {
+      var x = window.scrollX, y = window.scrollY;
+      live.innerHTML = html;
+      Array.prototype.forEach.call(live.querySelectorAll("details[id]"), function (details) {
+        if (Object.prototype.hasOwnProperty.call(bodies, details.id)) {
+          // The old body stays on screen while the fresh one loads: no flicker, same height.
+          details.querySelector(".body-content").innerHTML = bodies[details.id];
+        }
+        if (Object.prototype.hasOwnProperty.call(opened, details.id)) { details.open = opened[details.id]; }
+      });
+      if (selectedId) {
+        select(document.getElementById(selectedId) || live.querySelector('[data-session="' + CSS.escape(selectedId) + '"]'));
+      }
+      window.scrollTo(x, y);
+      loadOpenBodies(live);
+      root.dataset.liveUpdates = String(Number(root.dataset.liveUpdates || "0") + 1);
+    });
+  }
+
+  function follow(live) {
+    if (!window.EventSource || !live.dataset.events) { return; }
+    var source = new EventSource(live.dataset.events);
+    var busy = false, again = false;
+    function update() {
+      if (busy) { again = true; return; }
+      busy = true;
+      refresh(live).catch(function () { /* the next change tries again */ }).then(function () {
+        busy = false;
+        if (again) { again = false; update(); }
+      });
+    }
+    source.addEventListener("ready", function () { root.dataset.live = "on"; });
+    source.addEventListener("change", update);
+    source.onerror = function () { root.dataset.live = "retrying"; };
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    loadOpenBodies(document);
+    var live = document.getElementById("live");
+    if (live) { follow(live); }
+    if (window.location.hash) {
+      var target = document.getElementById(window.location.hash.slice(1));
+      if (target && target.hasAttribute("data-nav")) { select(target); }
+    }
+  });
+})();

@@ -1,0 +1,160 @@
+"""End to end: the real `postrun serve` process over HTTP (no browser): access, headers, lifetime."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_postrun
+from tests.support.web import (
+    HELPER_SESSION,
+    ServeProcess,
+    ingest_fixtures,
+    isolated_env,
+    request,
+    sign_in,
+    store_hand_made,
+)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServeProcess, dict[str, str]]]:
+    tmp = tmp_path_factory.mktemp("serve")
+    environ = isolated_env(tmp)
+    ingest_fixtures(environ)
+    store_hand_made(Path(environ["POSTRUN_DB"]))
+    server = ServeProcess(environ, tmp)
+    yield server, environ
+    server.kill()
+
+
+def test_wrong_host_is_403_before_anything_else(served: tuple[ServeProcess, dict[str, str]]) -> None:
+    server, _ = served
+    cookie = sign_in(server)
+    for host in ("evil.example", f"evil.example:{server.port}", f"127.0.0.1:{server.port + 1}", "127.0.0.1"):
+        answer = request(server.port, "/", host=host, cookie=cookie)
+        assert answer.status == 403, host
+        assert answer.headers["x-content-type-options"] == "nosniff"
+    for host in (f"127.0.0.1:{server.port}", f"localhost:{server.port}", f"[::1]:{server.port}"):
+        assert request(server.port, "/", host=host, cookie=cookie).status == 200, host
+
+
+def test_without_the_cookie_every_page_is_401_with_a_hint(served: tuple[ServeProcess, dict[str, str]]) -> None:
+    server, _ = served
+    for path in ("/", f"/s/{HELPER_SESSION}", "/search?q=npm", "/files", "/activity", "/events", "/static/app.js"):
+        answer = request(server.port, path)
+        assert answer.status == 401, path
+        assert answer.body == "not signed in: run `postrun open` (or `postrun open --print`) for a login link\n"
+    assert request(server.port, "/", cookie=f"postrun_{server.port}=forged").status == 401
+
+
+def test_a_login_link_works_once(served: tuple[ServeProcess, dict[str, str]]) -> None:
+    server, _ = served
+    login = server.login_url()
+    assert login.startswith(f"{server.url}login?token=")
+    path = login[len(server.url) - 1 :]
+    first = request(server.port, path)
+    assert first.status == 303 and first.headers["location"] == "/"
+    cookie = first.headers["set-cookie"]
+    assert f"postrun_{server.port}=" in cookie
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
+    again = request(server.port, path)
+    assert again.status == 401 and "set-cookie" not in again.headers
+    tampered = path[:-1] + ("0" if path[-1] != "0" else "1")
+    assert request(server.port, tampered).status == 401
+
+
+def test_security_headers_on_every_page(served: tuple[ServeProcess, dict[str, str]]) -> None:
+    server, _ = served
+    cookie = sign_in(server)
+    answer = request(server.port, "/", cookie=cookie)
+    assert answer.status == 200
+    policy = answer.headers["content-security-policy"]
+    assert "default-src 'self'" in policy and "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
+    assert "unsafe-inline" not in policy
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    assert answer.headers["referrer-policy"] == "no-referrer"
+    assert '<script src="/static/app.js" defer></script>' in answer.body
+    assert "<script>" not in answer.body and " style=" not in answer.body
+
+
+def test_the_verdict_post_needs_origin_and_csrf(served: tuple[ServeProcess, dict[str, str]]) -> None:
+    server, environ = served
+    cookie = sign_in(server)
+    page = request(server.port, f"/s/{HELPER_SESSION}", cookie=cookie)
+    csrf = page.body.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    path = f"/s/{HELPER_SESSION}/verdict"
+    origin = {"Origin": f"http://127.0.0.1:{server.port}"}
+    body = f"csrf={csrf}&state=needs_follow_up&note=check+DEBUG"
+    assert request(server.port, path, method="POST", cookie=cookie, body=body).status == 403  # no Origin
+    for evil in (
+        {"Origin": "http://evil.example"},
+        {"Origin": "null"},
+        {"Origin": "null", "Sec-Fetch-Site": "cross-site"},
+    ):
+        assert request(server.port, path, method="POST", cookie=cookie, body=body, headers=evil).status == 403
+    stale = "csrf=0&state=looks_good&note="
+    assert request(server.port, path, method="POST", cookie=cookie, body=stale, headers=origin).status == 403
+    assert request(server.port, path, method="GET", cookie=cookie).status == 405
+    listed = run_postrun("sessions", "--verdict", "needs_follow_up", env=environ)
+    assert HELPER_SESSION not in listed.stdout
+    saved = request(server.port, path, method="POST", cookie=cookie, body=body, headers=origin)
+    assert saved.status == 303, saved
+    listed = run_postrun("sessions", "--verdict", "needs_follow_up", "--json", env=environ)
+    assert HELPER_SESSION in listed.stdout and '"note": "check DEBUG"' in listed.stdout
+    bad = f"csrf={csrf}&state=perfect&note="
+    assert request(server.port, path, method="POST", cookie=cookie, body=bad, headers=origin).status == 400
+
+
+def test_state_file_is_private(served: tuple[ServeProcess, dict[str, str]]) -> None:
+    _, environ = served
+    state = Path(environ["XDG_STATE_HOME"]) / "postrun" / "serve.json"
+    assert stat.S_IMODE(state.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.1", "::", "example.com"])
+def test_refuses_to_bind_a_non_loopback_address(env: dict[str, str], host: str) -> None:
+    result = run_postrun("serve", "--host", host, "--port", "0", env=env, timeout=30)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: --host: ") and "127.0.0.1" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_port_in_use_is_one_line_and_exit_1(env: dict[str, str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_postrun("serve", "--port", str(port), env=env, timeout=30)
+    assert result.returncode == 1
+    assert result.stderr == f"error: 127.0.0.1:{port}: port already in use (choose another with --port)\n"
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
+def test_stops_cleanly_within_5_s_even_with_a_live_page(env: dict[str, str], tmp_path: Path, number: int) -> None:
+    server = ServeProcess(env, tmp_path)
+    try:
+        cookie = sign_in(server)
+        with socket.create_connection(("127.0.0.1", server.port), timeout=20) as stream:
+            # A live page's event stream, still open when the signal comes.
+            stream.sendall(
+                f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nCookie: {cookie}\r\n\r\n".encode()
+            )
+            received = b""
+            while b"retry: 2000" not in received:
+                chunk = stream.recv(4096)
+                assert chunk, received
+                received += chunk
+            code, seconds = server.stop(number)
+        assert code == 0 and seconds < 5
+        state = Path(env["XDG_STATE_HOME"]) / "postrun" / "serve.json"
+        assert not state.exists()
+        gone = run_postrun("open", "--print", env=env)
+        assert gone.returncode == 3 and "no review app running" in gone.stderr
+    finally:
+        server.kill()
