@@ -56,6 +56,7 @@ def create_app(config: WebConfig) -> Guard:
             Route("/", pages.sessions),
             Route("/s/{session_id}", pages.session),
             Route("/s/{session_id}/live", pages.session_live),
+            Route("/s/{session_id}/turn", pages.turn_steps),
             Route("/s/{session_id}/step", pages.step_body),
             Route("/s/{session_id}/verdict", pages.verdict, methods=["POST"]),
             Route("/s/{session_id}/export.json", pages.export_json),

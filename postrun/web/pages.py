@@ -153,6 +153,16 @@ def session_live(request: Request) -> Response:
     return _render(request, "_session_live.html", **_session_context(request))
 
 
+def turn_steps(request: Request) -> Response:
+    """The steps of one turn of a big session, loaded when the reader opens it."""
+    context = _session_context(request)
+    wanted = request.query_params.get("id", "")
+    turn = next((turn for turn in context["view"].turns if turn.id == wanted), None)
+    if turn is None:
+        raise NotFound("", f"no turn {wanted} in session {context['session']['id']}")
+    return _render(request, "_turn.html", turn=turn, session_id=context["session"]["id"])
+
+
 def step_body(request: Request) -> Response:
     session_id = request.path_params["session_id"]
     step = data.stored_step(_config(request).db, session_id, request.query_params.get("id", ""))

@@ -17,6 +17,7 @@ from postrun.text import one_line
 ROOT_ACTOR = "root"
 INLINE_TEXT_CHARS = 4_000  # longer prompts and replies load on demand like output
 OPEN_EDITS_UP_TO_STEPS = 300  # in bigger sessions every body starts closed
+INLINE_TURNS_UP_TO_STEPS = 300  # in bigger sessions turns load when opened (the last one starts open)
 
 
 @dataclass(slots=True)
@@ -61,6 +62,20 @@ class TurnView:
     prompt: str | None
     segment: Mapping[str, Any] | None  # set on the first turn of a later segment
     steps: list[StepView]
+    id: str = ""
+    lazy: bool = False  # the page shows the heading; the steps load when the reader opens it
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for view in self.steps if view.outcome == "failed")
+
+    @property
+    def flagged(self) -> int:
+        return sum(1 for view in self.steps if view.flags)
+
+    @property
+    def seqs(self) -> tuple[int, int]:
+        return (self.steps[0].seq, self.steps[-1].seq) if self.steps else (-1, -1)
 
 
 @dataclass(slots=True)
@@ -181,11 +196,15 @@ def session_view(envelope: Mapping[str, Any], history: Sequence[HistoryEntry] | 
                 prompt=one_line(prompt, 200) if prompt else None,
                 segment=segment,
                 steps=turn_steps,
+                id=str(turn["id"]),
             )
         )
     leftover = [view for views_left in root_steps.values() for view in views_left]
     if leftover:  # steps whose turn record is missing still show
         turns.append(TurnView(-1, None, str(leftover[0].record["at"]), None, None, leftover))
+    if len(steps) > INLINE_TURNS_UP_TO_STEPS:
+        for turn_view in turns[:-1]:
+            turn_view.lazy = True
     unattached = [helper(actor_id) for actor_id in list(by_actor)]
     present = {step["id"] for step in steps}
     vanished = [entry for entry in history or () if entry.kind != "step" or entry.record_id not in present]

@@ -18,6 +18,9 @@ import pytest
 from tests.conftest import REPO
 from tests.support.capture_process import CaptureProcess, copy_data, write_in_place
 from tests.support.web import (
+    BIG_SESSION,
+    BIG_STEPS_PER_TURN,
+    BIG_TURNS,
     CANARY,
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -180,6 +183,25 @@ def test_search_then_follow_a_result(watched: Watched, server: ServeProcess) -> 
     anchor = href.split("#", 1)[1]
     assert page.locator(f"#{anchor}").get_attribute("class") is not None
     assert "current" in (page.locator(f"#{anchor}").get_attribute("class") or "")
+
+
+def test_a_big_session_loads_its_earlier_turns_on_demand(watched: Watched, server: ServeProcess) -> None:
+    page = watched.page
+    page.goto(f"{server.url}s/{BIG_SESSION}")
+    lazy = page.locator("details.lazy-turn")
+    assert lazy.count() == BIG_TURNS - 1  # the last turn is shown, the earlier ones wait
+    assert page.locator(".step").count() == BIG_STEPS_PER_TURN
+    assert f"{BIG_STEPS_PER_TURN} steps" in lazy.first.inner_text() and "BIG-PROMPT-1" in lazy.first.inner_text()
+    lazy.first.locator("summary").click()
+    wait_for(lambda: page.locator("#turn-1 .step").count() == BIG_STEPS_PER_TURN, "turn 1 to load")
+    page.locator("#body-1 > summary").click()
+    wait_for(lambda: "BIG-OUTPUT-1" in page.inner_text("#body-1"), "a body inside a loaded turn")
+    page.goto(f"{server.url}search?q=BIG-OUTPUT-{BIG_STEPS_PER_TURN * 3 + 5}")
+    page.locator("ol.hits a.open-link").first.click()
+    seq = BIG_STEPS_PER_TURN * 3 + 5
+    wait_for(lambda: "current" in (page.locator(f"#step-{seq}").get_attribute("class") or ""), "the linked step")
+    assert page.locator("#turn-4").get_attribute("open") is not None
+    shot(page, "session-big")
 
 
 def test_files_and_activity_pages(watched: Watched, server: ServeProcess) -> None:

@@ -29,6 +29,9 @@ from tests.support.capture_process import wait_until
 HELPER_SESSION = "1790000600000_helpr"
 HELPER_ACTOR = "agent_1790000600100_abcdef"
 HOSTILE_SESSION = "1790000700000_hostl"
+BIG_SESSION = "1790000800000_bigss"
+BIG_TURNS = 8
+BIG_STEPS_PER_TURN = 40
 CANARY = "__postrun_pwned"
 _LISTENING = re.compile(r"^postrun serve: (http://127\.0\.0\.1:(\d+)/) \(open with: postrun open\)$")
 CHROMIUM = Path("/usr/bin/chromium")
@@ -259,6 +262,32 @@ def hostile_session() -> MappedSession:
     return _mapped(sid, steps, [], session=session, title=every)
 
 
+def big_session() -> MappedSession:
+    """More steps than a page shows inline: its earlier turns load when opened."""
+    sid = BIG_SESSION
+    started = "2026-09-21T17:00:00.000Z"
+    steps = []
+    for seq in range(BIG_TURNS * BIG_STEPS_PER_TURN):
+        turn = seq // BIG_STEPS_PER_TURN + 1
+        if seq % BIG_STEPS_PER_TURN == 0:
+            step = message_step(seq, f"BIG-PROMPT-{turn}", role="user", session_id=sid, turn_id=f"turn:{turn}")
+        else:
+            step = command_step(seq, f"echo big-{seq}", f"BIG-OUTPUT-{seq}\n", exit_code=0, session_id=sid)
+            step["turn_id"] = f"turn:{turn}"
+        steps.append(step)
+    mapped = _mapped(sid, steps, [], started=started)
+    turns = [{**mapped.turns[0], "id": f"turn:{n}", "index": n} for n in range(1, BIG_TURNS + 1)]
+    return MappedSession(
+        agent="cline",
+        session=mapped.session,
+        segments=mapped.segments,
+        actors=mapped.actors,
+        turns=turns,
+        steps=mapped.steps,
+        extras=mapped.extras,
+    )
+
+
 def _mapped(
     session_id: str,
     steps: list[dict[str, Any]],
@@ -294,7 +323,7 @@ def _mapped(
 def store_hand_made(db: Path) -> None:
     database = Database.open(db)
     try:
-        for mapped in (helper_session(), hostile_session()):
+        for mapped in (helper_session(), hostile_session(), big_session()):
             mapped.validate()
             upsert_session(database, mapped, now=datetime.now(UTC), captured_on="tests")
     finally:

@@ -27,9 +27,10 @@
   }
 
   function activate(item) {
+    if (item.tagName === "DETAILS") { item.open = !item.open; return; }
     var link = item.querySelector("a.open-link");
     if (link) { window.location.href = link.href; return; }
-    var body = item.querySelector("details.body");
+    var body = item.querySelector("details");
     if (body) { body.open = !body.open; }
   }
 
@@ -54,35 +55,50 @@
     }
   });
 
-  function loadBody(details) {
-    if (!details.open || details.dataset.loaded === "1" || details.dataset.loading === "1") { return; }
+  // What the reader opened or closed, by element id: kept across live refreshes and lazy loads.
+  var openState = {};
+
+  function applyOpenState(scope) {
+    Array.prototype.forEach.call(scope.querySelectorAll("details[id]"), function (details) {
+      if (Object.prototype.hasOwnProperty.call(openState, details.id)) { details.open = openState[details.id]; }
+    });
+  }
+
+  function load(details) {
+    if (!details.open || details.dataset.loaded === "1" || details.dataset.loading === "1") {
+      return Promise.resolve();
+    }
     var content = details.querySelector(".body-content");
     details.dataset.loading = "1";
-    fetch(details.dataset.src, { credentials: "same-origin" }).then(function (response) {
+    return fetch(details.dataset.src, { credentials: "same-origin" }).then(function (response) {
       if (!response.ok) { throw new Error(response.status + " " + response.statusText); }
       return response.text();
     }).then(function (html) {
       content.innerHTML = html;
       details.dataset.loaded = "1";
+      applyOpenState(content);
+      return loadOpen(content);
     }).catch(function (error) {
       content.textContent = "could not load: " + error.message;
     }).then(function () { details.dataset.loading = ""; });
   }
 
-  function loadOpenBodies(scope) {
-    Array.prototype.forEach.call(scope.querySelectorAll("details.body[open]"), loadBody);
+  function loadOpen(scope) {
+    var opened = scope.querySelectorAll("details[data-src][open]");
+    return Promise.all(Array.prototype.map.call(opened, load));
   }
 
   document.addEventListener("toggle", function (event) {
     var details = event.target;
-    if (details.matches && details.matches("details.body")) { loadBody(details); }
+    if (!details.matches || !details.matches("details")) { return; }
+    if (details.id) { openState[details.id] = details.open; }
+    if (details.dataset.src) { load(details); }
   }, true);
 
   function refresh(live) {
-    var opened = {}, bodies = {};
-    Array.prototype.forEach.call(live.querySelectorAll("details[id]"), function (details) {
-      opened[details.id] = details.open;
-      if (details.dataset.loaded === "1") { bodies[details.id] = details.querySelector(".body-content").innerHTML; }
+    var cached = {};
+    Array.prototype.forEach.call(live.querySelectorAll("details[id][data-loaded='1']"), function (details) {
+      cached[details.id] = details.querySelector(".body-content").innerHTML;
     });
     var selected = current();
     var selectedId = selected ? selected.id || selected.dataset.session : null;
@@ -93,19 +109,41 @@
       var x = window.scrollX, y = window.scrollY;
       live.innerHTML = html;
       Array.prototype.forEach.call(live.querySelectorAll("details[id]"), function (details) {
-        if (Object.prototype.hasOwnProperty.call(bodies, details.id)) {
-          // The old body stays on screen while the fresh one loads: no flicker, same height.
-          details.querySelector(".body-content").innerHTML = bodies[details.id];
+        if (Object.prototype.hasOwnProperty.call(cached, details.id)) {
+          // The old content stays on screen while the fresh one loads: no flicker, same height.
+          details.querySelector(".body-content").innerHTML = cached[details.id];
         }
-        if (Object.prototype.hasOwnProperty.call(opened, details.id)) { details.open = opened[details.id]; }
       });
+      applyOpenState(live);
       if (selectedId) {
         select(document.getElementById(selectedId) || live.querySelector('[data-session="' + CSS.escape(selectedId) + '"]'));
       }
       window.scrollTo(x, y);
-      loadOpenBodies(live);
       root.dataset.liveUpdates = String(Number(root.dataset.liveUpdates || "0") + 1);
+      return loadOpen(live);
     });
+  }
+
+  function reveal(id) {
+    // A step of a big session may sit in a turn that loads on demand: open that turn first.
+    var target = document.getElementById(id);
+    var seq = /^step-(\d+)$/.exec(id);
+    if (!target && seq) {
+      var number = Number(seq[1]);
+      var turn = Array.prototype.find.call(document.querySelectorAll("details.lazy-turn"), function (details) {
+        return Number(details.dataset.first) <= number && number <= Number(details.dataset.last);
+      });
+      if (turn) {
+        turn.open = true;
+        openState[turn.id] = true;
+        load(turn).then(function () { reveal(id); });
+      }
+      return;
+    }
+    if (target && target.hasAttribute("data-nav")) {
+      select(target);
+      target.scrollIntoView({ block: "start" });
+    }
   }
 
   function follow(live) {
@@ -126,12 +164,9 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
-    loadOpenBodies(document);
+    loadOpen(document);
     var live = document.getElementById("live");
     if (live) { follow(live); }
-    if (window.location.hash) {
-      var target = document.getElementById(window.location.hash.slice(1));
-      if (target && target.hasAttribute("data-nav")) { select(target); }
-    }
+    if (window.location.hash) { reveal(window.location.hash.slice(1)); }
   });
 })();
