@@ -41,7 +41,7 @@ SESSION_FILTERS = (
     "/?verdict=looks_good",
     "/?workspace=/home/dev/work/project",
     "/?from=2026-03-01&to=2026-04-30",
-    "/?q=tests",
+    "/?q=stream+read",
     "/?q=zzzz-no-such-title",
     "/?failed=1&state=ended&from=2026-01-01&to=2026-05-31&verdict=unreviewed",
 )
@@ -117,9 +117,8 @@ def _measure(args: argparse.Namespace, workdir: Path) -> int:
     if ingested.returncode != 0:
         raise SystemExit(f"ingest failed: {ingested.stderr[-2000:]}")
     big_steps = int(re.search(rf"session {big.session_id}: (\d+) steps", ingested.stdout).group(1))  # type: ignore[union-attr]
-    server = subprocess.Popen(
-        [*postrun_command(), "serve", "--port", "0"], env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-    )
+    command = [*postrun_command(), "serve", "--port", "0"]
+    server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert server.stdout is not None
         port = int(_LISTENING.search(server.stdout.readline()).group(1))  # type: ignore[union-attr]

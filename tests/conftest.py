@@ -49,10 +49,9 @@ def postrun_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "postrun"]
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    """A process environment whose HOME, XDG dirs and store live under tmp_path."""
-    home = tmp_path / "home"
+def isolated_environ(tmp: Path) -> dict[str, str]:
+    """A process environment whose HOME, XDG dirs and store live under ``tmp``."""
+    home = tmp / "home"
     home.mkdir()
     environ = {
         key: value
@@ -65,10 +64,16 @@ def env(tmp_path: Path) -> dict[str, str]:
         XDG_DATA_HOME=str(home / ".local" / "share"),
         XDG_STATE_HOME=str(home / ".local" / "state"),
         XDG_CACHE_HOME=str(home / ".cache"),
-        POSTRUN_DB=str(tmp_path / "store" / "postrun.db"),
+        POSTRUN_DB=str(tmp / "store" / "postrun.db"),
         PYTHONUNBUFFERED="1",
     )
     return environ
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """A process environment whose HOME, XDG dirs and store live under tmp_path."""
+    return isolated_environ(tmp_path)
 
 
 def run_postrun(

@@ -6,7 +6,9 @@ flagged filters over partial indexes), per-session figures only for the rows sho
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
@@ -15,8 +17,10 @@ from postrun.errors import NotFound
 from postrun.store.db import Database
 from postrun.store.query import _TITLE_SQL
 from postrun.store.verdicts import Verdict, current_verdicts
+from postrun.timestamps import utc_iso
 
 PAGE_SIZE = 50
+_STAMP_SLACK = timedelta(minutes=1)  # far beyond the store's busy timeout
 _FLAGGED = "json_array_length(st.record, '$.flags') > 0"  # the steps_flagged index's own condition
 _LATEST_VERDICT = "(SELECT v.state FROM verdicts v WHERE v.session_id = s.id ORDER BY v.id DESC LIMIT 1)"
 
@@ -62,7 +66,7 @@ class SessionPage:
     has_more: bool
 
 
-def _where(query: SessionFilter) -> tuple[str, list[Any]]:
+def _where(query: SessionFilter, matching: list[str] | None) -> tuple[str, list[Any]]:
     clauses: list[str] = []
     params: list[Any] = []
     if query.workspace is not None:
@@ -87,17 +91,73 @@ def _where(query: SessionFilter) -> tuple[str, list[Any]]:
     elif query.verdict is not None:
         clauses.append(f"{_LATEST_VERDICT} = ?")
         params.append(query.verdict)
-    if query.text:
-        clauses.append(
-            f"instr(lower(s.id || ' ' || json_extract(s.record, '$.workspace.root') || ' ' || {_TITLE_SQL}), ?) > 0"
-        )
-        params.append(query.text.lower())
+    if matching is not None:
+        clauses.append("s.id IN (SELECT value FROM json_each(?))")
+        params.append(orjson.dumps(matching).decode())
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
-def session_page(database: Database, query: SessionFilter) -> SessionPage:
-    """One page of sessions matching ``query``, newest first."""
-    where, params = _where(query)
+class SessionIndex:
+    """Each session's workspace, and its id, workspace and title in lower case (the text filter).
+
+    Finding a title needs the session's first prompt, a workspace the session's record:
+    reading them for every session on every request is too slow for a big store, so the
+    index keeps them and each refresh reads only the sessions changed since the last one.
+    """
+
+    def __init__(self) -> None:
+        self._texts: dict[str, str] = {}
+        self._workspaces: dict[str, str] = {}
+        self._updated: dict[str, str] = {}
+        self._seen = ""
+        self._lock = threading.Lock()
+
+    def refresh(self, database: Database) -> None:
+        with self._lock:
+            since = self._seen
+        if since:
+            # Writers stamp updated_at before they wait for the write lock: one may commit a
+            # stamp a little older than one already seen.
+            since = utc_iso(datetime.fromisoformat(since.replace("Z", "+00:00")) - _STAMP_SLACK)
+        stamps: list[Any] = database.execute(
+            "SELECT id, updated_at FROM sessions WHERE updated_at >= ?", (since,)
+        ).fetchall()
+        with self._lock:
+            changed = [session_id for session_id, updated in stamps if self._updated.get(session_id) != updated]
+        if not changed:
+            return
+        rows: list[Any] = database.execute(
+            f"SELECT s.id, s.updated_at, coalesce(json_extract(s.record, '$.workspace.root'), ''), {_TITLE_SQL}"
+            " FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))",
+            (orjson.dumps(changed).decode(),),
+        ).fetchall()
+        with self._lock:
+            for session_id, updated, workspace, title in rows:
+                self._texts[session_id] = f"{session_id} {workspace} {title}".lower()
+                self._workspaces[session_id] = workspace
+                self._updated[session_id] = updated
+                self._seen = max(self._seen, updated)
+
+    def workspaces(self) -> list[str]:
+        """Every workspace root of an indexed session, by name."""
+        with self._lock:
+            return sorted({root for root in self._workspaces.values() if root})
+
+    def matching(self, text: str) -> list[str]:
+        needle = text.lower()
+        with self._lock:
+            return [session_id for session_id, haystack in self._texts.items() if needle in haystack]
+
+
+def session_page(database: Database, query: SessionFilter, index: SessionIndex | None = None) -> SessionPage:
+    """One page of sessions matching ``query``, newest first (``index``: one kept between calls)."""
+    matching = None
+    if query.text:
+        if index is None:
+            index = SessionIndex()
+            index.refresh(database)
+        matching = index.matching(query.text)
+    where, params = _where(query, matching)
     sql = f"""
         SELECT s.id, s.agent, s.record, s.started_at, s.ended_at, s.updated_at,
                (SELECT count(*) FROM steps st WHERE st.session_id = s.id),
@@ -132,17 +192,6 @@ def session_page(database: Database, query: SessionFilter) -> SessionPage:
             )
         )
     return SessionPage(rows, len(found) > PAGE_SIZE)
-
-
-def workspaces(database: Database) -> list[str]:
-    """Every workspace root with a stored session, by name."""
-    return [
-        str(root)
-        for (root,) in database.execute(
-            "SELECT DISTINCT json_extract(record, '$.workspace.root') AS root FROM sessions ORDER BY root"
-        )
-        if root
-    ]
 
 
 def load_step(database: Database, session_id: str, step_id: str) -> dict[str, Any]:

@@ -119,20 +119,22 @@ CREATE INDEX raw_files_by_session ON raw_files (session_id, until);
 CREATE INDEX raw_files_by_hash ON raw_files (hash);
 """
 
-# Review verdicts, one row per change (the newest is the session's verdict), and the two
-# partial indexes the review app's "failed only" and "flagged only" filters read instead of
-# every step record.
+# Review verdicts, one row per change (the newest is the session's verdict); the two partial
+# indexes the review app's "failed only" and "flagged only" filters read instead of every step
+# record; and sessions by last change, which the review app reads to refresh what it keeps.
+# IF NOT EXISTS: running it again over a store that has it already changes nothing.
 _REVIEW = """
-CREATE TABLE verdicts (
+CREATE TABLE IF NOT EXISTS verdicts (
     id INTEGER PRIMARY KEY,
     session_id TEXT NOT NULL REFERENCES sessions (id),
     state TEXT NOT NULL,             -- looks_good | needs_follow_up
     note TEXT NOT NULL,
     at TEXT NOT NULL                 -- UTC
 ) STRICT;
-CREATE INDEX verdicts_by_session ON verdicts (session_id, id);
-CREATE INDEX steps_failed ON steps (session_id) WHERE outcome = 'failed';
-CREATE INDEX steps_flagged ON steps (session_id) WHERE json_array_length(record, '$.flags') > 0;
+CREATE INDEX IF NOT EXISTS verdicts_by_session ON verdicts (session_id, id);
+CREATE INDEX IF NOT EXISTS steps_failed ON steps (session_id) WHERE outcome = 'failed';
+CREATE INDEX IF NOT EXISTS steps_flagged ON steps (session_id) WHERE json_array_length(record, '$.flags') > 0;
+CREATE INDEX IF NOT EXISTS sessions_by_update ON sessions (updated_at, id);
 """
 
 MIGRATIONS: tuple[str, ...] = (_V1, _V2, _VAULT, _REVIEW)

@@ -13,6 +13,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from postrun.store.browse import SessionIndex
 from postrun.web import filters, live, pages
 from postrun.web.auth import Gate, allowed_hosts
 from postrun.web.guard import Guard
@@ -27,6 +28,7 @@ class WebConfig:
     poll_seconds: float = 0.5  # how often live pages look for a change in the store
     stopping: bool = False  # set on SIGTERM/Ctrl-C: live streams end so the server can stop
     streams: int = 0
+    index: SessionIndex = field(default_factory=SessionIndex)  # titles and workspaces, refreshed per request
     cookie: str = field(init=False)
 
     def __post_init__(self) -> None:

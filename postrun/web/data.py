@@ -40,11 +40,20 @@ def _required(database: Database | None, reference: str, db: Path) -> Database:
     return database
 
 
-def sessions_page(db: Path, query: browse.SessionFilter) -> tuple[browse.SessionPage, list[str]]:
+def _workspaces(database: Database, index: browse.SessionIndex) -> list[str]:
+    index.refresh(database)
+    return index.workspaces()
+
+
+def sessions_page(
+    db: Path, query: browse.SessionFilter, index: browse.SessionIndex
+) -> tuple[browse.SessionPage, list[str]]:
+    """A page of sessions and every workspace (``index`` is refreshed, then read)."""
     with _reading(db) as database:
         if database is None:
             return browse.SessionPage([], False), []
-        return browse.session_page(database, query), browse.workspaces(database)
+        roots = _workspaces(database, index)
+        return browse.session_page(database, query, index), roots
 
 
 def stored_session(db: Path, session_id: str, *, with_history: bool) -> StoredSession:
@@ -69,24 +78,26 @@ def save_verdict(db: Path, session_id: str, state: str, note: str, *, now: datet
         return record_verdict(_required(database, session_id, db), session_id, state, note, now=now)
 
 
-def edited_files(db: Path, workspace: str | None, *, since_utc: str | None) -> tuple[list[browse.FileEdit], list[str]]:
+def edited_files(
+    db: Path, workspace: str | None, index: browse.SessionIndex, *, since_utc: str | None
+) -> tuple[list[browse.FileEdit], list[str]]:
     with _reading(db) as database:
         if database is None:
             return [], []
-        roots = browse.workspaces(database)
+        roots = _workspaces(database, index)
         if workspace is None:
             return [], roots
         return browse.file_edits(database, workspace, since_utc=since_utc), roots
 
 
 def activity(
-    db: Path, *, since_utc: str, until_utc: str, workspace: str | None
+    db: Path, index: browse.SessionIndex, *, since_utc: str, until_utc: str, workspace: str | None
 ) -> tuple[list[browse.DayActivity], list[str]]:
     with _reading(db) as database:
         if database is None:
             return [], []
         found = browse.activity(database, since_utc=since_utc, until_utc=until_utc, workspace=workspace)
-        return found, browse.workspaces(database)
+        return found, _workspaces(database, index)
 
 
 def change_marker(db: Path, session_id: str | None) -> str:

@@ -95,7 +95,8 @@ def sessions_filter(params: Mapping[str, str]) -> SessionFilter:
 
 def sessions(request: Request) -> Response:
     query = sessions_filter(request.query_params)
-    page, roots = data.sessions_page(_config(request).db, query)
+    config = _config(request)
+    page, roots = data.sessions_page(config.db, query, config.index)
     params = {key: value for key, value in request.query_params.items() if key not in ("page", "fragment") and value}
 
     def page_link(number: int) -> str:
@@ -252,7 +253,7 @@ def files(request: Request) -> Response:
     config = _config(request)
     since = config.now().date() - timedelta(days=int(days) - 1)
     workspace = params.get("workspace") or None
-    edits, roots = data.edited_files(config.db, workspace, since_utc=_utc_start(since))
+    edits, roots = data.edited_files(config.db, workspace, config.index, since_utc=_utc_start(since))
     if workspace is None and roots:
         return RedirectResponse("/files?" + urllib.parse.urlencode({"workspace": roots[0], "days": days}), 303)
     by_path: dict[str, list[Any]] = {}
@@ -270,7 +271,11 @@ def activity(request: Request) -> Response:
         raise UsageError("from", "the range starts after it ends")
     workspace = params.get("workspace") or None
     days, roots = data.activity(
-        config.db, since_utc=_utc_start(since), until_utc=_utc_start(until + timedelta(days=1)), workspace=workspace
+        config.db,
+        config.index,
+        since_utc=_utc_start(since),
+        until_utc=_utc_start(until + timedelta(days=1)),
+        workspace=workspace,
     )
     return _render(
         request,

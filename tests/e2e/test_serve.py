@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_postrun
+from tests.conftest import isolated_environ, run_postrun
 from tests.support.web import (
     HELPER_SESSION,
     ServeProcess,
     ingest_fixtures,
-    isolated_env,
     request,
     sign_in,
     store_hand_made,
@@ -25,7 +24,7 @@ from tests.support.web import (
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServeProcess, dict[str, str]]]:
     tmp = tmp_path_factory.mktemp("serve")
-    environ = isolated_env(tmp)
+    environ = isolated_environ(tmp)
     ingest_fixtures(environ)
     store_hand_made(Path(environ["POSTRUN_DB"]))
     server = ServeProcess(environ, tmp)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, isolated_environ
 from tests.support.capture_process import CaptureProcess, copy_data, write_in_place
 from tests.support.web import (
     BIG_SESSION,
@@ -30,7 +30,6 @@ from tests.support.web import (
     HOSTILE_SESSION,
     ServeProcess,
     ingest_fixtures,
-    isolated_env,
     store_hand_made,
     wait_for,
 )
@@ -67,7 +66,7 @@ def browser() -> Iterator[Browser]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     tmp = tmp_path_factory.mktemp("web")
-    environ = isolated_env(tmp)
+    environ = isolated_environ(tmp)
     ingest_fixtures(environ)
     store_hand_made(Path(environ["POSTRUN_DB"]))
     served = ServeProcess(environ, tmp)
@@ -265,7 +264,7 @@ def test_hostile_content_renders_as_text_and_runs_nothing(watched: Watched, serv
 
 
 def test_an_open_page_follows_a_running_capture(browser: Browser, tmp_path: Path) -> None:
-    environ = isolated_env(tmp_path)
+    environ = isolated_environ(tmp_path)
     root = copy_data("cline/basic_act", tmp_path / "data")
     environ.update(POSTRUN_CLINE_DIR=str(root), POSTRUN_DEBOUNCE_SECONDS="0.2", POSTRUN_POLL_SECONDS="0.3")
     capture = CaptureProcess(environ, tmp_path)

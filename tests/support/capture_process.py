@@ -40,7 +40,27 @@ def wait_until(condition: Callable[[], T | None], *, timeout: float = WAIT_SECON
         time.sleep(0.02)
 
 
-class CaptureProcess:
+class RunningProcess:
+    """A real `postrun` process a test started: stop it with a signal, or kill what is left."""
+
+    process: subprocess.Popen[str]
+
+    def stop(self, number: int = signal.SIGTERM, timeout: float = 10.0) -> tuple[int, float]:
+        """Send ``number`` and wait for the exit: (exit code, seconds it took)."""
+        started = time.monotonic()
+        self.process.send_signal(number)
+        code = self.process.wait(timeout)
+        return code, time.monotonic() - started
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+class CaptureProcess(RunningProcess):
     """A running `postrun capture ...`; its stderr (the log) goes to a file."""
 
     def __init__(self, env: Mapping[str, str], workdir: Path, *args: str, program: Sequence[str] = ()) -> None:
@@ -89,20 +109,6 @@ class CaptureProcess:
 
     def send(self, number: int) -> None:
         self.process.send_signal(number)
-
-    def stop(self, number: int = signal.SIGTERM, timeout: float = 10.0) -> tuple[int, float]:
-        """Send ``number`` and wait for the exit: (exit code, seconds it took)."""
-        started = time.monotonic()
-        self.process.send_signal(number)
-        code = self.process.wait(timeout)
-        return code, time.monotonic() - started
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(10)
-        if self.process.stdout is not None:
-            self.process.stdout.close()
 
 
 @dataclass(frozen=True)

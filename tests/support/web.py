@@ -10,7 +10,6 @@ from __future__ import annotations
 import http.client
 import os
 import re
-import signal
 import subprocess
 import time
 from collections.abc import Mapping
@@ -24,7 +23,7 @@ from postrun.store.db import Database
 from postrun.store.write import upsert_session
 from tests.conftest import FIXTURES, postrun_command, run_postrun
 from tests.support.builders import command_step, message_step, session_record
-from tests.support.capture_process import wait_until
+from tests.support.capture_process import RunningProcess, wait_until
 
 HELPER_SESSION = "1790000600000_helpr"
 HELPER_ACTOR = "agent_1790000600100_abcdef"
@@ -46,7 +45,7 @@ CHROMIUM_ARGS = [
 ]
 
 
-class ServeProcess:
+class ServeProcess(RunningProcess):
     """A running `postrun serve --port 0`; its stdout line names the port."""
 
     def __init__(self, env: Mapping[str, str], workdir: Path, *args: str) -> None:
@@ -73,19 +72,6 @@ class ServeProcess:
         result = run_postrun("open", "--print", env=self.env)
         assert result.returncode == 0, result.stderr
         return result.stdout.strip()
-
-    def stop(self, number: int = signal.SIGTERM, timeout: float = 10.0) -> tuple[int, float]:
-        started = time.monotonic()
-        self.process.send_signal(number)
-        code = self.process.wait(timeout)
-        return code, time.monotonic() - started
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(10)
-        if self.process.stdout is not None:
-            self.process.stdout.close()
 
 
 @dataclass(frozen=True)
@@ -131,27 +117,6 @@ def sign_in(server: ServeProcess) -> str:
     assert answer.status == 303, answer
     cookie = answer.headers["set-cookie"]
     return cookie.split(";", 1)[0]
-
-
-def isolated_env(tmp: Path) -> dict[str, str]:
-    """The ``env`` fixture's isolation, for module-wide servers: HOME, XDG dirs and store under ``tmp``."""
-    home = tmp / "home"
-    home.mkdir()
-    environ = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("POSTRUN_", "CLINE_", "XDG_")) and key not in {"NOTIFY_SOCKET", "INVOCATION_ID"}
-    }
-    environ.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_DATA_HOME=str(home / ".local" / "share"),
-        XDG_STATE_HOME=str(home / ".local" / "state"),
-        XDG_CACHE_HOME=str(home / ".cache"),
-        POSTRUN_DB=str(tmp / "store" / "postrun.db"),
-        PYTHONUNBUFFERED="1",
-    )
-    return environ
 
 
 def ingest_fixtures(env: Mapping[str, str]) -> None:
