@@ -31,6 +31,7 @@ from postrun.settings import LoadedSettings, load_settings, paths_for
 from postrun.store.db import STORE_VERSION, Database, StoreMissing
 from postrun.units import (
     NO_USER_MANAGER,
+    WEB,
     Platform,
     Runner,
     ServiceStatus,
@@ -85,7 +86,7 @@ def exit_code(checks: Sequence[Check]) -> ExitCode:
 
 def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
     """Every check, in a fixed order: python, config, store, sessions, approvals, capture,
-    service, inotify."""
+    service, web service, inotify."""
     checks = [check_python()]
     try:
         loaded: LoadedSettings | None = load_settings(
@@ -110,6 +111,9 @@ def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
         not_checked = "not checked: the configuration does not load"
         checks += [Check(name, "warn", not_checked) for name in ("store", "sessions", "approvals", "capture")]
         checks.append(check_service(service_status(inputs.platform, paths, inputs.runner, uid=inputs.uid), {}))
+        checks.append(
+            check_web_service(service_status(inputs.platform, paths, inputs.runner, uid=inputs.uid, names=WEB))
+        )
         checks.append(Check("inotify", "warn", not_checked))
         return tuple(checks)
 
@@ -122,6 +126,7 @@ def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
     checks.append(check_capture(paths))
     status = service_status(inputs.platform, paths, inputs.runner, uid=inputs.uid)
     checks.append(check_service(status, inputs.environ))
+    checks.append(check_web_service(service_status(inputs.platform, paths, inputs.runner, uid=inputs.uid, names=WEB)))
     checks.append(
         check_inotify(
             inputs.platform,
@@ -300,6 +305,28 @@ def check_service(status: ServiceStatus, environ: Mapping[str, str]) -> Check:
             "put the setting in the config file (`postrun config path`)",
         )
     return Check("service", "ok", detail)
+
+
+def check_web_service(status: ServiceStatus) -> Check:
+    """The review app's unit: optional, so only a broken or stopped one warns."""
+    if status.file is None:
+        return Check("web service", "ok", "not installed (optional: `postrun service install --web --now`)")
+    detail = f"{status.file}; enabled: {status.enabled}; running: {status.running}"
+    if status.command and not Path(status.command[0]).exists():
+        return Check(
+            "web service",
+            "warn",
+            f"{detail}; it runs {status.command[0]}, which does not exist",
+            "`postrun service install --web --now` rewrites it for this Postrun",
+        )
+    if status.running.value is False:
+        command = (
+            f"systemctl --user enable --now {WEB.service}"
+            if status.platform == "linux"
+            else ("postrun service install --web --now")
+        )
+        return Check("web service", "warn", detail, f"`{command}`")
+    return Check("web service", "ok", detail)
 
 
 def check_inotify(

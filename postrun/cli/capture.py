@@ -84,6 +84,7 @@ def capture(
 def status() -> None:
     """Whether capture is running (exit 0) or not (exit 3), and what the store holds."""
     from postrun.views import capture_status
+    from postrun.web.state import review_app_status
 
     _, paths = load()
     found = capture_status(paths.db, paths.capture_lock)
@@ -93,6 +94,7 @@ def status() -> None:
     else:
         pid = f"pid {info.pid}" if info.pid else "pid unknown"
         typer.echo(f"capture: running ({pid}, since {info.started_at})")
+    typer.echo(f"review app: {review_app_status(paths.web_state)}")
     if found.stored is None:
         typer.echo(f"store: {paths.db} (not created yet)")
     else:

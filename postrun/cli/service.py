@@ -43,22 +43,26 @@ def service_install(
     daily_backup: Annotated[
         bool, typer.Option("--daily-backup", help="Also back up the store daily, keeping the newest 7.")
     ] = False,
+    web: Annotated[
+        bool, typer.Option("--web", help="Also install the review app (`postrun serve`) as postrun-web.")
+    ] = False,
 ) -> None:
     """Write the user unit (or LaunchAgent) that runs `postrun capture`, for this Postrun."""
     target = _platform(platform)
     loaded, paths = load()
     named_config = state.config is not None or env_value(os.environ, CONFIG_VARIABLE) is not None
     program = units.program_command(sys.argv[0], sys.executable, cwd=Path.cwd())
-    run = units.capture_command(
-        program,
-        config_file=loaded.config_path if named_config else None,
-        db=loaded.settings.db if state.db is not None else None,
-    )
+    config_file = loaded.config_path if named_config else None
+    db = loaded.settings.db if state.db is not None else None
+    run = units.capture_command(program, config_file=config_file, db=db)
+    serve = units.capture_command(program, config_file=config_file, db=db, verb="serve") if web else None
     if dry_run:
-        for file in (
-            units.service_file(target, paths, run),
-            *(units.backup_files(target, paths, run) if daily_backup else ()),
-        ):
+        files = [units.service_file(target, paths, run)]
+        if daily_backup:
+            files += units.backup_files(target, paths, run)
+        if serve is not None:
+            files.append(units.web_service_file(target, paths, serve))
+        for file in files:
             typer.echo(file.content, nl=False)
             say(f"dry run: would write {file.path}")
         return
@@ -88,6 +92,21 @@ def service_install(
         typer.echo(note)
     for warning in report.warnings:
         say(f"warning: {warning}")
+    if serve is not None:
+        web_report = units.install_service(
+            target,
+            paths,
+            serve,
+            now=now,
+            uid=os.getuid(),
+            environ={},  # its settings are capture's: warned about once, above
+            runner=units.run_command,
+            on_run=_echo_step,
+            on_written=written,
+            names=units.WEB,
+            render=units.web_service_file,
+        )
+        typer.echo("review app: `postrun open` opens it" if web_report.started else f"next: {web_report.next_line}")
 
 
 @service_app.command("uninstall")
@@ -96,20 +115,23 @@ def service_uninstall(
     platform: PlatformOption = None,
     now: Annotated[bool, typer.Option("--now", help="Also stop the service now.")] = False,
 ) -> None:
-    """Remove the user unit (or LaunchAgent) that `postrun service install` wrote."""
+    """Remove the user units (or LaunchAgents) that `postrun service install` wrote (capture's, the review app's)."""
     target = _platform(platform)
     _, paths = load()
-    report = units.uninstall_service(
-        target, paths, now=now, uid=os.getuid(), runner=units.run_command, on_run=_echo_step
-    )
-    for warning in report.warnings:
-        say(f"warning: {warning}")
-    for path in report.removed:
-        typer.echo(f"removed {path}")
-    if not report.removed:
-        typer.echo(f"not installed: {report.path}")
-    if report.next_line:
-        typer.echo(f"next: {report.next_line}")
+    for names in (units.CAPTURE, units.WEB):
+        if names == units.WEB and not units.service_path(target, paths, names).exists():
+            continue  # the review app's unit is optional: nothing to stop or remove
+        report = units.uninstall_service(
+            target, paths, now=now, uid=os.getuid(), runner=units.run_command, on_run=_echo_step, names=names
+        )
+        for warning in report.warnings:
+            say(f"warning: {warning}")
+        for path in report.removed:
+            typer.echo(f"removed {path}")
+        if not report.removed and names == units.CAPTURE:
+            typer.echo(f"not installed: {report.path}")
+        if report.next_line:
+            typer.echo(f"next: {report.next_line}")
 
 
 @service_app.command("status")
@@ -127,6 +149,11 @@ def service_status(platform: PlatformOption = None) -> None:
             typer.echo(f"runs: {shlex.join(status.command)}")
     typer.echo(f"enabled: {status.enabled}")
     typer.echo(f"running: {status.running}")
+    web = units.service_status(target, paths, units.run_command, uid=os.getuid(), names=units.WEB)
+    if web.file is None:
+        typer.echo("review app: not installed (`postrun service install --web`)")
+    else:
+        typer.echo(f"review app: installed ({web.file}); enabled: {web.enabled}; running: {web.running}")
 
 
 @app.command("doctor")

@@ -1,6 +1,6 @@
 """Run ``postrun capture`` as a per-user service: the systemd user unit and the launchd agent.
 
-``render`` makes the files (and reads an installed one back), ``install`` writes or removes
+``render`` makes the files (and reads an installed one back), ``web`` the review app's, ``install`` writes or removes
 them and has the manager start or stop the service, ``status`` asks the manager what runs;
 every external command (``systemctl``, ``launchctl``) goes through ``commands``' one
 injectable ``Runner``.
@@ -21,9 +21,11 @@ from postrun.units.install import (
     uninstall_service,
 )
 from postrun.units.render import (
+    CAPTURE,
     LABEL,
     Platform,
     ServiceFile,
+    UnitNames,
     capture_command,
     installed_command,
     parse_platform,
@@ -31,13 +33,17 @@ from postrun.units.render import (
     render_plist,
     render_unit,
     service_file,
+    service_path,
     unreachable_variables,
 )
 from postrun.units.status import ServiceStatus, State, service_status
+from postrun.units.web import WEB, web_service_file
 
 __all__ = [
+    "CAPTURE",
     "LABEL",
     "NO_USER_MANAGER",
+    "WEB",
     "CommandResult",
     "InstallReport",
     "Installed",
@@ -48,6 +54,7 @@ __all__ = [
     "State",
     "Step",
     "UninstallReport",
+    "UnitNames",
     "activation_steps",
     "backup_files",
     "capture_command",
@@ -61,9 +68,11 @@ __all__ = [
     "run_command",
     "run_steps",
     "service_file",
+    "service_path",
     "service_status",
     "shell_line",
     "uninstall_files",
     "uninstall_service",
     "unreachable_variables",
+    "web_service_file",
 ]

@@ -15,11 +15,10 @@ from postrun.paths import Paths, ensure_private_dir, write_private_file
 from postrun.units.backup import BACKUP_TIMER, backup_activation, backup_deactivation, backup_files, backup_paths
 from postrun.units.commands import Runner, Step, run_steps, shell_line
 from postrun.units.render import (
-    LABEL,
-    SERVICE_NAME,
-    UNIT_NAME,
+    CAPTURE,
     Platform,
     ServiceFile,
+    UnitNames,
     service_file,
     service_path,
     unreachable_variables,
@@ -58,31 +57,35 @@ def install_file(file: ServiceFile, paths: Paths) -> Installed:
     return Installed(file, "new" if previous is None else "replaced")
 
 
-def activation_steps(platform: Platform, path: Path, *, uid: int, change: str) -> tuple[Step, ...]:
+def activation_steps(
+    platform: Platform, path: Path, *, uid: int, change: str, names: UnitNames = CAPTURE
+) -> tuple[Step, ...]:
     """The commands that load the installed file (``change`` says how it changed) and start
     the service now."""
     if platform == "linux":
         steps = [
             Step(("systemctl", "--user", "daemon-reload")),
-            Step(("systemctl", "--user", "enable", "--now", SERVICE_NAME)),
+            Step(("systemctl", "--user", "enable", "--now", names.service)),
         ]
         if change == "replaced":  # `enable --now` leaves a running capture on the old unit
-            steps.append(Step(("systemctl", "--user", "try-restart", SERVICE_NAME)))
+            steps.append(Step(("systemctl", "--user", "try-restart", names.service)))
         return tuple(steps)
     bootstrap = Step(("launchctl", "bootstrap", f"gui/{uid}", str(path)))
     if change == "new":
         return (bootstrap,)
     # A loaded agent must be unloaded for the file to count; "not loaded" is fine.
-    return (Step(("launchctl", "bootout", f"gui/{uid}/{LABEL}"), advisory=True), bootstrap)
+    return (Step(("launchctl", "bootout", f"gui/{uid}/{names.label}"), advisory=True), bootstrap)
 
 
-def deactivation_steps(platform: Platform, *, uid: int, backup: bool = False) -> tuple[Step, ...]:
+def deactivation_steps(
+    platform: Platform, *, uid: int, backup: bool = False, names: UnitNames = CAPTURE
+) -> tuple[Step, ...]:
     """The commands that stop the service (and with ``backup``, the daily backup) and keep them
     from starting again."""
     backup_steps = backup_deactivation(platform, uid=uid) if backup else ()
     if platform == "linux":
-        return (Step(("systemctl", "--user", "disable", "--now", SERVICE_NAME)), *backup_steps)
-    return (Step(("launchctl", "bootout", f"gui/{uid}/{LABEL}"), advisory=True), *backup_steps)
+        return (Step(("systemctl", "--user", "disable", "--now", names.service)), *backup_steps)
+    return (Step(("launchctl", "bootout", f"gui/{uid}/{names.label}"), advisory=True), *backup_steps)
 
 
 def after_uninstall_steps(platform: Platform) -> tuple[Step, ...]:
@@ -90,15 +93,16 @@ def after_uninstall_steps(platform: Platform) -> tuple[Step, ...]:
     return (Step(("systemctl", "--user", "daemon-reload")),) if platform == "linux" else ()
 
 
-def uninstall_files(platform: Platform, paths: Paths) -> tuple[Path, ...]:
-    """Remove the installed unit or agent (and the daily backup's), and the links
-    ``systemctl --user enable`` made to them.
+def uninstall_files(platform: Platform, paths: Paths, names: UnitNames = CAPTURE) -> tuple[Path, ...]:
+    """Remove the installed unit or agent (and, with capture's, the daily backup's), and the
+    links ``systemctl --user enable`` made to them.
 
     Returns what was removed (nothing when it was not installed).
     """
     removed: list[Path] = []
-    for path in (service_path(platform, paths), *backup_paths(platform, paths)):
-        if platform == "linux" and paths.systemd_user_dir.is_dir() and path.name in (UNIT_NAME, BACKUP_TIMER):
+    backups = backup_paths(platform, paths) if names == CAPTURE else ()
+    for path in (service_path(platform, paths, names), *backups):
+        if platform == "linux" and paths.systemd_user_dir.is_dir() and path.name in (names.unit, BACKUP_TIMER):
             for link in sorted(paths.systemd_user_dir.glob(f"*.wants/{path.name}")):
                 if link.is_symlink() and os.path.normpath(link.parent / link.readlink()) == os.path.normpath(path):
                     _remove(link)
@@ -130,13 +134,15 @@ def install_service(
     on_run: Callable[[Step], None],
     on_written: Callable[[Installed], None] = lambda installed: None,
     daily_backup: bool = False,
+    names: UnitNames = CAPTURE,
+    render: Callable[[Platform, Paths, Sequence[str]], ServiceFile] = service_file,
 ) -> InstallReport:
-    """``postrun service install``: write the unit or agent that runs ``command``; with
-    ``now``, also load, enable and start it (``on_written`` is told before that). With
-    ``daily_backup``, also the timer (or agent) of a daily ``postrun backup``."""
-    installed = install_file(service_file(platform, paths, command), paths)
+    """``postrun service install``: write the unit or agent that runs ``command`` (``render``
+    makes it); with ``now``, also load, enable and start it (``on_written`` is told before that).
+    With ``daily_backup``, also the timer (or agent) of a daily ``postrun backup``."""
+    installed = install_file(render(platform, paths, command), paths)
     on_written(installed)
-    steps = activation_steps(platform, installed.file.path, uid=uid, change=installed.change)
+    steps = activation_steps(platform, installed.file.path, uid=uid, change=installed.change, names=names)
     if daily_backup:
         for file in backup_files(platform, paths, command):
             on_written(install_file(file, paths))
@@ -145,16 +151,16 @@ def install_service(
         run_steps(steps, runner, on_run=on_run)
     notes: list[str] = []
     if platform == "linux":
-        notes.append("logs: journalctl --user -u postrun -f")
+        notes.append(f"logs: journalctl --user -u {names.service} -f")
         notes.append(
             "note: without a login session (a server you reach by SSH, a headless machine) the user manager"
             " stops at logout; `loginctl enable-linger $USER` keeps it, and capture, running"
         )
-        where = f"{paths.config_file} (or `systemctl --user edit postrun` for Environment= lines)"
+        where = f"{paths.config_file} (or `systemctl --user edit {names.service}` for Environment= lines)"
     else:
         if not now:
             notes.append(f"  (before macOS 10.11: launchctl load {shlex.quote(str(installed.file.path))})")
-        notes.append(f"logs: {paths.capture_log}")
+        notes.append(f"logs: {paths.log_dir / names.log_name}")
         where = str(paths.config_file)
     notes.append(f"note: POSTRUN_* variables from shell rc files do not reach the service; configure it in {where}")
     unreachable = unreachable_variables(environ)
@@ -177,7 +183,14 @@ class UninstallReport:
 
 
 def uninstall_service(
-    platform: Platform, paths: Paths, *, now: bool, uid: int, runner: Runner, on_run: Callable[[Step], None]
+    platform: Platform,
+    paths: Paths,
+    *,
+    now: bool,
+    uid: int,
+    runner: Runner,
+    on_run: Callable[[Step], None],
+    names: UnitNames = CAPTURE,
 ) -> UninstallReport:
     """``postrun service uninstall``: remove the unit or agent; with ``now``, stop it first."""
     warnings: list[str] = []
@@ -189,9 +202,9 @@ def uninstall_service(
                 warnings.append(f"{' '.join(result.argv)}: {result.reason}")
 
     if now:
-        backup = any(path.exists() for path in backup_paths(platform, paths))
-        run_leniently(deactivation_steps(platform, uid=uid, backup=backup))
-    removed = uninstall_files(platform, paths)
+        backup = names == CAPTURE and any(path.exists() for path in backup_paths(platform, paths))
+        run_leniently(deactivation_steps(platform, uid=uid, backup=backup, names=names))
+    removed = uninstall_files(platform, paths, names)
     reload = after_uninstall_steps(platform)
     next_line = None
     if now:
@@ -199,12 +212,12 @@ def uninstall_service(
     elif removed:
         # Once the file is gone `disable` has nothing to act on: only stopping remains.
         stop = (
-            (Step(("systemctl", "--user", "stop", SERVICE_NAME), advisory=True),)
+            (Step(("systemctl", "--user", "stop", names.service), advisory=True),)
             if platform == "linux"
-            else deactivation_steps(platform, uid=uid)
+            else deactivation_steps(platform, uid=uid, names=names)
         )
         next_line = shell_line((*stop, *reload), uid=uid)
-    return UninstallReport(service_path(platform, paths), removed, next_line, tuple(warnings))
+    return UninstallReport(service_path(platform, paths, names), removed, next_line, tuple(warnings))
 
 
 def _remove(path: Path) -> None:

@@ -29,6 +29,19 @@ UNIT_NAME = "postrun.service"
 SERVICE_NAME = "postrun"  # what the user types after `systemctl --user`
 LABEL = "dev.postrun.capture"
 
+
+@dataclass(frozen=True)
+class UnitNames:
+    """What one service is called: its systemd unit file, its name for systemctl, its launchd label."""
+
+    unit: str
+    service: str
+    label: str
+    log_name: str  # launchd's log file, in the log folder
+
+
+CAPTURE = UnitNames(UNIT_NAME, SERVICE_NAME, LABEL, "capture.log")
+
 RESTART_SECONDS = 5
 WATCHDOG_SECONDS = 60
 STOP_TIMEOUT_SECONDS = 20
@@ -110,15 +123,17 @@ def program_command(argv0: str, python: str, *, cwd: Path) -> tuple[str, ...]:
     return (os.path.normpath(cwd / python), "-m", "postrun")
 
 
-def capture_command(program: Sequence[str], *, config_file: Path | None, db: Path | None) -> tuple[str, ...]:
-    """``<program> [--config FILE] [--db FILE] capture``: the options that would not reach the
-    service otherwise (they were given on this command line or in POSTRUN_CONFIG)."""
+def capture_command(
+    program: Sequence[str], *, config_file: Path | None, db: Path | None, verb: str = "capture"
+) -> tuple[str, ...]:
+    """``<program> [--config FILE] [--db FILE] capture`` (or another ``verb``): the options that
+    would not reach the service otherwise (they were given on this command line or in POSTRUN_CONFIG)."""
     options: list[str] = []
     if config_file is not None:
         options += ["--config", str(config_file)]
     if db is not None:
         options += ["--db", str(db)]
-    return (*program, *options, "capture")
+    return (*program, *options, verb)
 
 
 def unreachable_variables(environ: Mapping[str, str]) -> list[str]:
@@ -159,10 +174,10 @@ def render_unit(command: Sequence[str]) -> str:
     )
 
 
-def render_plist(command: Sequence[str], *, log_file: Path) -> str:
+def render_plist(command: Sequence[str], *, log_file: Path, label: str = LABEL) -> str:
     """The LaunchAgent that runs ``command``; launchd expands nothing, so paths are absolute."""
     agent = {
-        "Label": LABEL,
+        "Label": label,
         "ProgramArguments": list(command),
         "RunAtLoad": True,
         "KeepAlive": {"SuccessfulExit": False},  # restart after a failure, not after a clean stop
@@ -178,10 +193,10 @@ def render_plist(command: Sequence[str], *, log_file: Path) -> str:
     return plistlib.dumps(agent, sort_keys=False).decode()
 
 
-def service_path(platform: Platform, paths: Paths) -> Path:
+def service_path(platform: Platform, paths: Paths, names: UnitNames = CAPTURE) -> Path:
     if platform == "linux":
-        return paths.systemd_user_dir / UNIT_NAME
-    return paths.launch_agents_dir / f"{LABEL}.plist"
+        return paths.systemd_user_dir / names.unit
+    return paths.launch_agents_dir / f"{names.label}.plist"
 
 
 def service_file(platform: Platform, paths: Paths, command: Sequence[str]) -> ServiceFile:

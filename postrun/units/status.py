@@ -8,7 +8,7 @@ from pathlib import Path
 
 from postrun.paths import Paths
 from postrun.units.commands import NO_USER_MANAGER, Runner
-from postrun.units.render import LABEL, UNIT_NAME, Platform, installed_command, service_path
+from postrun.units.render import CAPTURE, Platform, UnitNames, installed_command, service_path
 
 HOMEBREW_LABEL = "homebrew.mxcl.postrun"  # the agent `brew services start postrun` writes
 # Where packages and administrators put user units (systemd.unit(5)); ~/.config wins over them.
@@ -48,18 +48,22 @@ def service_status(
     *,
     uid: int,
     system_unit_dirs: Sequence[Path] = SYSTEM_UNIT_DIRS,
+    names: UnitNames = CAPTURE,
 ) -> ServiceStatus:
     """Installed (which file), enabled and running, as the platform's service manager sees it."""
-    user_file = service_path(platform, paths)
+    user_file = service_path(platform, paths, names)
     if platform == "linux":
-        candidates = [user_file, *(folder / UNIT_NAME for folder in system_unit_dirs)]
+        candidates = [user_file, *(folder / names.unit for folder in system_unit_dirs)]
         file = next((candidate for candidate in candidates if candidate.is_file()), None)
-        enabled = _systemctl_state(runner, "is-enabled", yes={"enabled", "enabled-runtime", "linked", "alias"})
-        running = _systemctl_state(runner, "is-active", yes={"active", "reloading"})
+        yes = {"enabled", "enabled-runtime", "linked", "alias"}
+        enabled = _systemctl_state(runner, "is-enabled", names.unit, yes=yes)
+        running = _systemctl_state(runner, "is-active", names.unit, yes={"active", "reloading"})
     else:
-        candidates = [user_file, paths.launch_agents_dir / f"{HOMEBREW_LABEL}.plist"]
+        candidates = [user_file]
+        if names == CAPTURE:  # Homebrew's formula runs capture only
+            candidates.append(paths.launch_agents_dir / f"{HOMEBREW_LABEL}.plist")
         file = next((candidate for candidate in candidates if candidate.is_file()), None)
-        label = LABEL if file is None or file == user_file else HOMEBREW_LABEL
+        label = names.label if file is None or file == user_file else HOMEBREW_LABEL
         enabled, running = _launchd_states(runner, label, uid=uid)
     return ServiceStatus(
         platform=platform,
@@ -71,8 +75,8 @@ def service_status(
     )
 
 
-def _systemctl_state(runner: Runner, verb: str, *, yes: set[str]) -> State:
-    result = runner(("systemctl", "--user", verb, UNIT_NAME))
+def _systemctl_state(runner: Runner, verb: str, unit: str, *, yes: set[str]) -> State:
+    result = runner(("systemctl", "--user", verb, unit))
     if result.returncode == 127:
         return State(None, "systemctl not found")
     if result.no_user_manager:

@@ -73,3 +73,12 @@ def read_state(path: Path) -> ServeState:
     except PermissionError:
         pass  # alive, another user's pid: the port check in the browser will tell
     return state
+
+
+def review_app_status(path: Path) -> str:
+    """``running at <url> (pid N)`` or ``not running``, for ``postrun status``."""
+    try:
+        state = read_state(path)
+    except PostrunError:
+        return "not running (`postrun serve`, or `postrun service install --web`)"
+    return f"running at {state.url} (pid {state.pid}; `postrun open` signs a browser in)"

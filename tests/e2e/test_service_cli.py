@@ -208,9 +208,11 @@ def test_doctor_on_a_healthy_setup(env: dict[str, str], manager: FakeManager, tm
         "approvals",
         "capture",
         "service",
+        "web",  # web service
         "inotify",
     ]
     assert all(line.split()[0] in {"ok", "warn"} for line in checks)
+    assert "ok    web service: not installed (optional: `postrun service install --web --now`)" in lines
     assert f"ok    sessions: 1 session in {root}" in lines
     assert lines[lines.index("warn  capture: not running") + 1].startswith("      hint: ")
 
@@ -233,3 +235,52 @@ def test_doctor_fails_without_a_sessions_root(env: dict[str, str], manager: Fake
     failing = [line for line in lines if line.startswith("fail")]
     assert failing == [f"fail  sessions: {tmp_path / 'no-cline-here'}: no such folder"]
     assert lines[lines.index(failing[0]) + 1].startswith("      hint: has Cline run on this machine?")
+
+
+def test_install_web_adds_the_review_app_unit_and_status_and_doctor_report_it(
+    env: dict[str, str], manager: FakeManager, tmp_path: Path
+) -> None:
+    result = run_postrun("service", "install", "--web", "--now", "--platform", "linux", env=env)
+    assert result.returncode == 0, result.stderr
+    web_unit = unit_path(env).with_name("postrun-web.service")
+    assert exec_start(web_unit) == f"ExecStart={EXPECTED_PROGRAM} serve"
+    assert exec_start(unit_path(env)) == f"ExecStart={EXPECTED_PROGRAM} capture"
+    assert manager.calls() == [
+        "--user daemon-reload",
+        "--user enable --now postrun",
+        "--user daemon-reload",
+        "--user enable --now postrun-web",
+    ]
+    assert f"wrote {web_unit}" in result.stdout.splitlines()
+    status = run_postrun("service", "status", "--platform", "linux", env=env)
+    assert any(line.startswith(f"review app: installed ({web_unit}); enabled: ") for line in status.stdout.splitlines())
+    healthy_setup(env, tmp_path)
+    doctor = run_postrun("doctor", env=env)
+    assert any(line.startswith(f"ok    web service: {web_unit}; enabled: ") for line in doctor.stdout.splitlines())
+    assert "review app: not running" in run_postrun("status", env=env).stdout
+
+    if shutil.which("systemd-analyze"):
+        runtime = tmp_path / "runtime"
+        runtime.mkdir(mode=0o700)
+        verify = subprocess.run(
+            ["systemd-analyze", "--user", "verify", str(web_unit)],
+            env={**env, "XDG_RUNTIME_DIR": str(runtime)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert (verify.returncode, verify.stderr) == (0, "")
+
+    removed = run_postrun("service", "uninstall", "--now", "--platform", "linux", env=env)
+    assert removed.returncode == 0, removed.stderr
+    assert not web_unit.exists() and not unit_path(env).exists()
+    assert "--user disable --now postrun-web" in manager.calls()
+
+
+def test_install_web_on_macos_writes_a_second_agent(env: dict[str, str], manager: FakeManager) -> None:
+    result = run_postrun("service", "install", "--web", "--platform", "macos", "--dry-run", env=env)
+    assert result.returncode == 0, result.stderr
+    agents = [plistlib.loads(part.encode() + b"</plist>\n") for part in result.stdout.split("</plist>\n") if part]
+    assert [agent["Label"] for agent in agents] == ["dev.postrun.capture", "dev.postrun.web"]
+    assert agents[1]["ProgramArguments"] == [*postrun_command(), "serve"]
+    assert agents[1]["StandardErrorPath"].endswith("serve.log")

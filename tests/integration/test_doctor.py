@@ -177,7 +177,17 @@ def test_every_check_of_the_issue_in_order_and_only_three_can_fail(tmp_path: Pat
     )
     checks = run_checks(inputs)
     names = [check.name for check in checks]
-    assert names == ["python", "config", "store", "sessions", "approvals", "capture", "service", "inotify"]
+    assert names == [
+        "python",
+        "config",
+        "store",
+        "sessions",
+        "approvals",
+        "capture",
+        "service",
+        "web service",
+        "inotify",
+    ]
     assert {check.name for check in checks if check.level == "fail"} == {"sessions"}
     shutil.copytree(FIXTURES / "cline" / "basic_act" / "data", tmp_path / "data")
     for _ in range(7):
@@ -193,6 +203,7 @@ def test_every_check_of_the_issue_in_order_and_only_three_can_fail(tmp_path: Pat
         "approvals": "ok",
         "capture": "warn",
         "service": "warn",
+        "web service": "ok",  # optional, not installed
         "inotify": "warn",  # 8 session folders and the root against a limit of 4
     }
 
