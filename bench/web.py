@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import os
 import platform
 import re
 import shutil
@@ -23,7 +24,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+import psutil
+
 from bench.history import MESSAGES_PER_TURN, open_session, write_history
+from bench.noise import CpuMark, others_share
 from bench.proc import isolated_env, postrun_command, run
 from bench.stats import median
 
@@ -129,28 +133,42 @@ def _measure(args: argparse.Namespace, workdir: Path) -> int:
             "session": [f"/s/{urllib.parse.quote(big.session_id)}"],
         }
         timings: dict[str, list[float]] = {name: [] for name in groups}
+        served = psutil.Process(server.pid)
+        start, served_before = CpuMark.now(), _cpu(served)
         for name, paths in groups.items():
             for path in paths:
                 timed_get(port, path, cookie)  # warm: first use of each query plan and page cache
                 timings[name] += [timed_get(port, path, cookie) for _ in range(args.rounds)]
+        end, served_after = CpuMark.now(), _cpu(served)
+        # The server is the bench's own work, though not reaped yet: take it out of "others".
+        capacity = (end.wall - start.wall) * (os.cpu_count() or 1)
+        others = max(0.0, others_share(start, end) - (served_after - served_before) / capacity)
         rss, peak = rss_mb(server.pid)
     finally:
         server.terminate()
         server.wait(30)
         if server.stdout is not None:
             server.stdout.close()
-    _report(args, timings, rss, peak, big_steps)
+    _report(args, timings, rss, peak, big_steps, others)
     return 0
 
 
-def _report(args: argparse.Namespace, timings: dict[str, list[float]], rss: float, peak: float, big_steps: int) -> None:
+def _cpu(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system)
+
+
+def _report(
+    args: argparse.Namespace, timings: dict[str, list[float]], rss: float, peak: float, big_steps: int, others: float
+) -> None:
     labels = {
         "sessions": f"Sessions page, {len(SESSION_FILTERS)} filter combinations",
         "search": f"Search, {len(SEARCHES)} queries",
         "session": f"Session page, {big_steps:,} steps (bodies load on demand)",
     }
     print(f"\n`python -m bench.web --sessions {args.sessions} --rounds {args.rounds}` on {platform.node()},"
-          f" {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}\n")  # fmt: skip
+          f" {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}, {os.cpu_count()} cores;"
+          f" other processes used {others:.0%} of the machine's CPU while the requests ran\n")  # fmt: skip
     print("| Request | median | p95 | target | |")
     print("| --- | --- | --- | --- | --- |")
     for name, values in timings.items():
