@@ -270,7 +270,7 @@ def test_an_open_page_follows_a_running_capture(browser: Browser, tmp_path: Path
     capture = CaptureProcess(environ, tmp_path)
     served: ServeProcess | None = None
     try:
-        capture.wait_for_log(rf"INFO cline ingested {BASIC} ")
+        capture.wait_for_log(r"INFO cline: caught up with 1 session in ")  # the start-up ingest is done
         served = ServeProcess(environ, tmp_path)
         watched = open_signed_in(browser, served)
         page = watched.page
