@@ -28,7 +28,7 @@ _PROCEEDED_OPENINGS = (
 _PROCEEDED_REF = re.compile(r"redirected to this file[^:\n]*:[ \t]*(?P<ref>[^\n]*?)[ \t]*(?:\n|\Z)")
 _OUTPUT_SO_FAR = "Output so far:\n"
 TRUNCATED_QUERY = " ... [command truncated:"
-_MORE_CHARS = re.compile(r" (?P<count>\d+) more chars")
+_MORE_CHARS = re.compile(r" (?P<count>\d{1,12}) more chars")  # a longer count is no length
 
 
 @dataclass(frozen=True, slots=True)

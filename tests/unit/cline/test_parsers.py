@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from postrun.agents.cline.commands import CommandOutput, parse_command_result
+from postrun.agents.cline.commands import TRUNCATED_QUERY, CommandOutput, parse_command_result, query_matches
 from postrun.agents.cline.patch import parse_patch, parse_search_replace
 from postrun.agents.cline.segments import plan_segments
 from postrun.agents.cline.text import is_synthetic, prompt_text, unwrap
@@ -39,6 +39,14 @@ def test_an_exit_code_longer_than_any_status_is_text() -> None:
     text = "out\n[Command exited with code " + "9" * 30 + "]"
     assert parse_command_result(text) == CommandOutput(text)
     assert parse_command_result("out\n[Command exited with code -2147483648]").exit_code == -2147483648
+
+
+def test_a_cut_query_with_an_absurd_length_falls_back_to_its_head() -> None:
+    query = "npm" + TRUNCATED_QUERY + " " + "9" * 5000 + " more chars]"  # beyond int()'s 4300 digits
+    assert query_matches(query, "npm test")  # no length to check: the head decides
+    assert not query_matches(query, "make")
+    assert query_matches("npm" + TRUNCATED_QUERY + " 5 more chars]", "npm test")
+    assert not query_matches("npm" + TRUNCATED_QUERY + " 6 more chars]", "npm test")
 
 
 def test_detached_command_output_so_far_keeps_its_stderr() -> None:
