@@ -84,7 +84,8 @@ class Database:
         # Nothing is written, chmodded or migrated before the file is known to be a store (or
         # empty, as Postrun creates it): a mistyped --db must not change someone's file.
         try:
-            if not path.exists():
+            # An empty file is no store yet: a read leaves it as it is, a write makes it one.
+            if not path.exists() or (not create and path.stat().st_size == 0):
                 if not create:
                     raise StoreMissing(str(path), "no store yet (run `postrun ingest` or `postrun capture`)")
                 _create_private_file(path)

@@ -142,6 +142,12 @@ def test_read_commands_leave_a_file_that_is_not_a_store_as_it_was(tmp_path: Path
             assert result.stderr.count("\n") == 1, result.stderr
         assert (oct(path.stat().st_mode & 0o777), path.read_bytes() == before) == ("0o644", True), path
         assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(path.name)) == [path.name]
+    empty = tmp_path / "empty.txt"
+    empty.touch(mode=0o644)
+    empty.chmod(0o644)
+    result = run_postrun("--db", str(empty), "sessions", env=env)
+    assert (result.returncode, result.stderr) == (0, f"no sessions stored in {empty}\n")  # as for no file at all
+    assert (oct(empty.stat().st_mode & 0o777), empty.stat().st_size) == ("0o644", 0)  # a read leaves it alone
 
 
 @pytest.mark.parametrize(
