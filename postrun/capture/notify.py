@@ -40,7 +40,6 @@ class Notifier:
     def __init__(self, environ: Mapping[str, str], *, pid: int) -> None:
         self.address = _socket_address(environ.get("NOTIFY_SOCKET", "").strip())
         self.watchdog_interval = _watchdog_interval(environ, pid) if self.address else None
-        self.last_error: OSError | None = None
 
     @property
     def enabled(self) -> bool:
@@ -54,9 +53,8 @@ class Notifier:
             with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
                 sock.connect(self.address)
                 sock.sendall("\n".join(lines).encode())
-        except OSError as exc:
-            self.last_error = exc  # the manager went away: nothing to tell, nothing to stop for
-            return False
+        except OSError:
+            return False  # the manager went away: nothing to tell, nothing to stop for
         return True
 
     def ready(self, status: str) -> bool:

