@@ -192,11 +192,6 @@ class Scheduler:
     def catching_up(self) -> int:
         return len(self._startup)
 
-    def pace_interval(self, session_id: str) -> float:
-        """How long the session must wait between live ingests (0: not paced)."""
-        state = self._sessions.get(session_id)
-        return 0.0 if state is None else self._pace(state)
-
     # -- internals ---------------------------------------------------------------------
 
     def _start(self, session_id: str, state: _Session, reason: Reason, now: float) -> Due:

@@ -125,10 +125,6 @@ class SessionWatcher:
     # -- the poller's thread -----------------------------------------------------------
 
     @property
-    def root_armed(self) -> bool:
-        return self._root_watch is not None and self._alive(self._root_watch)
-
-    @property
     def watched_folders(self) -> frozenset[str]:
         return frozenset(self._folders)
 

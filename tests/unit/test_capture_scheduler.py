@@ -40,6 +40,12 @@ def run_until_due(
     raise AssertionError("nothing became due")
 
 
+def pace_interval(scheduler: Scheduler, session_id: str) -> float:
+    """How long the session must wait between live ingests (0: not paced), from the scheduler's state."""
+    state = scheduler._sessions.get(session_id)
+    return 0.0 if state is None else scheduler._pace(state)
+
+
 def ingest(scheduler: Scheduler, due: Due, clock: FakeClock, *, cost: float = 0.0, resolved: bool = True) -> None:
     """Simulate an ingest that takes ``cost`` seconds of CPU (and of wall time)."""
     clock.advance(cost)
@@ -101,7 +107,7 @@ def test_pacing_from_the_cost_of_live_ingests(
         due, _ = run_until_due(scheduler, clock, step=0.05)
         starts.append(clock.now())
         ingest(scheduler, due, clock, cost=cost)
-    assert scheduler.pace_interval("heavy") == pytest.approx(interval)
+    assert pace_interval(scheduler, "heavy") == pytest.approx(interval)
     gaps = [b - a for a, b in itertools.pairwise(starts[1:])]
     # Changes arrive as soon as the last ingest ended: only pacing holds them back.
     for gap in gaps:
@@ -122,7 +128,7 @@ def test_startup_cost_does_not_pace(scheduler: Scheduler, clock: FakeClock) -> N
     due = scheduler.take()
     assert due == Due("big", "startup")
     ingest(scheduler, due, clock, cost=5.0)  # an expensive first ingest
-    assert scheduler.pace_interval("big") == 0
+    assert pace_interval(scheduler, "big") == 0
     scheduler.changed("big", "event")
     _, waited = run_until_due(scheduler, clock)
     assert waited == pytest.approx(DEBOUNCE, abs=0.11)
@@ -215,10 +221,10 @@ def test_idle_sessions_are_forgotten(scheduler: Scheduler, clock: FakeClock) -> 
         due = scheduler.take()
         assert due is not None
         ingest(scheduler, due, clock, cost=0.1)
-    assert scheduler.pace_interval("a") > 0
+    assert pace_interval(scheduler, "a") > 0
     clock.advance(3600)
     scheduler.prune()
-    assert scheduler.pace_interval("a") == 0
+    assert pace_interval(scheduler, "a") == 0
     assert not scheduler._sessions  # nothing kept for idle sessions
 
 
@@ -301,4 +307,4 @@ def test_a_read_skipped_by_fingerprint_does_not_dilute_pacing(scheduler: Schedul
         ingest_cost = 0.0 if cost is None else cost
         clock.advance(ingest_cost)
         scheduler.finished(due, cost_seconds=cost, resolved=True)
-    assert scheduler.pace_interval("heavy") == pytest.approx(50.0)
+    assert pace_interval(scheduler, "heavy") == pytest.approx(50.0)

@@ -47,6 +47,11 @@ class Hints:
             return list(self.seen)
 
 
+def root_armed(watcher: SessionWatcher) -> bool:
+    """Whether the watcher's watch on the root is in place (from its state)."""
+    return watcher._root_watch is not None and watcher._alive(watcher._root_watch)
+
+
 def identity(path: Path) -> tuple[int, int] | None:
     try:
         info = path.stat()
@@ -101,7 +106,7 @@ def quiet_for(hints: Hints, seconds: float = 0.3) -> list[str | None]:
 def test_new_session_folder_in_the_root_is_a_hint(root: Path, hints: Hints, make_watcher: Any) -> None:
     watcher = make_watcher()
     watcher.sync(identity(root))
-    assert watcher.root_armed
+    assert root_armed(watcher)
     make_session(root, "1790000000000_new")
     assert hints.wait_for(lambda seen: "1790000000000_new" in seen)
 
@@ -172,14 +177,14 @@ def test_root_deleted_then_recreated_is_watched_again(root: Path, hints: Hints, 
     shutil.rmtree(root)
     assert hints.wait_for(lambda seen: None in seen)  # the root itself changed
     deadline = time.monotonic() + WAIT
-    while watcher.root_armed and time.monotonic() < deadline:
+    while root_armed(watcher) and time.monotonic() < deadline:
         time.sleep(0.01)  # the emitter thread ends by itself after IN_DELETE_SELF
-    assert not watcher.root_armed
+    assert not root_armed(watcher)
     watcher.sync(identity(root))  # what the next poll does: nothing to watch yet
     assert watcher.watched_folders == frozenset()
     root.mkdir()
     watcher.sync(identity(root))
-    assert watcher.root_armed
+    assert root_armed(watcher)
     make_session(root, "fresh")
     assert hints.wait_for(lambda seen: "fresh" in seen)
 
@@ -188,10 +193,10 @@ def test_root_missing_at_start_is_picked_up_later(root: Path, hints: Hints, make
     root.rmdir()
     watcher = make_watcher()
     watcher.sync(identity(root))
-    assert not watcher.root_armed
+    assert not root_armed(watcher)
     root.mkdir()
     watcher.sync(identity(root))
-    assert watcher.root_armed
+    assert root_armed(watcher)
     make_session(root, "late")
     assert hints.wait_for(lambda seen: "late" in seen)
 
@@ -231,7 +236,7 @@ def test_watch_limit_is_logged_once_and_the_root_still_works(
         "cline: cannot watch more folders: the inotify watch limit is reached (fs.inotify.max_user_watches);"
         " polling covers the rest"
     ]
-    assert watcher.root_armed
+    assert root_armed(watcher)
     assert watcher.watched_folders == frozenset()
     make_session(root, "c")
     assert hints.wait_for(lambda seen: "c" in seen)
