@@ -1,7 +1,7 @@
 """Ingesting sessions: read an agent's files, map them to v1.2 records, validate, store.
 
-The one place where adapter, validation and store meet; ``postrun ingest`` and the
-capture service both come through here.
+The one place where adapter, validation and store meet; ``postrun ingest`` and
+the capture both come through here.
 """
 
 from __future__ import annotations

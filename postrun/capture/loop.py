@@ -36,7 +36,7 @@ MAIN_TICK_SECONDS = 1.0
 HURRY_CHECK_SECONDS = 0.1  # a reload waiting for an ingest looks this often for a stop
 
 
-class CaptureService:
+class Capture:
     """One configuration's worth of capture: built at start and again after SIGHUP."""
 
     def __init__(
@@ -258,15 +258,15 @@ def run_capture(context: CaptureContext, signals: Signals) -> int:
     lock = capture_lock(context.paths)
     lock.acquire()
     try:
-        service = _started(CaptureService(context, lock, notifier=notifier, first=True))
+        capture = _started(Capture(context, lock, notifier=notifier, first=True))
         context.on_ready(os.getpid())
-        notifier.ready(service.status_line)
+        notifier.ready(capture.status_line)
         while True:
-            ended = service.serve(signals)
+            ended = capture.serve(signals)
             if ended == "reload":
                 reloaded = _reloaded(context)
                 if reloaded is None:
-                    continue  # nothing to apply: the running service goes on as it was
+                    continue  # nothing to apply: the running capture goes on as it was
                 notifier.reloading()
             else:
                 notifier.stopping()
@@ -275,7 +275,7 @@ def run_capture(context: CaptureContext, signals: Signals) -> int:
             # comes meanwhile; a stop waits a few seconds, then leaves without it (SQLite
             # rolls an unfinished write back).
             grace = None if ended == "reload" else STOP_GRACE_SECONDS
-            if not service.stop(grace, hurry=lambda: signals.stop):
+            if not capture.stop(grace, hurry=lambda: signals.stop):
                 context.logger.warning(
                     "capture: stopped without waiting for the ingest in progress (redone next start)"
                 )
@@ -289,18 +289,18 @@ def run_capture(context: CaptureContext, signals: Signals) -> int:
                 context.logger.info("capture: stopped")
                 return 0
             assert reloaded is not None
-            reported = service.scheduler.reported_problems()
+            reported = capture.scheduler.reported_problems()
             try:
-                service = _started(CaptureService(reloaded, lock, notifier=notifier, first=False, reported=reported))
+                capture = _started(Capture(reloaded, lock, notifier=notifier, first=False, reported=reported))
             except PostrunError as exc:
                 # The new root was listable a moment ago: it changed meanwhile. Capture goes on
                 # with what worked; a failure of that too is a real failure (exit 1).
                 context.logger.error(f"capture: configuration not applied: {exc}; back to the previous one")
                 context.set_log_level(context.settings.log_level)
-                service = _started(CaptureService(context, lock, notifier=notifier, first=False, reported=reported))
+                capture = _started(Capture(context, lock, notifier=notifier, first=False, reported=reported))
             else:
                 context = reloaded
-            notifier.send("READY=1", f"STATUS={service.status_line}")
+            notifier.send("READY=1", f"STATUS={capture.status_line}")
     finally:
         if lock.info is not None:
             lock.release()
@@ -328,13 +328,13 @@ def _unlistable(root: Path) -> PostrunError | None:
     return None
 
 
-def _started(service: CaptureService) -> CaptureService:
+def _started(capture: Capture) -> Capture:
     try:
-        service.start()
+        capture.start()
     except BaseException:
-        service.stop()
+        capture.stop()
         raise
-    return service
+    return capture
 
 
 def _reloaded(context: CaptureContext) -> CaptureContext | None:

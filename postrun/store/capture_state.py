@@ -1,4 +1,4 @@
-"""What the capture service reads from the store: a session's stored fingerprints and open state.
+"""What the capture reads from the store: a session's stored fingerprints and open state.
 
 At start-up (and after the store was recreated) they let the capture skip, without reading
 them, the sessions whose files have not changed since they were stored.
