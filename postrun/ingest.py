@@ -11,7 +11,7 @@ import functools
 import gc
 import socket
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,9 +33,10 @@ from postrun.agents.cline import (
 )
 from postrun.agents.cline.locate import MESSAGES_SUFFIX
 from postrun.errors import NotFound, NotParseableYet, PostrunError, SourceError, StoreError
-from postrun.records import RawFile
+from postrun.records import RawFile, StoredActor
 from postrun.schema import SchemaError
 from postrun.store import vault
+from postrun.store.actors import stored_actor
 from postrun.store.db import Database, describe_sqlite_error
 from postrun.store.write import StoredState, UpsertResult, stored_state, upsert_session
 
@@ -67,9 +68,46 @@ def no_raw_copies(session_id: str) -> NotFound:
 
 @dataclass(frozen=True, slots=True)
 class IngestOutcome(UpsertResult):
-    """What the store did with a session, and how long reading, mapping and storing took."""
+    """What the store did with a session, and how long reading, mapping and storing took.
+
+    ``unread`` names the session's files that could not be used this time (a torn
+    helper transcript): the rest was stored, and so was what the store held of them.
+    """
 
     elapsed_ms: float
+    unread: tuple[SourceError, ...] = ()
+
+
+class _StoredHelpers(Mapping[str, StoredActor]):
+    """The store's helper actors of one session, read only when the mapping asks for one."""
+
+    def __init__(self, database: Database, session_id: str) -> None:
+        self.database = database
+        self.session_id = session_id
+        self.found: dict[str, StoredActor | None] = {}
+
+    def _get(self, actor_id: str) -> StoredActor | None:
+        if actor_id not in self.found:
+            try:
+                self.found[actor_id] = stored_actor(self.database, self.session_id, actor_id)
+            except apsw.Error as exc:
+                raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+        return self.found[actor_id]
+
+    def __getitem__(self, actor_id: str) -> StoredActor:
+        found = self._get(actor_id)
+        if found is None:
+            raise KeyError(actor_id)
+        return found
+
+    def __contains__(self, actor_id: object) -> bool:
+        return isinstance(actor_id, str) and self._get(actor_id) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(name for name, found in self.found.items() if found is not None)
+
+    def __len__(self) -> int:
+        return sum(found is not None for found in self.found.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +125,7 @@ class IngestReport:
     outcomes: list[IngestOutcome] = field(default_factory=list)
     failures: list[IngestFailure] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # how targets were taken (see ``Listing.notes``)
 
 
 class Ingester:
@@ -170,6 +209,16 @@ class Ingester:
             outcome, _ = self._store(files, approvals, raw, None, started)
             return outcome
 
+    def _vault_copies(self, session_id: str, paths: set[str]) -> list[RawFile]:
+        """The vault's newest copies of files that could not be read this time: they stay the
+        newest, as the records mapped from them stay stored."""
+        try:
+            versions = vault.kept_versions(self.database, session_id)
+            kept = [f for f in versions[-1].files if f.fingerprint.path in paths] if versions else []
+            return [RawFile(f.name, vault.read_blob(self.database, f.hash), f.fingerprint, f.settings) for f in kept]
+        except apsw.Error as exc:
+            raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+
     def _stored_state(self, session_id: str) -> StoredState | None:
         try:
             return stored_state(self.database, session_id)
@@ -185,11 +234,14 @@ class Ingester:
         started: float,
     ) -> tuple[IngestOutcome, MappingCache]:
         where = str(files.location.messages)
+        session_id = files.location.session_id
         try:
-            mapped, cache = map_session(files, approvals, cache)
+            mapped, cache = map_session(files, approvals, cache, _StoredHelpers(self.database, session_id))
             mapped.validate()
         except SchemaError as exc:
             raise SourceError(where, f"maps to invalid records: {exc.problems[0]}") from None
+        if mapped.unread and self.keep_raw:
+            raw = [*raw, *self._vault_copies(session_id, {problem.where for problem in mapped.unread})]
         try:
             result = upsert_session(
                 self.database, mapped, now=self.clock(), captured_on=self.hostname, raw=raw if self.keep_raw else ()
@@ -201,7 +253,8 @@ class Ingester:
         except apsw.Error as exc:
             raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
         elapsed_ms = (self.timer() - started) * 1000
-        return IngestOutcome(**{f.name: getattr(result, f.name) for f in fields(result)}, elapsed_ms=elapsed_ms), cache
+        values = {f.name: getattr(result, f.name) for f in fields(result)}
+        return IngestOutcome(**values, elapsed_ms=elapsed_ms, unread=mapped.unread), cache
 
 
 def ingest_targets(
@@ -215,7 +268,9 @@ def ingest_targets(
     """
     listing = resolve_targets(targets, default_root)
     report = IngestReport(
-        skipped=list(listing.skipped), failures=[IngestFailure(None, failure) for failure in listing.failures]
+        skipped=list(listing.skipped),
+        failures=[IngestFailure(None, failure) for failure in listing.failures],
+        notes=list(listing.notes),
     )
     if not listing.sessions:
         return report

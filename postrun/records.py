@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from postrun import schema
+from postrun.errors import SourceError
 
 
 def canonical_json(value: Any) -> bytes:
@@ -44,6 +45,22 @@ class StepRow:
         # live on in a capture's mapping cache, so they keep an exact copy.
         blob = bytes(memoryview(canonical_json(record)))
         return cls(record, blob, digest(blob), str(record["id"]))
+
+    @classmethod
+    def stored(cls, blob: str | bytes) -> StepRow:
+        """A step as the store kept it (validated when it was mapped)."""
+        data = blob.encode() if isinstance(blob, str) else blob
+        record = orjson.loads(data)
+        return cls(record, data, digest(data), str(record["id"]))
+
+    def with_fields(self, **changes: Any) -> StepRow:
+        """This step with some top-level fields replaced by values of the same, valid kind
+        (a new place in the session: ``seq``, ``turn_id``, ``segment_index``, ``payload``)."""
+        if all(self.record.get(key) == value for key, value in changes.items()):
+            return self
+        record = {**self.record, **changes}
+        blob = bytes(memoryview(canonical_json(record)))
+        return StepRow(record, blob, digest(blob), self.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +94,15 @@ class SessionExtras:
     git_branch: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class StoredActor:
+    """What the store holds of one actor: its record, its steps in order, its own usage."""
+
+    record: dict[str, Any]
+    steps: tuple[StepRow, ...]
+    metrics: dict[str, Any] | None  # a v1.2 ``metrics`` value; None when it reported none
+
+
 @dataclass(frozen=True)
 class MappedSession:
     """One session as an adapter produced it, ready to be validated and stored."""
@@ -92,6 +118,11 @@ class MappedSession:
     # the first ingest and handed back to the adapter on later ones.
     approvals: dict[str, Any] = field(default_factory=dict)
     source_files: tuple[SourceFile, ...] = ()
+    # Each helper actor's own usage (a v1.2 ``metrics`` value; the session's includes it).
+    helper_metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Files of the session that could not be used this time (a torn helper transcript):
+    # what the store holds of them is carried over as it is.
+    unread: tuple[SourceError, ...] = ()
 
     @property
     def id(self) -> str:

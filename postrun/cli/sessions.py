@@ -41,6 +41,8 @@ def ingest(
         max_bytes=loaded.settings.max_bytes,
         keep_raw=loaded.settings.keep_raw,
     )
+    for note in report.notes:
+        say(f"note: {note}")
     for skipped in report.skipped:
         if skipped.warn:
             say(f"warning: {printable(str(skipped.path))}: skipped ({skipped.reason})")
@@ -50,6 +52,8 @@ def ingest(
             f"{outcome.status} {agent} session {outcome.session_id}: {outcome.steps} steps,"
             f" {outcome.turns} turns, {outcome.segments} segments -> {paths.db}"
         )
+        for problem in outcome.unread:
+            say(f"warning: {problem}; its stored steps are kept")
     for failure in report.failures:
         say(f"error: {failure.error}")
     if report.failures:

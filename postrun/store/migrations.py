@@ -137,4 +137,10 @@ CREATE INDEX IF NOT EXISTS steps_flagged ON steps (session_id) WHERE json_array_
 CREATE INDEX IF NOT EXISTS sessions_by_update ON sessions (updated_at, id);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _VAULT, _REVIEW)
+# A helper actor's own usage (v1.2 ``metrics``): the session's metrics sum every actor's,
+# and a helper whose transcript cannot be read this time keeps what it had.
+_HELPER_METRICS = """
+ALTER TABLE actors ADD COLUMN metrics TEXT;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _VAULT, _REVIEW, _HELPER_METRICS)

@@ -147,7 +147,7 @@ def load_envelope(database: Database, session_id: str) -> dict[str, Any]:
         return [orjson.loads(text) for (text,) in database.execute(sql, (session_id,))]
 
     segments = records("SELECT record FROM segments WHERE session_id = ? ORDER BY idx")
-    actors = records("SELECT record FROM actors WHERE session_id = ? ORDER BY id")
+    actors = records("SELECT record FROM actors WHERE session_id = ? ORDER BY id <> 'root', id")  # the root first
     turns = records("SELECT record FROM turns WHERE session_id = ? ORDER BY idx, id")
     steps = records("SELECT record FROM steps WHERE session_id = ? ORDER BY seq")
     by_turn: dict[str, list[str]] = {turn["id"]: [] for turn in turns}

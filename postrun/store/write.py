@@ -19,6 +19,7 @@ import orjson
 
 from postrun.records import MappedSession, RawFile, SourceFile, StepRow, canonical_json, digest
 from postrun.store import vault
+from postrun.store.actors import write_actor_metrics
 from postrun.store.db import Database
 from postrun.timestamps import normalize_timestamp, utc_iso
 
@@ -240,6 +241,9 @@ def upsert_session(
             writer.rows += 1
         writer.sync_keyed("segments", "segment", "idx", [(s["index"], s) for s in mapped.segments])
         writer.sync_keyed("actors", "actor", "id", [(a["id"], a) for a in mapped.actors])
+        write_actor_metrics(
+            connection, session_id, {a["id"]: mapped.helper_metrics.get(a["id"]) for a in mapped.actors}
+        )
         writer.sync_keyed(
             "turns", "turn", "id", [(t["id"], {k: v for k, v in t.items() if k != "step_ids"}) for t in mapped.turns]
         )

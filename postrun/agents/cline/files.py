@@ -1,10 +1,11 @@
-"""Read one session's files: the lead transcript and its manifest.
+"""Read one session's files: the lead transcript, its manifest, its helpers' transcripts
+and the compaction sidecar.
 
-Subagent and teammate transcripts in the same folder are not read: this version
-records the lead transcript only. Every file is fingerprinted before it is read,
-so a fingerprint never claims newer content than what was parsed (a change
-during the read only causes one more ingest later). The bytes parsed are handed on
-as read (``SessionFiles.raw``), for the vault: a file is never read twice.
+Every file is fingerprinted before it is read, so a fingerprint never claims newer
+content than what was parsed (a change during the read only causes one more ingest
+later). The bytes parsed are handed on as read (``SessionFiles.raw``), for the vault: a
+file is never read twice. The lead transcript and the manifest make or break the
+session; a helper's transcript or the sidecar that cannot be read is that file's failure alone.
 """
 
 from __future__ import annotations
@@ -14,10 +15,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from postrun.agents.cline.locate import OUTSIDE_ROOT, SessionLocation, leads_outside
+from postrun.agents.cline.locate import (
+    MESSAGES_SUFFIX,
+    OUTSIDE_ROOT,
+    SessionLocation,
+    helper_transcripts,
+    leads_outside,
+)
 from postrun.errors import NotFound, SourceError
 from postrun.jsonio import parse_json, read_bytes, stat_fingerprint
 from postrun.records import RawFile, SourceFile
+
+
+@dataclass(frozen=True, slots=True)
+class SideFile:
+    """A helper's transcript or the compaction sidecar: parsed, or why it could not be."""
+
+    name: str  # the helper's actor id (the file's stem), or "compaction"
+    path: Path
+    document: Any  # as parsed; None when ``error`` is set
+    error: SourceError | None = None
+    fingerprint: SourceFile | None = None  # as seen before the read; None when it failed
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,8 +45,10 @@ class SessionFiles:
     location: SessionLocation
     messages: Any  # the messages document as parsed (shape checked by the mapping)
     manifest: dict[str, Any] | None  # None when the session has no manifest file
-    source_files: tuple[SourceFile, ...]  # messages first, then the manifest if read
+    source_files: tuple[SourceFile, ...]  # messages first, then the manifest and the side files read
     raw: tuple[RawFile, ...] = ()  # the bytes of each file parsed, in the same order
+    helpers: tuple[SideFile, ...] = ()  # by actor id
+    compaction: SideFile | None = None
 
     @property
     def client_source(self) -> str | None:
@@ -71,14 +91,44 @@ def read_session(location: SessionLocation, *, max_bytes: int) -> SessionFiles:
                 raise SourceError(str(location.manifest), "wrong shape: top level: expected an object")
             manifest = parsed
             source_files.append(manifest_fingerprint)
-    return SessionFiles(location, messages, manifest, tuple(source_files), tuple(raw))
+    helpers = tuple(
+        side
+        for name, path in helper_transcripts(location)
+        if (side := _read_side(location, name, path, "messages", max_bytes, raw)) is not None
+    )
+    compaction = _read_side(location, "compaction", location.compaction, "compaction", max_bytes, raw)
+    return _with_sides(SessionFiles(location, messages, manifest, tuple(source_files), tuple(raw)), helpers, compaction)
+
+
+def _with_sides(files: SessionFiles, helpers: tuple[SideFile, ...], compaction: SideFile | None) -> SessionFiles:
+    read = [side.fingerprint for side in (*helpers, compaction) if side is not None and side.fingerprint is not None]
+    return SessionFiles(
+        files.location, files.messages, files.manifest, (*files.source_files, *read), files.raw, helpers, compaction
+    )
+
+
+def _read_side(
+    location: SessionLocation, name: str, path: Path, kind: str, max_bytes: int, raw: list[RawFile]
+) -> SideFile | None:
+    """A side file as read, or its failure; None when there is no such file (any more)."""
+    try:
+        fingerprint = stat_fingerprint(path)
+        if fingerprint is None:
+            return None
+        _refuse_outside(location, path)
+        document = _read(location, fingerprint, kind, max_bytes, raw)
+    except NotFound:
+        return None  # removed between listing and reading: as if it never existed
+    except SourceError as exc:
+        return SideFile(name, path, None, exc)
+    return SideFile(name, path, document, fingerprint=fingerprint)
 
 
 def parse_session(location: SessionLocation, raw: Sequence[RawFile]) -> SessionFiles:
     """The session as ``read_session`` would have read it from these bytes (kept copies of its files).
 
-    Raises ``SourceError`` as ``read_session`` does; files other than the messages file and
-    the manifest are ignored.
+    Raises ``SourceError`` as ``read_session`` does; a kept helper's transcript or sidecar
+    that does not parse is that file's failure alone, as when it is read.
     """
     by_path = {Path(file.fingerprint.path): file for file in raw}
     messages_raw = by_path.get(location.messages)
@@ -94,7 +144,25 @@ def parse_session(location: SessionLocation, raw: Sequence[RawFile]) -> SessionF
             raise SourceError(str(location.manifest), "wrong shape: top level: expected an object")
         manifest = parsed
         kept.append(manifest_raw)
-    return SessionFiles(location, messages, manifest, tuple(file.fingerprint for file in kept), tuple(kept))
+    lead = tuple(file.fingerprint for file in kept)
+    sides: list[SideFile] = []
+    for path, file in sorted(by_path.items()):
+        if path.parent != location.folder or path in (location.messages, location.manifest):
+            continue
+        name = path.name.removesuffix(MESSAGES_SUFFIX)
+        if path != location.compaction and name == path.name:
+            continue  # not a transcript (the approval settings file)
+        kind, side_name = ("compaction", "compaction") if path == location.compaction else ("messages", name)
+        try:
+            document = parse_json(file.data, str(path), kind)
+        except SourceError as exc:
+            sides.append(SideFile(side_name, path, None, exc))
+            continue
+        kept.append(file)
+        sides.append(SideFile(side_name, path, document, fingerprint=file.fingerprint))
+    helpers = tuple(side for side in sides if side.path != location.compaction)
+    compaction = next((side for side in sides if side.path == location.compaction), None)
+    return _with_sides(SessionFiles(location, messages, manifest, lead, tuple(kept)), helpers, compaction)
 
 
 def _read(location: SessionLocation, fingerprint: SourceFile, kind: str, max_bytes: int, raw: list[RawFile]) -> Any:
@@ -112,6 +180,17 @@ def _refuse_outside(location: SessionLocation, path: Path) -> None:
 
 
 def session_fingerprint(location: SessionLocation) -> tuple[SourceFile, ...]:
-    """Fingerprints of the files ``read_session`` would read (stat only, no read)."""
-    found = (stat_fingerprint(location.messages), stat_fingerprint(location.manifest))
+    """Fingerprints of the files ``read_session`` would read (stat only, no read): the
+    messages file first, then the manifest, the helpers' transcripts and the sidecar."""
+    found = [stat_fingerprint(location.messages), stat_fingerprint(location.manifest)]
+    found.extend(_quiet_stat(path) for _, path in helper_transcripts(location))
+    found.append(_quiet_stat(location.compaction))
     return tuple(fingerprint for fingerprint in found if fingerprint is not None)
+
+
+def _quiet_stat(path: Path) -> SourceFile | None:
+    # A side file that cannot be stat'ed is that file's failure, reported when it is read.
+    try:
+        return stat_fingerprint(path)
+    except SourceError:
+        return None

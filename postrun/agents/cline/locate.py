@@ -1,7 +1,10 @@
 """Where Cline's sessions are, which names are safe, and what to skip.
 
 A sessions root holds one folder per session, ``<id>/<id>.messages.json`` (the
-conversation) and ``<id>/<id>.json`` (the manifest). Only names matching
+conversation) and ``<id>/<id>.json`` (the manifest). Beside them, a session that
+delegated work holds one ``<name>.messages.json`` per helper (a sub-agent or a
+teammate), with no manifest: part of that session, never a session of its own.
+Only names matching
 ``SAFE_NAME`` are ever used in paths; everything else in the root is skipped,
 silently when it is Cline's own bookkeeping, with a warning when it is junk.
 """
@@ -19,6 +22,7 @@ from postrun.text import printable
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 MESSAGES_SUFFIX = ".messages.json"
+COMPACTION_SUFFIX = ".compaction.json"
 # Files Cline itself keeps next to the session folders (never sessions).
 CLINE_ROOT_FILES = frozenset(
     {
@@ -86,6 +90,11 @@ class SessionLocation:
         return self._paths()[2]
 
     @property
+    def compaction(self) -> Path:
+        """The optional compaction sidecar (its summary is recorded, its messages are not)."""
+        return self.folder / f"{self.session_id}{COMPACTION_SUFFIX}"
+
+    @property
     def data_dir(self) -> Path:
         return self.sessions_root.parent
 
@@ -123,6 +132,7 @@ class Listing:
     sessions: tuple[SessionLocation, ...] = ()
     skipped: tuple[Skipped, ...] = ()
     failures: tuple[PostrunError, ...] = ()  # targets that name no session (see resolve_targets)
+    notes: tuple[str, ...] = ()  # how a target was taken, when not as given (a helper's file)
 
 
 def _absolute(path: str | os.PathLike[str]) -> Path:
@@ -199,6 +209,28 @@ def _classify(root: Path, entry: os.DirEntry[str]) -> SessionLocation | Skipped:
     return Skipped(root / name, f"no {name}{MESSAGES_SUFFIX}", warn=True)
 
 
+def helper_transcripts(location: SessionLocation) -> tuple[tuple[str, Path], ...]:
+    """The helper transcripts beside a session's own, as (actor id, path), sorted by name.
+
+    Every ``<name>.messages.json`` of the session's folder but the lead's, with a safe
+    name; temp files and hidden entries are Cline's work in progress. One ``scandir``:
+    an unreadable folder has none (reading the lead transcript reports the folder).
+    """
+    folder = location.folder
+    try:
+        with os.scandir(folder) as scan:
+            names = sorted(entry.name for entry in scan if not entry.is_dir())
+    except OSError:
+        return ()
+    found: list[tuple[str, Path]] = []
+    for name in names:
+        stem = name.removesuffix(MESSAGES_SUFFIX)
+        if stem == name or stem == location.session_id or _quietly_skipped(name) or not is_safe_name(stem):
+            continue
+        found.append((stem, folder / name))
+    return tuple(found)
+
+
 def _exists(path: str) -> bool:
     return os.path.exists(path)  # noqa: PTH110 - a string path: no Path object per session folder
 
@@ -214,6 +246,7 @@ def resolve_targets(targets: Iterable[str | os.PathLike[str]], default_root: Pat
     sessions: dict[Path, SessionLocation] = {}
     skipped: list[Skipped] = []
     failures: list[PostrunError] = []
+    notes: list[str] = []
     for target in targets:
         try:
             listing = _resolve_target(os.fspath(target), default_root)
@@ -223,7 +256,8 @@ def resolve_targets(targets: Iterable[str | os.PathLike[str]], default_root: Pat
         for location in listing.sessions:
             sessions.setdefault(location.messages, location)
         skipped.extend(listing.skipped)
-    return Listing(tuple(sessions.values()), tuple(skipped), tuple(failures))
+        notes.extend(listing.notes)
+    return Listing(tuple(sessions.values()), tuple(skipped), tuple(failures), tuple(notes))
 
 
 def _resolve_target(target: str, default_root: Path) -> Listing:
@@ -239,6 +273,11 @@ def _resolve_target(target: str, default_root: Path) -> Listing:
             session_id = path.name.removesuffix(MESSAGES_SUFFIX)
             _require_safe(session_id, where)
             folder = path.parent
+            lead = folder / f"{folder.name}{MESSAGES_SUFFIX}"
+            if session_id != folder.name and is_safe_name(folder.name) and lead.exists():
+                # A helper has no session of its own: its lead's session takes it along.
+                note = f"{where}: a helper transcript of session {folder.name}: ingesting that session"
+                return Listing((SessionLocation.in_root(folder.parent, folder.name),), notes=(note,))
             manifest = folder / f"{session_id}.json"
             return Listing((SessionLocation(session_id, folder, path, manifest, folder.parent),))
         raise UsageError(where, "not a session folder, a messages file or a sessions folder")

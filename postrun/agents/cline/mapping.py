@@ -17,13 +17,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from postrun.agents.cline.files import SessionFiles
+from postrun.agents.cline.files import SessionFiles, SideFile
+from postrun.agents.cline.helpers import Helper, helper_actor, place_helpers, summed_metrics
 from postrun.agents.cline.segments import SegmentPlan, plan_segments
 from postrun.agents.cline.steps import ROOT_ACTOR, Context, MessageSteps, SessionFacts, map_message
 from postrun.agents.cline.times import iso_from_ms, iso_from_ns, valid_timestamp
 from postrun.agents.cline.tools import ToolContext
 from postrun.agents.cline.transcript import Fingerprint, Transcript, TranscriptResume, read_transcript
-from postrun.records import MappedSession, SessionExtras, StepRow, canonical_json, digest
+from postrun.errors import SourceError
+from postrun.records import MappedSession, SessionExtras, SourceFile, StepRow, StoredActor, canonical_json, digest
 
 AGENT = "cline"
 CacheKey = tuple[Fingerprint, Context]  # (the message's JSON, its context)
@@ -62,27 +64,40 @@ class MappingCache:
     messages: Mapping[CacheKey, MessageSteps] = field(default_factory=dict)
     transcript: TranscriptResume | None = None
     fold: FoldResume | None = None
+    helpers: Mapping[str, MappingCache] = field(default_factory=dict)  # by actor id
+
+
+_NOTHING_KEPT: Mapping[str, StoredActor] = {}
 
 
 def map_session(
-    files: SessionFiles, approvals: dict[str, Any], previous: MappingCache | None = None
+    files: SessionFiles,
+    approvals: dict[str, Any],
+    previous: MappingCache | None = None,
+    kept: Mapping[str, StoredActor] = _NOTHING_KEPT,
 ) -> tuple[MappedSession, MappingCache]:
-    """Map a session's files to v1.2 records.
+    """Map a session's files, its helpers' transcripts included, to v1.2 records.
 
     ``approvals`` is the snapshot from ``approval_snapshot`` (or the one the store
-    kept); ``previous`` is the cache the last call for this session returned.
-    Raises ``SourceError`` (``wrong shape: <json path>: <what>``) for a document
-    that cannot be mapped.
+    kept); ``previous`` is the cache the last call for this session returned; ``kept``
+    is what the store holds of each helper actor (looked up only for a helper whose
+    transcript cannot be used this time: its stored steps stay as they were).
+    Raises ``SourceError`` (``wrong shape: <json path>: <what>``) when the lead's
+    document cannot be mapped; a helper's is listed in ``MappedSession.unread``.
     """
     where = str(files.location.messages)
     transcript = read_transcript(files.messages, where, previous.transcript if previous is not None else None)
+    unread: list[SourceError] = []
+    helper_transcripts = _read_helpers(files.helpers, previous, unread)
     manifest = files.manifest or {}
     metadata = _dict(manifest.get("metadata"))
     ended_at = valid_timestamp(manifest.get("ended_at"))
+    # The CLI's approval flag holds for the whole run, helpers included.
+    refused = transcript.approval_refused or any(t.approval_refused for _, t in helper_transcripts)
     tools = ToolContext(
         cwd=_text(manifest.get("cwd")),
         approvals=approvals,
-        approval_was_on=transcript.approval_refused and approvals.get("kind") == "cli",
+        approval_was_on=refused and approvals.get("kind") == "cli",
         # Once the session ended, a call without a result will never get one.
         ended_status=(_text(manifest.get("status")) or "unknown") if ended_at is not None else None,
     )
@@ -92,26 +107,104 @@ def map_session(
         metadata.get("checkpoint"),
         started_at=started_at,
         ended_at=ended_at,
-        source_files=[source.path for source in files.source_files],
+        source_files=[],  # known once the helpers are mapped
     )
     header = digest(canonical_json([facts.session_id, tools.cwd, approvals, tools.approval_was_on, tools.ended_status]))
     fold = _fold(transcript, facts, plan, started_at, header, previous)
-    rows, opened_turns = list(fold.rows), list(fold.opened_turns)
+    opened_turns = list(fold.opened_turns)
+    helpers, helper_caches = _map_helpers(helper_transcripts, facts, plan, started_at, header, previous, unread)
+    unread_names = {side.name for side in files.helpers if side.error is not None}
+    unread_names.update(side.name for side, _ in helper_transcripts if side.name not in helper_caches)
+    helpers.extend(Helper.kept(kept[name]) for name in sorted(unread_names) if name in kept)
+    unread[:0] = [side.error for side in files.helpers if side.error is not None]
+    used = _files_used(files, {helper.id for helper in helpers}, {problem.where for problem in unread})
+    rows = place_helpers(fold.rows, opened_turns, helpers)
     session = _session_record(files, transcript, manifest, metadata, started_at)
+    metrics = summed_metrics([transcript.metrics.record(), *(helper.metrics for helper in helpers)])
+    if metrics is not None:
+        session["metrics"] = metrics
     if ended_at is not None:
         session["ended_at"] = ended_at
+    root = {"id": ROOT_ACTOR, "type": "root", "label": _text(transcript.document.get("agent")) or AGENT}
     mapped = MappedSession(
         agent=AGENT,
         session=session,
-        segments=list(plan.segments),
-        actors=[{"id": ROOT_ACTOR, "type": "root", "label": _text(transcript.document.get("agent")) or AGENT}],
+        # The files the records come from, a kept helper's included (its content is stored).
+        segments=[{**segment, "source_files": [path for path, _ in used]} for segment in plan.segments],
+        actors=[root, *sorted((helper.actor for helper in helpers), key=lambda actor: str(actor["id"]))],
         turns=_turn_records(facts.session_id, opened_turns, rows),
         steps=rows,
         extras=_extras(manifest, metadata, transcript),
         approvals=approvals,
-        source_files=files.source_files,
+        # A file not used this time is read again at the next start-up.
+        source_files=tuple(fingerprint for _, fingerprint in used if fingerprint is not None),
+        helper_metrics={helper.id: helper.metrics for helper in helpers if helper.metrics is not None},
+        unread=tuple(unread),
     )
-    return mapped, MappingCache(header, fold.cached, transcript.resume, fold.resume)
+    return mapped, MappingCache(header, fold.cached, transcript.resume, fold.resume, helper_caches)
+
+
+def _files_used(files: SessionFiles, actors: set[str], unread: set[str]) -> list[tuple[str, SourceFile | None]]:
+    """(path, fingerprint) of each file whose content is in the records: None for a kept
+    helper's, which was not read this time."""
+    read = {fingerprint.path: fingerprint for fingerprint in files.source_files}
+    used: list[tuple[str, SourceFile | None]] = []
+    for path in (str(files.location.messages), str(files.location.manifest)):
+        if path in read:
+            used.append((path, read[path]))
+    for side in files.helpers:
+        path = str(side.path)
+        if side.name in actors:
+            used.append((path, None if path in unread else read.get(path)))
+    if files.compaction is not None and str(files.compaction.path) in read:
+        used.append((str(files.compaction.path), read[str(files.compaction.path)]))
+    return used
+
+
+def _read_helpers(
+    sides: tuple[SideFile, ...], previous: MappingCache | None, unread: list[SourceError]
+) -> list[tuple[SideFile, Transcript]]:
+    """The transcripts of the helpers whose files were read; a bad document goes to ``unread``."""
+    read: list[tuple[SideFile, Transcript]] = []
+    for side in sides:
+        if side.error is not None:
+            continue
+        last = previous.helpers.get(side.name) if previous is not None else None
+        try:
+            read.append(
+                (side, read_transcript(side.document, str(side.path), last.transcript if last is not None else None))
+            )
+        except SourceError as exc:
+            unread.append(exc)
+    return read
+
+
+def _map_helpers(
+    transcripts: list[tuple[SideFile, Transcript]],
+    lead: SessionFacts,
+    plan: SegmentPlan,
+    started_at: str,
+    header: str,
+    previous: MappingCache | None,
+    unread: list[SourceError],
+) -> tuple[list[Helper], dict[str, MappingCache]]:
+    """Each helper's steps, by the lead's rules, as its own actor; a failure goes to ``unread``."""
+    helpers: list[Helper] = []
+    caches: dict[str, MappingCache] = {}
+    for side, transcript in transcripts:
+        name = side.name
+        facts = SessionFacts(lead.session_id, str(side.path), lead.tools, actor_id=name)
+        helper_header = digest(canonical_json([header, name]))
+        last = previous.helpers.get(name) if previous is not None else None
+        try:
+            fold = _fold(transcript, facts, plan, started_at, helper_header, last)
+        except SourceError as exc:
+            unread.append(exc)
+            continue
+        actor = helper_actor(name, transcript.document, fold.rows)
+        helpers.append(Helper(actor, fold.rows, transcript.metrics.record()))
+        caches[name] = MappingCache(helper_header, fold.cached, transcript.resume, fold.resume)
+    return helpers, caches
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -252,9 +345,6 @@ def _session_record(
         "started_at": started_at,
         "source": str(files.location.folder),
     }
-    metrics = transcript.metrics.record()
-    if metrics is not None:
-        session["metrics"] = metrics
     return session
 
 

@@ -45,6 +45,13 @@ class SessionFacts:
     session_id: str
     where: str  # the messages file, for errors
     tools: ToolContext
+    # Whose transcript this is. A helper's steps carry its actor and ids prefixed with it
+    # (its call ids repeat the lead's), and its messages never open a turn.
+    actor_id: str = ROOT_ACTOR
+
+    @property
+    def id_prefix(self) -> str:
+        return "" if self.actor_id == ROOT_ACTOR else f"{self.actor_id}/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +89,7 @@ class _StepBuilder:
             "session_id": self.facts.session_id,
             "segment_index": self.segment,
             "turn_id": self.turn_id,
-            "actor_id": ROOT_ACTOR,
+            "actor_id": self.facts.actor_id,
             "seq": self.context.seq + len(self.records),
             "at": self.at,
             "type": step_type,
@@ -126,18 +133,20 @@ def map_message(
     user_texts = {index: unwrap(text) for index, text in texts.items()} if message.role == "user" else {}
     synthetic = bool(user_texts) and is_synthetic(metadata, next(iter(texts.values())))
     opened_turn: dict[str, Any] | None = None
-    if not synthetic and any(prompt_text(text) for text in user_texts.values()):
+    opens_turns = facts.actor_id == ROOT_ACTOR  # a helper's task is a message, not a turn
+    if opens_turns and not synthetic and any(prompt_text(text) for text in user_texts.values()):
         opened_turn = _open_turn(raw, context, facts, list(user_texts.values()), steps.at)
         steps.turn_id, steps.segment = opened_turn["id"], opened_turn["segment_index"]
     shows_error = message.role == "assistant" and isinstance(metadata, dict) and metadata.get("displayRole") == "error"
     tool_keys = dict(context.tool_keys)
+    prefix = facts.id_prefix
     for index, block in enumerate(blocks):
         kind = block.get("type")
-        step_id = f"{context.key}#{index}"
+        step_id = f"{prefix}{context.key}#{index}"
         if index in tool_keys:
             for draft in map_tool_call(block["name"], block.get("input"), results.get(index), facts.tools):
                 steps.add(
-                    f"{tool_keys[index]}#{draft.index}",
+                    f"{prefix}{tool_keys[index]}#{draft.index}",
                     draft.type,
                     draft.payload,
                     decision=draft.decision,

@@ -173,6 +173,7 @@ def map_case_dir(data_dir: Path) -> tuple[dict[str, MappedSession], list[str]]:
             files = read_session(location, max_bytes=MAX_BYTES)
             approvals = approval_snapshot(location.data_dir, files.client_source, max_bytes=MAX_BYTES)
             mapped[location.session_id], _ = map_session(files, approvals)
+            log.extend(str(problem) for problem in mapped[location.session_id].unread)
         except SourceError as exc:
             log.append(str(exc))
     return mapped, log
@@ -200,6 +201,8 @@ def same_mapping(left: MappedSession, right: MappedSession) -> bool:
         and left.extras == right.extras
         and left.approvals == right.approvals
         and left.source_files == right.source_files
+        and left.helper_metrics == right.helper_metrics
+        and [str(problem) for problem in left.unread] == [str(problem) for problem in right.unread]
     )
 
 

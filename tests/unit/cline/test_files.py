@@ -1,4 +1,4 @@
-"""Reading a session's files: the lead transcript and its manifest only."""
+"""Reading a session's files: the lead transcript, its manifest and its helpers' transcripts."""
 
 from __future__ import annotations
 
@@ -22,14 +22,47 @@ def subagents(tmp_path: Path) -> SessionLocation:
     return SessionLocation.in_root(tmp_path / "sessions", "1795976749765_vx695")
 
 
-def test_reads_the_lead_transcript_and_manifest_only(subagents: SessionLocation) -> None:
+HELPERS = ("agent_1795976750621_u6sv2j", "agent_1795976750622_zikz6r")
+
+
+def _helper_path(location: SessionLocation, name: str) -> Path:
+    return location.folder / f"{name}.messages.json"
+
+
+def test_reads_the_lead_transcript_manifest_and_helpers(subagents: SessionLocation) -> None:
     files = read_session(subagents, max_bytes=MAX_BYTES)
     assert files.location == subagents
     assert files.messages["agent"] == "lead"
     assert files.manifest is not None and files.manifest["session_id"] == "1795976749765_vx695"
-    assert [source.path for source in files.source_files] == [str(subagents.messages), str(subagents.manifest)]
+    assert [side.name for side in files.helpers] == list(HELPERS)
+    assert all(side.document["agent"] == "subagent" and side.error is None for side in files.helpers)
+    assert files.compaction is None
+    assert [source.path for source in files.source_files] == [
+        str(subagents.messages),
+        str(subagents.manifest),
+        *(str(_helper_path(subagents, name)) for name in HELPERS),
+    ]
     assert files.source_files == session_fingerprint(subagents)
     assert files.client_source == "cli"
+
+
+def test_a_torn_helper_is_its_own_failure(subagents: SessionLocation) -> None:
+    torn = _helper_path(subagents, HELPERS[0])
+    torn.write_text('{"agent": "subagent", "messages": [{"id": "m1", "ro')
+    files = read_session(subagents, max_bytes=MAX_BYTES)
+    failed, fine = files.helpers
+    assert isinstance(failed.error, NotParseableYet) and failed.error.where == str(torn)
+    assert failed.document is None and fine.error is None
+    assert str(torn) not in [source.path for source in files.source_files]
+    assert str(torn) in [source.path for source in session_fingerprint(subagents)]  # changes still noticed
+
+
+def test_temp_hidden_and_unsafe_side_files_are_not_helpers(subagents: SessionLocation) -> None:
+    for name in (".x.messages.json", "_y.messages.json", "z.messages.json.123.tmp", "bad name.messages.json"):
+        (subagents.folder / name).write_text("{}")
+    (subagents.folder / "dir.messages.json").mkdir()
+    files = read_session(subagents, max_bytes=MAX_BYTES)
+    assert [side.name for side in files.helpers] == list(HELPERS)
 
 
 def test_fingerprints_are_taken_before_the_read(subagents: SessionLocation) -> None:
@@ -45,7 +78,7 @@ def test_manifest_is_optional(subagents: SessionLocation) -> None:
     subagents.manifest.unlink()
     files = read_session(subagents, max_bytes=MAX_BYTES)
     assert files.manifest is None
-    assert [source.path for source in files.source_files] == [str(subagents.messages)]
+    assert str(subagents.manifest) not in [source.path for source in files.source_files]
     assert session_fingerprint(subagents) == files.source_files
     assert files.client_source == "cli"  # from the transcript's origin
 

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from postrun.agents.cline import SessionLocation, list_sessions, read_session
+from postrun.agents.cline import SessionLocation, list_sessions, map_session, read_session
 from postrun.errors import NotParseableYet, SourceError
-from postrun.jsonio import read_json
 from tests.unit.cline.kit import CASES, FIXTURES, MAX_BYTES, check_expect, map_case_dir, remap
 
 
@@ -42,6 +41,7 @@ def _snapshot_steps(case: Path) -> list[tuple[dict[str, object], Path]]:
     return [(entry, case / "snapshots" / str(entry["snapshot"])) for entry in entries]
 
 
+APPROVALS = {"kind": "cli", "tool_auto_approve": True, "settings": "missing"}
 REAL_CASES = [case for case in CASES if (case / "snapshots" / "index.jsonl").exists()]
 
 
@@ -61,29 +61,27 @@ def test_replaying_every_live_rewrite_maps_or_is_not_parseable_yet(case: Path, t
         shutil.copyfile(snapshot, target)
         if entry["valid_json"]:
             last_good[file_name] = target.read_bytes()
-        if file_name not in (location.messages.name, location.manifest.name):
-            # A subagent transcript: not mapped, but it must parse or wait like any other.
-            if entry["valid_json"]:
-                read_json(target, kind="messages", max_bytes=MAX_BYTES)
-            else:
-                with pytest.raises(NotParseableYet):
-                    read_json(target, kind="messages", max_bytes=MAX_BYTES)
-            continue
+        helper = file_name not in (location.messages.name, location.manifest.name)
         if not location.messages.exists():
             with pytest.raises(SourceError, match="no messages file"):
                 read_session(location, max_bytes=MAX_BYTES)
             continue
         if not entry["valid_json"]:
-            with pytest.raises(NotParseableYet) as caught:
-                read_session(location, max_bytes=MAX_BYTES)
-            assert caught.value.kind == ("messages" if target == location.messages else "manifest")
+            if helper:  # a torn helper is its own failure: the lead and other helpers still map
+                files = read_session(location, max_bytes=MAX_BYTES)
+                mapped, _ = map_session(files, APPROVALS)
+                assert [problem.where for problem in mapped.unread] == [str(target)]
+                assert not any(row.record["actor_id"] == target.name.split(".")[0] for row in mapped.steps)
+            else:
+                with pytest.raises(NotParseableYet) as caught:
+                    read_session(location, max_bytes=MAX_BYTES)
+                assert caught.value.kind == ("messages" if target == location.messages else "manifest")
             if file_name in last_good:  # as a reader would keep seeing the last complete version
                 target.write_bytes(last_good[file_name])
             else:
                 target.unlink()
             continue
         files = read_session(location, max_bytes=MAX_BYTES)
-        approvals = {"kind": "cli", "tool_auto_approve": True, "settings": "missing"}
-        cache = remap(files, approvals, cache)
+        cache = remap(files, APPROVALS, cache)
         replayed += 1
     assert replayed > 5

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from postrun.agents.cline import SessionLocation, list_sessions, resolve_targets, session_id_for_event
-from postrun.agents.cline.locate import is_safe_name
+from postrun.agents.cline.locate import helper_transcripts, is_safe_name
 from postrun.errors import NotFound, SourceError, UsageError
 
 
@@ -123,11 +123,31 @@ def test_resolve_session_folder_messages_file_and_sessions_root(tmp_path: Path) 
     listing = resolve_targets(
         [str(one.folder), str(two.messages), str(root), subagent], default_root=tmp_path / "default"
     )
-    assert listing.sessions == (
-        one,
-        two,
-        SessionLocation("agent_1", one.folder, subagent, one.folder / "agent_1.json", root),
+    assert listing.sessions == (one, two)  # the helper's file is its lead's session
+    assert listing.notes == (f"{subagent}: a helper transcript of session s1: ingesting that session",)
+
+
+def test_a_helper_file_alone_names_its_lead_session(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    lead = make_session(root, "s1")
+    helper = lead.folder / "reviewer__Z2skp8.messages.json"
+    helper.write_text("{}")
+    listing = resolve_targets([str(helper)], default_root=tmp_path / "default")
+    assert listing.sessions == (lead,) and len(listing.notes) == 1
+    lead.messages.unlink()  # no lead transcript: the file is taken as given
+    listing = resolve_targets([str(helper)], default_root=tmp_path / "default")
+    assert [location.session_id for location in listing.sessions] == ["reviewer__Z2skp8"] and not listing.notes
+
+
+def test_helper_transcripts_beside_the_lead(tmp_path: Path) -> None:
+    lead = make_session(tmp_path / "sessions", "s1")
+    for name in ("agent_1.messages.json", "t__x.messages.json", "s1.compaction.json", "a.messages.json.1.tmp"):
+        (lead.folder / name).write_text("{}")
+    assert helper_transcripts(lead) == (
+        ("agent_1", lead.folder / "agent_1.messages.json"),
+        ("t__x", lead.folder / "t__x.messages.json"),
     )
+    assert helper_transcripts(SessionLocation.in_root(tmp_path / "sessions", "missing")) == ()
 
 
 def test_resolve_relative_paths_and_existing_path_wins_over_an_id(
