@@ -7,6 +7,11 @@ Every ingest logs one line (at DEBUG for the start-up catch-up, at INFO otherwis
 A torn file logs, once per change::
 
     cline <id>: <messages|manifest> file not parseable yet (mid-write?); will retry on next change
+
+A helper's transcript that cannot be used does not hold the session back: the rest is
+stored, and the file logs, once per change::
+
+    cline <id>: <file>: messages file not parseable yet (mid-write?); its stored steps kept, will retry on next change
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ from postrun.capture.book import SessionBook, plan_catch_up
 from postrun.capture.clock import Clock
 from postrun.capture.freshness import fingerprint_key
 from postrun.capture.scheduler import Due, Reason
-from postrun.errors import NotParseableYet, PostrunError, StoreError
+from postrun.errors import NotParseableYet, PostrunError, SourceError, StoreError
 from postrun.ingest import Ingester
+from postrun.records import SourceFile
 from postrun.store.db import Database
 
 CACHE_LIMIT = 8  # mapping caches kept for the most recently changed sessions
@@ -41,10 +47,11 @@ Outcome = Literal["ingested", "updated", "unchanged", "torn", "failed", "store",
 class JobResult:
     outcome: Outcome
     cost_seconds: float | None = None  # CPU time of the ingest; None when nothing was read
+    partial: bool = False  # stored, but a helper's file could not be used (still reported)
 
     @property
     def resolved(self) -> bool:
-        return self.outcome in ("ingested", "updated", "unchanged")
+        return self.outcome in ("ingested", "updated", "unchanged") and not self.partial
 
 
 class JobHost(Protocol):
@@ -210,8 +217,27 @@ class IngestJob:
             f"cline {outcome.status} {session_id} ({outcome.steps} steps, {outcome.turns} turns,"
             f" {outcome.rows_written} written) on {due.reason} in {round(outcome.elapsed_ms)} ms",
         )
+        self._report_unread(session_id, outcome.unread, files)
         self.on_ingested()
-        return JobResult(outcome.status, cost)
+        return JobResult(outcome.status, cost, partial=bool(outcome.unread))
+
+    def _report_unread(self, session_id: str, unread: Iterable[SourceError], files: Iterable[SourceFile]) -> None:
+        """One line per helper file that could not be used, once per change of those files."""
+        seen = {f.path: (f.path, f.size, f.mtime_ns, f.ino) for f in files}
+        problems = tuple(unread)
+        if not problems:
+            return
+        if not self.host.report_once(session_id, ("unread", tuple(seen.get(p.where, p.where) for p in problems))):
+            self.logger.debug(f"cline {session_id}: {len(problems)} helper file(s) still not usable (already reported)")
+            return
+        for problem in problems:
+            if isinstance(problem, NotParseableYet):
+                self.logger.info(
+                    f"cline {session_id}: {problem.where}: {problem.kind} file not parseable yet (mid-write?);"
+                    " its stored steps kept, will retry on next change"
+                )
+            else:
+                self.logger.error(f"cline {session_id}: {problem}; its stored steps kept")
 
     def _failed(
         self, session_id: str, problem: Hashable, message: str, key: int | None, cost: float | None = None

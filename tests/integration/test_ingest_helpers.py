@@ -58,7 +58,7 @@ def test_a_torn_helper_keeps_its_steps_while_the_lead_and_the_other_helper_move_
         assert kept and [steps[s["id"]] for s in kept] == kept  # same place, same content
         assert after["actors"] == before["actors"]
         assert after["session"]["metrics"] == before["session"]["metrics"]  # its usage is kept too
-        assert ("removed" not in {reason for _, reason in _history(database)})
+        assert "removed" not in {reason for _, reason in _history(database)}
         assert sorted(record_id for record_id, _ in _history(database)) == [
             f"{SUB2}/msg_mK83ZhFO#0",
             "msg_9Br9uU3w#0",
@@ -78,7 +78,11 @@ def test_a_vanished_helper_keeps_its_steps_in_history(location: SessionLocation,
         envelope = load_envelope(database, SESSION)
         assert [actor["id"] for actor in envelope["actors"]] == ["root", SUB1]
         removed = {record_id for record_id, reason in _history(database) if reason == "removed"}
-        assert removed == {f"{SUB2}/a76932f1-c870-488d-b2d2-a5279a10cdeb#0", f"{SUB2}/call_3_0_0#0", f"{SUB2}/msg_mK83ZhFO#0"}
+        assert removed == {
+            f"{SUB2}/a76932f1-c870-488d-b2d2-a5279a10cdeb#0",
+            f"{SUB2}/call_3_0_0#0",
+            f"{SUB2}/msg_mK83ZhFO#0",
+        }
         assert envelope["session"]["metrics"]["api_requests"] == 4
 
 

@@ -124,7 +124,9 @@ def _ids(mapped: MappedSession) -> list[str]:
 
 
 def test_a_helper_task_that_looks_like_a_prompt_never_opens_a_turn() -> None:
-    files = _with_helpers(files_for(_lead(), default_manifest()), agent_1=_helper('<user_input mode="act">Do A.</user_input>'))
+    files = _with_helpers(
+        files_for(_lead(), default_manifest()), agent_1=_helper('<user_input mode="act">Do A.</user_input>')
+    )
     mapped = _map(files)
     assert [turn["id"] for turn in mapped.turns] == ["turn:1"]
     task = next(row.record for row in mapped.steps if row.id == "agent_1/h1#0")
