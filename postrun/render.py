@@ -5,6 +5,7 @@ Pure functions from v1.2 records (plus the store's own columns) to text.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -115,9 +116,49 @@ def session_header(envelope: Mapping[str, Any], details: SessionDetails, title: 
             f"cost      ${metrics['cost_usd']:.4f}, {plural(metrics['api_requests'], 'API request')},"
             f" tokens in {tokens['input']:,} / out {tokens['output']:,}"
             f" (cache read {tokens['cache_read']:,}, write {tokens['cache_creation']:,})"
+            + _helpers_share(details.helper_metrics.values())
         )
     lines.append(f"stored    on {details.captured_on}, first {details.ingested_at}, last change {details.updated_at}")
     return [printable(line) for line in lines]  # every field came from the agent's files
+
+
+def _helpers_share(helpers: Iterable[Mapping[str, Any]]) -> str:
+    """What the helpers' own calls account for (the session's figures include it)."""
+    shares = list(helpers)
+    if not shares:
+        return ""
+    cost = math.fsum(share["cost_usd"] for share in shares)
+    requests = sum(share["api_requests"] for share in shares)
+    tokens_in = sum(share["tokens"]["input"] for share in shares)
+    tokens_out = sum(share["tokens"]["output"] for share in shares)
+    return (
+        f"; {plural(len(shares), 'helper')} ${cost:.4f}, {plural(requests, 'API request')},"
+        f" tokens in {tokens_in:,} / out {tokens_out:,}"
+    )
+
+
+def _actor_runs(
+    steps: Sequence[Mapping[str, Any]], actors: Mapping[str, Mapping[str, Any]]
+) -> list[tuple[Mapping[str, Any] | None, list[Mapping[str, Any]]]]:
+    """Consecutive steps of one actor: (the helper, its steps), or (None, the lead's steps).
+
+    A helper's steps follow the step that started it, so each run nests under the step before it.
+    """
+    runs: list[tuple[Mapping[str, Any] | None, list[Mapping[str, Any]]]] = []
+    for step in steps:
+        actor = actors.get(step["actor_id"])
+        helper = actor if actor is not None and "parent_id" in actor else None
+        if runs and runs[-1][0] is helper:
+            runs[-1][1].append(step)
+        else:
+            runs.append((helper, [step]))
+    return runs
+
+
+def _helper_heading(helper: Mapping[str, Any]) -> str:
+    label = helper.get("label")
+    named = f": {one_line(label, _ONE_LINE_CHARS)}" if label and label != helper["id"] else ""
+    return f"{printable(helper['type'])} {printable(helper['id'])}{named}"
 
 
 def _steps_by_turn(envelope: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
@@ -141,6 +182,7 @@ def timeline(
     """The ``postrun show`` view: a header, then every turn with one line per step."""
     lines = session_header(envelope, details, details.title)
     steps_by_turn = _steps_by_turn(envelope)
+    actors = {actor["id"]: actor for actor in envelope["actors"]}
     segments = {segment["index"]: segment for segment in envelope["segments"]}
     current_segment = 0
     for turn in envelope["turns"]:
@@ -158,11 +200,18 @@ def timeline(
             None,
         )
         lines += ["", _turn_heading(turn, prompt) + f"  ({turn['started_at']})"]
-        for step in steps:
-            lines.append(f"  #{step['seq']:<4} {step['type']:<8} {step_summary(step)}  [{outcome_label(step)}]")
-            error = error_line(step)
-            if error:
-                lines.append(f"{'':<16}error: {error}")
+        for helper, run in _actor_runs(steps, actors):
+            indent = "  "
+            if helper is not None:
+                lines.append(f"    ↳ {_helper_heading(helper)}")
+                indent = "      "
+            for step in run:
+                lines.append(
+                    f"{indent}#{step['seq']:<4} {step['type']:<8} {step_summary(step)}  [{outcome_label(step)}]"
+                )
+                error = error_line(step)
+                if error:
+                    lines.append(f"{indent}{'':<14}error: {error}")
     if history is not None:
         entries = list(history)
         lines += ["", f"history   {plural(len(entries), 'earlier version')}"]
@@ -261,11 +310,20 @@ def markdown(envelope: Mapping[str, Any], details: SessionDetails) -> str:
     lines = [f"# {one_line(title, _ONE_LINE_CHARS) or envelope['session']['id']}", ""]
     lines += [f"    {line}" for line in session_header(envelope, details, "")]
     steps_by_turn = _steps_by_turn(envelope)
+    actors = {actor["id"]: actor for actor in envelope["actors"]}
     for turn in envelope["turns"]:
         heading = "Before the first prompt" if turn["index"] == 0 else f"Turn {turn['index']}"
         if "mode" in turn:
             heading += f" · {turn['mode']}"
         lines += ["", f"## {heading}", ""]
-        for step in steps_by_turn.get(turn["id"], []):
-            lines += [*_markdown_step(step), ""]
+        for helper, run in _actor_runs(steps_by_turn.get(turn["id"], []), actors):
+            if helper is None:
+                for step in run:
+                    lines += [*_markdown_step(step), ""]
+                continue
+            # A helper's work, quoted under the step that started it.
+            lines += [f"↳ **{_helper_heading(helper)}**", ""]
+            for index, step in enumerate(run):
+                quoted = ["> " + line if line else ">" for line in _markdown_step(step)]
+                lines += [*quoted, ">" if index + 1 < len(run) else ""]
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -173,5 +173,6 @@ def search(
         say("no matching steps")
     for hit in hits:
         typer.echo(
-            f"{hit.session_id}  #{hit.seq} {printable(hit.step_id)}  {hit.at}  {hit.type} {hit.outcome}  {hit.snippet}"
+            f"{hit.session_id}  #{hit.seq} {printable(hit.step_id)}  {hit.at}  {printable(hit.actor_id)}"
+            f"  {hit.type} {hit.outcome}  {hit.snippet}"
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -177,6 +177,8 @@ class SessionDetails:
     captured_on: str
     ingested_at: str
     updated_at: str
+    # Each helper actor's own usage (v1.2 ``metrics``; the session's metrics include it).
+    helper_metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def session_details(database: Database, session_id: str) -> SessionDetails:
@@ -187,7 +189,10 @@ def session_details(database: Database, session_id: str) -> SessionDetails:
     ).fetchone()
     if row is None:
         raise no_session(session_id, database.path)
-    return SessionDetails(*row)
+    helpers = database.execute(
+        "SELECT id, metrics FROM actors WHERE session_id = ? AND metrics IS NOT NULL ORDER BY id", (session_id,)
+    )
+    return replace(SessionDetails(*row), helper_metrics={actor_id: orjson.loads(value) for actor_id, value in helpers})
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +224,8 @@ class SearchHit:
     type: str
     outcome: str
     snippet: str
+    actor_id: str  # who did it: ``root`` (the lead) or a helper's actor id
+    actor_label: str | None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -229,6 +236,8 @@ class SearchHit:
             "type": self.type,
             "outcome": self.outcome,
             "snippet": self.snippet,
+            "actor_id": self.actor_id,
+            "actor_label": self.actor_label,
         }
 
 
@@ -266,8 +275,10 @@ def search(database: Database, query: SearchQuery, *, limit: int = 50) -> list[S
     """Steps whose content matches ``query``, best matches first."""
     sql = """
         SELECT st.session_id, st.id, st.seq, st.at, st.type, st.outcome,
-               snippet(step_search, 0, '»', '«', '…', 16)
+               snippet(step_search, 0, '»', '«', '…', 16),
+               json_extract(st.record, '$.actor_id'), json_extract(a.record, '$.label')
           FROM step_search JOIN steps st ON st.rowid = step_search.rowid
+          LEFT JOIN actors a ON a.session_id = st.session_id AND a.id = json_extract(st.record, '$.actor_id')
          WHERE step_search MATCH ?1
            AND (?2 IS NULL OR st.type = ?2)
            AND (?3 = 0 OR st.outcome = 'failed')
@@ -279,8 +290,8 @@ def search(database: Database, query: SearchQuery, *, limit: int = 50) -> list[S
         sql, (query.match, query.step_type, int(query.failed), query.since_utc, limit)
     ).fetchall()
     return [
-        SearchHit(session_id, step_id, seq, at, kind, outcome, one_line(snippet))
-        for session_id, step_id, seq, at, kind, outcome, snippet in rows
+        SearchHit(session_id, step_id, seq, at, kind, outcome, one_line(snippet), actor_id, label)
+        for session_id, step_id, seq, at, kind, outcome, snippet, actor_id, label in rows
     ]
 
 

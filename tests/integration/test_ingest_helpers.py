@@ -13,6 +13,7 @@ from postrun.agents.cline import SessionLocation
 from postrun.errors import NotParseableYet
 from postrun.ingest import Ingester, ingest_targets
 from postrun.store.db import Database
+from postrun.store.migrations import MIGRATIONS
 from postrun.store.query import load_envelope
 from tests.conftest import FIXTURES
 
@@ -91,3 +92,21 @@ def test_a_helper_file_given_alone_ingests_its_lead_session(location: SessionLoc
     report = ingest_targets([str(helper)], db=tmp_path / "postrun.db", default_root=tmp_path, max_bytes=MAX_BYTES)
     assert [outcome.session_id for outcome in report.outcomes] == [SESSION]
     assert report.notes == [f"{helper}: a helper transcript of session {SESSION}: ingesting that session"]
+
+
+def test_a_store_of_the_last_release_migrates_in_place_and_takes_helpers(
+    location: SessionLocation, tmp_path: Path
+) -> None:
+    path = tmp_path / "postrun.db"
+    with Database.open(path) as database:
+        Ingester(database, max_bytes=MAX_BYTES).ingest(location)
+        # As the last release (version 2) left it: no per-actor usage.
+        database.execute("ALTER TABLE actors DROP COLUMN metrics; pragma user_version=2")
+    with Database.open(path) as database:
+        assert database.user_version() == len(MIGRATIONS)
+        assert database.execute("SELECT count(*) FROM actors WHERE metrics IS NULL").get == 3
+        outcome, _ = Ingester(database, max_bytes=MAX_BYTES).ingest(location)
+        assert outcome.status == "unchanged"  # the same records; the usage column is filled in
+        stored = dict(database.execute("SELECT id, metrics FROM actors WHERE metrics IS NOT NULL"))
+        assert sorted(stored) == [SUB1, SUB2]
+        assert orjson.loads(stored[SUB1])["api_requests"] == 2
