@@ -156,8 +156,9 @@ _WORDS = ("build", "test", "config", "parse", "write", "error", "value", "index"
 class Synthetic:
     """One Cline session built message by message, with the shapes of Cline's real files.
 
-    Every change is deterministic from ``seed``. ``write`` writes both files whole and in
-    place (truncate, then write), as Cline does.
+    Every change is deterministic from ``seed``. ``write`` writes every file whole and in
+    place (truncate, then write), as Cline does. ``with_helper`` gives it a sub-agent: the
+    lead's ``spawn_agent`` call, and the helper's own transcript that grows beside the lead's.
     """
 
     session_id: str
@@ -166,11 +167,23 @@ class Synthetic:
     status: str = "running"
     calls: int = 0
     edits: int = 0
+    with_helper: bool = False
+    helper_messages: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
         if not self.messages:
             self.messages.append(self._user(f'<user_input mode="act">{self._words(12)}</user_input>'))
+        if self.with_helper and not self.helper_messages:
+            task = f"Check {self._words(5)}."
+            spawn = {"type": "tool_use", "id": "call_spawn", "name": "spawn_agent", "input": {"task": task}}
+            self.messages.append(self._assistant([spawn]))
+            self.messages.append(self._result("call_spawn", "spawn_agent", '{"text": "done"}'))
+            self.helper_messages.append({**self._user(task), "id": "h0"})
+
+    @property
+    def helper_id(self) -> str:
+        return f"agent_{self.seed}_h"
 
     @property
     def now_ms(self) -> int:
@@ -188,8 +201,28 @@ class Synthetic:
         }
 
     def grow(self) -> None:
-        """One more tool call (an assistant call and its result), or a reply."""
+        """One more tool call (an assistant call and its result), or a reply (of the helper, sometimes)."""
         self.calls += 1
+        if self.with_helper and self.rng.random() < 0.3:
+            call_id = f"call_{self.calls}"  # the helper's ids repeat the lead's naming
+            command = f"ls {self.rng.choice(_WORDS)}"
+            self.helper_messages.append(
+                {
+                    **self._assistant(
+                        [{"type": "tool_use", "id": call_id, "name": "run_commands", "input": {"commands": [command]}}]
+                    ),
+                    "id": f"h{len(self.helper_messages)}",
+                }
+            )
+            self.helper_messages.append(
+                {
+                    **self._result(
+                        call_id, "run_commands", [{"query": command, "result": self._words(4), "success": True}]
+                    ),
+                    "id": f"h{len(self.helper_messages)}",
+                }
+            )
+            return
         call_id = f"toolu_{self.seed}_{self.calls}"
         kind = self.rng.choice(("run_commands", "read_files", "editor", "reply"))
         if kind == "reply":
@@ -214,14 +247,15 @@ class Synthetic:
                 ]
             )
         )
-        self.messages.append(
-            {
-                "id": f"r{len(self.messages)}",
-                "role": "user",
-                "ts": self.now_ms,
-                "content": [{"type": "tool_result", "tool_use_id": call_id, "name": kind, "content": result}],
-            }
-        )
+        self.messages.append(self._result(call_id, kind, result))
+
+    def _result(self, call_id: str, name: str, result: Any) -> dict[str, Any]:
+        return {
+            "id": f"r{len(self.messages)}",
+            "role": "user",
+            "ts": self.now_ms,
+            "content": [{"type": "tool_result", "tool_use_id": call_id, "name": name, "content": result}],
+        }
 
     def _assistant(self, content: list[dict[str, Any]]) -> dict[str, Any]:
         return {
@@ -248,8 +282,9 @@ class Synthetic:
 
     def restore(self) -> None:
         """A checkpoint restore: the last few messages disappear."""
-        keep = max(1, len(self.messages) - self.rng.randint(1, 4))
+        keep = max(3 if self.with_helper else 1, len(self.messages) - self.rng.randint(1, 4))
         del self.messages[keep:]
+        del self.helper_messages[max(1, len(self.helper_messages) - 2) :]
 
     def document(self) -> dict[str, Any]:
         return {
@@ -287,6 +322,9 @@ class Synthetic:
             write_in_place(
                 folder / f"{self.session_id}.json", orjson.dumps(self.manifest(), option=orjson.OPT_INDENT_2)
             )
+        if self.with_helper:
+            helper = {"version": 1, "agent": "subagent", "taskType": "subagent_task", "messages": self.helper_messages}
+            write_in_place(folder / f"{self.helper_id}.messages.json", orjson.dumps(helper, option=orjson.OPT_INDENT_2))
 
 
 def synthetic_id(index: int) -> str:

@@ -39,7 +39,7 @@ INGEST_LINE = r" (DEBUG|INFO) cline (ingested|updated|unchanged) "  # start-up i
 
 def build(session_id: str, seed: int, variant: int) -> Synthetic:
     """Version ``variant`` of a session (deterministic): each version differs from the others."""
-    session = Synthetic(session_id, seed=seed)
+    session = Synthetic(session_id, seed=seed, with_helper=seed % 2 == 0)  # half have a sub-agent
     for _ in range(20 + seed % 20):
         session.grow()
     if variant >= 1:

@@ -528,3 +528,68 @@ def test_a_file_over_max_file_mb_is_refused_and_its_neighbours_stored(
         == f"error: {root / big.session_id / big.session_id}.messages.json: larger than 1 MB (max_file_mb)\n"
     )
     assert list(read_store(Path(small_limit_env["POSTRUN_DB"]))) == [small.session_id]
+
+
+# -- hostile helper transcripts next to a good session -------------------------------------
+
+HOSTILE_HELPERS: dict[str, tuple[Any, str]] = {
+    # name -> (content, the reason its one line gives)
+    "agent_notjson": (b"this is not JSON", r"not a JSON file"),
+    "agent_shape": (b'{"messages": 5}', r"wrong shape: messages: expected a list"),
+    "agent_blocks": (orjson.dumps({"messages": [{"role": "user", "content": [1]}]}), WRONG_SHAPE),
+    "agent_deep": (nested(200_000).encode(), r"nested deeper than \d+ levels"),
+    "agent_fifo": (FIFO, r"not a regular file \(fifo\)"),
+    "agent_zero": (DEVICE, DEVICE_ERROR),
+    "agent_outside": (Symlink(Path("/dev/urandom")), r"symlink to outside the sessions folder"),
+    "mate__torn": (b'{"agent": "teammate", "messages": [{"id": "m', NOT_YET),
+}
+
+
+def plant_hostile_helpers(root: Path) -> Synthetic:
+    session = Synthetic(synthetic_id(3), seed=3, with_helper=True)
+    for _ in range(6):
+        session.grow()
+    session.write(root)
+    folder = root / session.session_id
+    for name, (content, _) in HOSTILE_HELPERS.items():
+        path = folder / f"{name}.messages.json"
+        if content is FIFO:
+            os.mkfifo(path)
+        elif content is DEVICE:
+            make_device(path)
+        elif isinstance(content, Symlink):
+            path.symlink_to(content.target)
+        else:
+            path.write_bytes(content)
+    (folder / "dir.messages.json").mkdir()  # a folder is no transcript: not even looked at
+    return session
+
+
+def test_hostile_helper_files_get_one_line_each_and_the_session_is_stored(tmp_path: Path) -> None:
+    root = tmp_path / "cline" / "sessions"
+    session = plant_hostile_helpers(root)
+    env = isolated_env(tmp_path) | {"POSTRUN_DB": str(tmp_path / "store" / "postrun.db")}
+    result = run_postrun("ingest", str(root), env=env, timeout=TIMEOUT)
+    assert result.returncode == 0, result.stderr
+    assert_clean_output(result.stdout + result.stderr)
+    assert result.stdout.startswith(f"ingested cline session {session.session_id}: ")
+    lines = result.stderr.splitlines()
+    assert len(lines) == len(HOSTILE_HELPERS), lines
+    for name, (_, reason) in HOSTILE_HELPERS.items():
+        mine = [line for line in lines if f"/{name}.messages.json: " in line]
+        assert len(mine) == 1 and mine[0].startswith("warning: ") and re.search(reason, mine[0]), (name, mine)
+    envelope = json.loads(run_postrun("export", session.session_id, env=env, timeout=TIMEOUT).stdout)
+    assert [actor["id"] for actor in envelope["actors"]] == ["root", session.helper_id]
+    assert v12check.problems(envelope) == []
+    once = run_postrun(
+        "capture",
+        "--once",
+        env=env | {"POSTRUN_CLINE_DIR": str(root), "POSTRUN_DB": str(tmp_path / "o.db")},
+        timeout=TIMEOUT,
+    )
+    assert once.returncode == 0, once.stderr
+    assert_clean_output(once.stdout + once.stderr)
+    for name, (_, reason) in HOSTILE_HELPERS.items():
+        mine = [line for line in once.stderr.splitlines() if f"/{name}.messages.json: " in line]
+        assert len(mine) == 1 and re.search(reason, mine[0]), (name, mine)
+    assert differences(read_records(tmp_path / "o.db"), read_records(Path(env["POSTRUN_DB"]))) == []

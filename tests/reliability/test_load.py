@@ -1,5 +1,7 @@
 """Suite 3, load: many sessions rewritten at once while new ones appear and readers read.
 
+Some of the sessions have a sub-agent whose own transcript is rewritten too.
+
 50 sessions are rewritten concurrently every 200 ms for the run's duration (20 s in CI, a
 minute with ``--slow``), the way Cline rewrites them: whole, in place (sometimes by a
 temp file and a rename), mostly growing, sometimes with an earlier step changed, a
@@ -95,7 +97,7 @@ def creator(rotations: list[Rotation], root: Path, deadline: float, failures: li
         while time.monotonic() + NEW_SESSION_EVERY < deadline:
             time.sleep(NEW_SESSION_EVERY)  # the pace of new sessions, not a wait
             index += 1
-            session = Synthetic(synthetic_id(index), seed=index)
+            session = Synthetic(synthetic_id(index), seed=index, with_helper=index % 4 == 0)
             (root / session.session_id).mkdir()
             session.write(root, manifest=False)
             session.write(root)
@@ -142,7 +144,8 @@ def load_test(tmp_path: Path, env: dict[str, str], seconds: float) -> None:
     root = tmp_path / "cline" / "sessions"
     db = Path(env["POSTRUN_DB"])
     env = env | {"POSTRUN_CLINE_DIR": str(root), "POSTRUN_DEBOUNCE_SECONDS": "0.1", "POSTRUN_POLL_SECONDS": "0.5"}
-    sessions = [Synthetic(synthetic_id(index), seed=index) for index in range(SESSIONS)]
+    # Every fifth session has a sub-agent whose transcript is rewritten with the lead's.
+    sessions = [Synthetic(synthetic_id(index), seed=index, with_helper=index % 5 == 0) for index in range(SESSIONS)]
     for session in sessions:
         for _ in range(10):
             session.grow()

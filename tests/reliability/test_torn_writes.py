@@ -380,3 +380,60 @@ def test_real_cline_shrinks_with_their_stale_tails() -> None:
     for case, relative, old, new in found:
         kind = "messages" if relative.endswith(".messages.json") else "manifest"
         assert parse_json(new + old[len(new) :], relative, kind) == parse_json(new, relative, kind), (case, relative)
+
+
+# -- a helper's transcript torn ------------------------------------------------------------
+
+
+def helper_cases() -> Iterator[tuple[str, Path]]:
+    """(case, session folder) of every fixture session that has helper transcripts."""
+    for case_dir in sorted([*(FIXTURES / "cline").iterdir(), *(FIXTURES / "cline-real").iterdir()]):
+        for folder in sorted((case_dir / "data" / "sessions").glob("[0-9]*/")):
+            helpers = [p for p in folder.glob("*.messages.json") if p.name != f"{folder.name}.messages.json"]
+            if helpers and all(_parses(p) for p in helpers):
+                yield f"{case_dir.name}/{folder.name}", folder
+
+
+def _parses(path: Path) -> bool:
+    try:
+        json.loads(path.read_bytes())
+    except ValueError:
+        return False
+    return True
+
+
+HELPER_CASES = list(helper_cases())
+
+
+def helper_offsets(data: bytes) -> list[int]:
+    return cut_offsets(data, every_byte_at_end=64, boundaries_at_end=1024, spread=40)
+
+
+@pytest.mark.parametrize(("name", "folder"), HELPER_CASES, ids=[name for name, _ in HELPER_CASES])
+def test_a_torn_helper_keeps_its_stored_steps_and_never_holds_the_session_back(
+    name: str, folder: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "sessions"
+    shutil.copytree(folder, root / folder.name)
+    location = SessionLocation.in_root(root, folder.name)
+    db = tmp_path / "store" / "postrun.db"
+    with Database.open(db) as database:
+        ingester = Ingester(database, max_bytes=MAX_BYTES)
+        assert ingester.ingest(location)[0].status == "ingested"
+        stored = read_records(db)
+        for helper in sorted(location.folder.glob("*.messages.json")):
+            if helper == location.messages:
+                continue
+            complete = helper.read_bytes()
+            for offset in helper_offsets(complete):
+                if complete[offset:].isspace():
+                    continue
+                write_in_place(helper, complete[:offset])
+                outcome, _ = ingester.ingest(location)
+                assert [problem.where for problem in outcome.unread] == [str(helper)], (helper.name, offset)
+                assert isinstance(outcome.unread[0], NotParseableYet)
+                assert differences(read_records(db), stored) == [], f"{helper.name} cut at {offset}"
+            write_in_place(helper, complete)
+        assert ingester.ingest(location)[0].unread == ()
+    assert differences(read_records(db), stored) == []
+    assert store_problems(db) == []

@@ -84,8 +84,6 @@ def place_helpers(lead: Sequence[StepRow], turns: Sequence[dict[str, Any]], help
     ``turns`` are the lead's turn records (``id``, ``started_at``); a step before the first
     prompt is in ``turn:0``, which starts at the first step.
     """
-    if not any(helper.rows for helper in helpers):
-        return list(lead)
     after: dict[int, list[Helper]] = {}
     starts: dict[int, str] = {}  # lead step index -> the helper it started
     at_end: list[Helper] = []

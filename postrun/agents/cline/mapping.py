@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from postrun.agents.cline.compaction import summary_step
 from postrun.agents.cline.files import SessionFiles, SideFile
 from postrun.agents.cline.helpers import Helper, helper_actor, place_helpers, summed_metrics
 from postrun.agents.cline.segments import SegmentPlan, plan_segments
@@ -118,7 +119,16 @@ def map_session(
     helpers.extend(Helper.kept(kept[name]) for name in sorted(unread_names) if name in kept)
     unread[:0] = [side.error for side in files.helpers if side.error is not None]
     used = _files_used(files, {helper.id for helper in helpers}, {problem.where for problem in unread})
-    rows = place_helpers(fold.rows, opened_turns, helpers)
+    lead_rows = list(fold.rows)
+    if files.compaction is not None and files.compaction.error is not None:
+        unread.append(files.compaction.error)
+    elif files.compaction is not None:
+        states = [(state.rows, state.turn_id, state.turn_segment, state.at) for state in fold.resume.before]
+        sidecar = SessionFacts(facts.session_id, str(files.compaction.path), tools)
+        summary = summary_step(files.compaction.document, transcript, states, sidecar)
+        if summary is not None:
+            lead_rows.insert(*summary)
+    rows = place_helpers(lead_rows, opened_turns, helpers)
     session = _session_record(files, transcript, manifest, metadata, started_at)
     metrics = summed_metrics([transcript.metrics.record(), *(helper.metrics for helper in helpers)])
     if metrics is not None:

@@ -171,6 +171,13 @@ def map_message(
     return MessageSteps(steps.rows(message.position), opened_turn)
 
 
+def system_message(step_id: str, text: str, context: Context, facts: SessionFacts) -> StepRow:
+    """One ``system`` message step that no message of the transcript holds (the compaction summary)."""
+    steps = _StepBuilder(context, facts)
+    steps.add(step_id, "message", {"role": "system", "text": text})
+    return steps.rows(0)[0]
+
+
 def _user_text(steps: _StepBuilder, step_id: str, user_text: UserText | None, synthetic: bool) -> None:
     payload: dict[str, Any] = {"role": "system" if synthetic else "user"}
     if user_text is not None:
