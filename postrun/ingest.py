@@ -7,6 +7,7 @@ the capture both come through here.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import gc
 import socket
@@ -240,8 +241,15 @@ class Ingester:
             mapped.validate()
         except SchemaError as exc:
             raise SourceError(where, f"maps to invalid records: {exc.problems[0]}") from None
-        if mapped.unread and self.keep_raw:
-            raw = [*raw, *self._vault_copies(session_id, {problem.where for problem in mapped.unread})]
+        if mapped.unread:
+            # What could not be read stays as it was stored: its fingerprint (so the records say
+            # which version they hold, and the next start-up reads it again) and its raw copy.
+            unread = {problem.where for problem in mapped.unread}
+            state = self._stored_state(session_id)
+            before = [f for f in state.source_files if f.path in unread] if state is not None else []
+            mapped = dataclasses.replace(mapped, source_files=(*mapped.source_files, *before))
+            if self.keep_raw:
+                raw = [*raw, *self._vault_copies(session_id, unread)]
         try:
             result = upsert_session(
                 self.database, mapped, now=self.clock(), captured_on=self.hostname, raw=raw if self.keep_raw else ()

@@ -12,6 +12,7 @@ import pytest
 from postrun.agents.cline import SessionLocation
 from postrun.errors import NotParseableYet
 from postrun.ingest import Ingester, ingest_targets
+from postrun.store import vault
 from postrun.store.db import Database
 from postrun.store.migrations import MIGRATIONS
 from postrun.store.query import load_envelope
@@ -100,8 +101,10 @@ def test_a_store_of_the_last_release_migrates_in_place_and_takes_helpers(
     path = tmp_path / "postrun.db"
     with Database.open(path) as database:
         Ingester(database, max_bytes=MAX_BYTES).ingest(location)
-        # As the last release (version 2) left it: no per-actor usage.
-        database.execute("ALTER TABLE actors DROP COLUMN metrics; pragma user_version=2")
+        # As the last release (version 2) left it: no vault, no per-actor usage.
+        database.execute(
+            "DROP TABLE raw_files; DROP TABLE raw_blobs; ALTER TABLE actors DROP COLUMN metrics; pragma user_version=2"
+        )
     with Database.open(path) as database:
         assert database.user_version() == len(MIGRATIONS)
         assert database.execute("SELECT count(*) FROM actors WHERE metrics IS NULL").get == 3
@@ -110,3 +113,24 @@ def test_a_store_of_the_last_release_migrates_in_place_and_takes_helpers(
         stored = dict(database.execute("SELECT id, metrics FROM actors WHERE metrics IS NOT NULL"))
         assert sorted(stored) == [SUB1, SUB2]
         assert orjson.loads(stored[SUB1])["api_requests"] == 2
+
+
+def test_the_vault_keeps_helper_copies_and_reingest_maps_them(location: SessionLocation, tmp_path: Path) -> None:
+    with Database.open(tmp_path / "postrun.db") as database:
+        ingester = Ingester(database, max_bytes=MAX_BYTES)
+        ingester.ingest(location)
+        before = load_envelope(database, SESSION)
+        names = {f.name for f in vault.kept_versions(database, SESSION)[-1].files}
+        assert {f"sessions/{SESSION}/{SUB1}.messages.json", f"sessions/{SESSION}/{SUB2}.messages.json"} <= names
+        # A torn helper: its copy stays the vault's newest, as its steps stay stored.
+        torn = location.folder / f"{SUB1}.messages.json"
+        torn.write_bytes(torn.read_bytes()[:500])
+        ingester.ingest(location)
+        assert len(vault.kept_versions(database, SESSION)) == 1
+        assert names == {f.name for f in vault.kept_versions(database, SESSION)[-1].files}
+        shutil.rmtree(location.folder)
+        # Its records from the copies alone: the same session, helpers included.
+        database.execute("DELETE FROM history")
+        assert ingester.reingest(SESSION).status == "unchanged"
+        assert database.execute("SELECT count(*) FROM history").get == 0
+        assert load_envelope(database, SESSION) == before
