@@ -155,9 +155,13 @@ def _actor_runs(
     return runs
 
 
-def _helper_heading(helper: Mapping[str, Any]) -> str:
+def _helper_heading(helper: Mapping[str, Any], steps: Sequence[Mapping[str, Any]]) -> str:
+    """``subagent <id>`` or ``teammate <id>: <name>``; a label that only repeats the task
+    shown right below it is left out."""
     label = helper.get("label")
-    named = f": {one_line(label, _ONE_LINE_CHARS)}" if label and label != helper["id"] else ""
+    task = steps[0]["payload"].get("text") if steps and steps[0]["type"] == "message" else None
+    repeats = isinstance(task, str) and isinstance(label, str) and task.strip().startswith(label)
+    named = f": {one_line(label, _ONE_LINE_CHARS)}" if label and label != helper["id"] and not repeats else ""
     return f"{printable(helper['type'])} {printable(helper['id'])}{named}"
 
 
@@ -203,7 +207,7 @@ def timeline(
         for helper, run in _actor_runs(steps, actors):
             indent = "  "
             if helper is not None:
-                lines.append(f"    ↳ {_helper_heading(helper)}")
+                lines.append(f"    ↳ {_helper_heading(helper, run)}")
                 indent = "      "
             for step in run:
                 lines.append(
@@ -322,7 +326,7 @@ def markdown(envelope: Mapping[str, Any], details: SessionDetails) -> str:
                     lines += [*_markdown_step(step), ""]
                 continue
             # A helper's work, quoted under the step that started it.
-            lines += [f"↳ **{_helper_heading(helper)}**", ""]
+            lines += [f"↳ **{_helper_heading(helper, run)}**", ""]
             for index, step in enumerate(run):
                 quoted = ["> " + line if line else ">" for line in _markdown_step(step)]
                 lines += [*quoted, ">" if index + 1 < len(run) else ""]

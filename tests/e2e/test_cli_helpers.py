@@ -27,9 +27,7 @@ def stored(tmp_path: Path, env: dict[str, str]) -> dict[str, str]:
 def test_show_nests_each_helper_under_the_step_that_started_it(stored: dict[str, str]) -> None:
     shown = run_postrun("show", LEAD, env=stored).stdout.splitlines()
     spawn = next(i for i, line in enumerate(shown) if line.startswith("  #2    other    spawn_agent"))
-    assert shown[spawn + 1] == (
-        f"    ↳ subagent {SUB1}: Review /home/dev/work/h_subagents/svc/config.py and report risky settings."
-    )
+    assert shown[spawn + 1] == f"    ↳ subagent {SUB1}"  # its label is the task, shown right below
     assert shown[spawn + 4] == "      #5    read     /home/dev/work/h_subagents/svc/config.py  [ok]"
     assert "      #9    command  cd svc && python3 main.py  [ok]" in shown
     assert shown[-1].startswith("  #11   message  assistant: Summary:")
@@ -51,7 +49,7 @@ def test_show_nests_each_helper_under_the_step_that_started_it(stored: dict[str,
 
 def test_markdown_quotes_helper_work_under_its_start(stored: dict[str, str]) -> None:
     text = run_postrun("export", LEAD, "--format", "markdown", env=stored).stdout
-    start = text.index("**Tool** `spawn_agent` — ok\n\n↳ **subagent agent_1795976750621_u6sv2j: Review")
+    start = text.index("**Tool** `spawn_agent` — ok\n\n↳ **subagent agent_1795976750621_u6sv2j**")
     assert text.index("> **Read** `/home/dev/work/h_subagents/svc/config.py` — ok") > start
     assert "> **Command** `cd svc && python3 main.py` — ok\n>\n> stdout:\n> ```text\n> 8080\n> ```" in text
 
