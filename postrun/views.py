@@ -137,12 +137,13 @@ def search_steps(
     failed: bool = False,
     since: str | None = None,
     limit: int = 50,
+    window: int | None = None,
 ) -> list[SearchHit]:
-    """``postrun search``: steps matching every word of ``text``; the arguments are checked
-    (UsageError) before the store is opened."""
+    """``postrun search``: steps matching every word of ``text`` (``window``: ranked among the
+    newest that many matches only); the arguments are checked (UsageError) before the store is opened."""
     query = search_query(text, step_type=step_type, failed=failed, since=since)
     with _reading(db) as database:
-        return [] if database is None else search(database, query, limit=limit)
+        return [] if database is None else search(database, query, limit=limit, window=window)
 
 
 def capture_status(db: Path, capture_lock: Path) -> CaptureStatus:

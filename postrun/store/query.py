@@ -271,15 +271,23 @@ def search_query(
     return SearchQuery(match, step_type, failed, _since(since) if since else None)
 
 
-def search(database: Database, query: SearchQuery, *, limit: int = 50) -> list[SearchHit]:
-    """Steps whose content matches ``query``, best matches first."""
+def search(database: Database, query: SearchQuery, *, limit: int = 50, window: int | None = None) -> list[SearchHit]:
+    """Steps whose content matches ``query``, best matches first; with ``window``, the best
+    among the newest ``window`` matching steps (ranking every match of a common word is slow)."""
+    floor = 0  # rowids start at 1: no floor
+    if window is not None:
+        newest = database.execute(
+            "SELECT rowid FROM step_search WHERE step_search MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+            (query.match, window - 1),
+        ).get
+        floor = 0 if newest is None else int(newest)
     sql = """
         SELECT st.session_id, st.id, st.seq, st.at, st.type, st.outcome,
                snippet(step_search, 0, '»', '«', '…', 16),
                json_extract(st.record, '$.actor_id'), json_extract(a.record, '$.label')
           FROM step_search JOIN steps st ON st.rowid = step_search.rowid
           LEFT JOIN actors a ON a.session_id = st.session_id AND a.id = json_extract(st.record, '$.actor_id')
-         WHERE step_search MATCH ?1
+         WHERE step_search MATCH ?1 AND step_search.rowid >= ?6
            AND (?2 IS NULL OR st.type = ?2)
            AND (?3 = 0 OR st.outcome = 'failed')
            AND (?4 IS NULL OR st.at >= ?4)
@@ -287,7 +295,7 @@ def search(database: Database, query: SearchQuery, *, limit: int = 50) -> list[S
          LIMIT ?5
     """
     rows: Sequence[tuple[Any, ...]] = database.execute(
-        sql, (query.match, query.step_type, int(query.failed), query.since_utc, limit)
+        sql, (query.match, query.step_type, int(query.failed), query.since_utc, limit, floor)
     ).fetchall()
     return [
         SearchHit(session_id, step_id, seq, at, kind, outcome, one_line(snippet), actor_id, label)

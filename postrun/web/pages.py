@@ -26,6 +26,8 @@ from postrun.web.auth import origin_allowed
 from postrun.web.diff import cut, highlighted_diff
 
 _FORM_BYTES = 16 * 1024
+# A page answers at once even for a word in every other step: it ranks the newest matches only.
+SEARCH_WINDOW = 5_000
 _TRUE = ("1", "on", "true", "yes")
 
 
@@ -238,10 +240,21 @@ def search(request: Request) -> Response:
     text = params.get("q", "").strip()
     step_type = _choice(params, "type", STEP_TYPES)
     failed = params.get("failed", "") in _TRUE
-    hits = search_steps(_config(request).db, text, step_type=step_type, failed=failed) if text else []
+    hits = (
+        search_steps(_config(request).db, text, step_type=step_type, failed=failed, window=SEARCH_WINDOW)
+        if text
+        else []
+    )
     results = [(hit, snippet_parts(hit.snippet)) for hit in hits]
     return _render(
-        request, "search.html", text=text, step_type=step_type, failed=failed, results=results, step_types=STEP_TYPES
+        request,
+        "search.html",
+        text=text,
+        step_type=step_type,
+        failed=failed,
+        results=results,
+        step_types=STEP_TYPES,
+        window=SEARCH_WINDOW,
     )
 
 

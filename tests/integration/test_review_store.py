@@ -13,6 +13,7 @@ from postrun.errors import NotFound, UsageError
 from postrun.store import browse
 from postrun.store.db import Database
 from postrun.store.migrations import MIGRATIONS
+from postrun.store.query import search, search_query
 from postrun.store.verdicts import current_verdicts, record_verdict, verdict_history
 from postrun.store.write import upsert_session
 from postrun.views import reviewed_sessions
@@ -146,3 +147,23 @@ def test_a_store_of_the_previous_release_migrates_in_place(tmp_path: Path) -> No
         assert browse.session_page(database, browse.SessionFilter(verdict="looks_good")).rows
     finally:
         database.close()
+
+
+def test_search_within_a_window_ranks_only_the_newest_matches(database: Database) -> None:
+    stored = []
+    for i in range(12):
+        session_id = f"17810000{i:05d}_needl"
+        words = "needle " * (12 - i)  # the oldest match best
+        mapped = mapped_session(
+            [command_step(0, f"echo {words}", "ok\n", session_id=session_id)],
+            session_id=session_id,
+            session=session_record(session_id),
+        )
+        upsert_session(database, mapped, now=NOW, captured_on="tests")
+        stored.append(session_id)
+    everything = search(database, search_query("needle"), limit=3)
+    assert [hit.session_id for hit in everything] == stored[:3]
+    newest = search(database, search_query("needle"), limit=3, window=4)
+    assert [hit.session_id for hit in newest] == stored[8:11]
+    assert len(search(database, search_query("needle"), limit=50, window=4)) == 4
+    assert len(search(database, search_query("needle"), limit=50, window=100)) == 12

@@ -97,8 +97,13 @@
 
   function refresh(live) {
     var cached = {};
-    Array.prototype.forEach.call(live.querySelectorAll("details[id][data-loaded='1']"), function (details) {
-      cached[details.id] = details.querySelector(".body-content").innerHTML;
+    Array.prototype.forEach.call(live.querySelectorAll("details[id]"), function (details) {
+      openState[details.id] = details.open;  // what the reader sees now, opened by them or by default
+      if (details.dataset.loaded === "1") { cached[details.id] = details.querySelector(".body-content").innerHTML; }
+    });
+    Array.prototype.forEach.call(live.querySelectorAll("section.turn[id]"), function (turn) {
+      // A turn shown in full stays open when the session grows and it becomes one that loads on demand.
+      if (!Object.prototype.hasOwnProperty.call(openState, turn.id)) { openState[turn.id] = true; }
     });
     var selected = current();
     var selectedId = selected ? selected.id || selected.dataset.session : null;
