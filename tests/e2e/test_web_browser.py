@@ -44,6 +44,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 ARTIFACTS = REPO / "tests" / "artifacts" / "web"
 BASIC = "1790000000000_basic"
 REAL_A = "1795976499744_q4jun"
+REAL_H = "1795976749765_vx695"  # cline-real/h_subagents: two sub-agents
 
 
 @dataclass
@@ -307,3 +308,16 @@ def test_an_open_page_follows_a_running_capture(browser: Browser, tmp_path: Path
         if served is not None:
             served.kill()
         capture.kill()
+
+
+def test_real_sub_agents_nest_under_the_steps_that_spawned_them(watched: Watched, server: ServeProcess) -> None:
+    page = watched.page
+    page.goto(f"{server.url}s/{REAL_H}")
+    for actor, steps in (("agent_1795976750621_u6sv2j", 4), ("agent_1795976750622_zikz6r", 3)):
+        helper = page.locator(f".helper[data-actor='{actor}']")
+        assert helper.count() == 1
+        spawn = page.locator(".step", has=helper).last
+        assert "spawn_agent" in spawn.locator(".line").first.inner_text()
+        assert helper.locator(".step").count() == steps
+        assert "subagent" in helper.locator(".helper-head").inner_text().lower()
+    shot(page, "session-real-subagents")
