@@ -207,7 +207,7 @@ class Ingester:
                 approvals = snapshot_from_settings(
                     files.client_source, None if settings is None else settings.data, settings.name if settings else ""
                 )
-            outcome, _ = self._store(files, approvals, raw, None, started)
+            outcome, _ = self._store(files, approvals, (), None, started)  # the vault holds these already
             return outcome
 
     def _vault_copies(self, session_id: str, paths: set[str]) -> list[RawFile]:

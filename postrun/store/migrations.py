@@ -95,7 +95,7 @@ CREATE INDEX steps_digests ON steps (session_id, id, digest);
 # sessions: the copies are what a session's records are rebuilt from, so they stand alone.
 _VAULT = """
 CREATE TABLE raw_blobs (
-    hash TEXT PRIMARY KEY,           -- blake2b-128 of the raw bytes (hex)
+    hash TEXT PRIMARY KEY,           -- SHA-256 of the raw bytes (hex)
     size INTEGER NOT NULL,           -- raw length in bytes
     data BLOB NOT NULL               -- one zstd frame
 ) STRICT;
