@@ -143,4 +143,16 @@ _HELPER_METRICS = """
 ALTER TABLE actors ADD COLUMN metrics TEXT;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _VAULT, _REVIEW, _HELPER_METRICS)
+# A dictionary of earlier raw content (see store/vault.py): files compressed alone cannot
+# use what other sessions hold, and Cline's sessions repeat much of each other.
+_VAULT_DICTIONARY = """
+CREATE TABLE raw_dictionaries (
+    id INTEGER PRIMARY KEY,
+    hash TEXT NOT NULL,              -- SHA-256 of the dictionary's content
+    data BLOB NOT NULL,              -- the content, as one zstd frame
+    sessions TEXT NOT NULL           -- JSON list of the sessions whose files it was cut from
+) STRICT;
+ALTER TABLE raw_blobs ADD COLUMN dictionary INTEGER REFERENCES raw_dictionaries (id);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _VAULT, _REVIEW, _HELPER_METRICS, _VAULT_DICTIONARY)

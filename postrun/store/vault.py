@@ -1,11 +1,12 @@
 """The vault: raw copies of the agent's own files, so any session can be handed back or re-read.
 
-Each file version is stored once (``raw_blobs``: zstd, addressed by the SHA-256 of its
-bytes) and named per session in ``raw_files``. Per file the newest version is kept; the
-version before it is kept too, with when it was replaced, unless the new one only extends
-it (see :func:`extends`). A file that disappears from the session keeps its last version,
-marked replaced. Copies are written by the caller's transaction, next to the records they
-were mapped into, so records and copies never disagree.
+Each file version is stored once (``raw_blobs``: zstd, with the vault's dictionary once
+there is one, see ``store/dictionary.py``; addressed by the SHA-256 of its bytes) and named
+per session in ``raw_files``. Per file the newest version is kept; the version before it
+is kept too, with when it was replaced, unless the new one only extends it (see
+:func:`extends`). A file that disappears from the session keeps its last version, marked
+replaced. Copies are written by the caller's transaction, next to the records they were
+mapped into, so records and copies never disagree.
 
 Versions of a session: every change that kept an earlier file version closes one; the
 newest files are the last version. Version ``n`` is the session's files as they were just
@@ -22,11 +23,9 @@ import apsw
 import zstandard
 
 from postrun.records import RawFile, SourceFile
+from postrun.store import dictionary
 from postrun.store.db import Database
 
-# Level 3 (zstd's default) is ~10x on Cline's pretty-printed JSON at a few hundred MB/s;
-# higher levels buy a few percent for several times the CPU on every live rewrite.
-ZSTD_LEVEL = 3
 # Cline writes ``JSON.stringify(document, null, 2)``: the top-level message list is the one
 # line that reads exactly this (nested keys are indented deeper, newlines in strings are
 # escaped), and the line that closes it is the first ``\n  ]`` after it.
@@ -121,7 +120,7 @@ def keep(connection: apsw.Connection, session_id: str, files: Sequence[RawFile],
     if not changed and not removed:
         return rows
     generation = _next_generation(connection, session_id)
-    compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
+    compressor = dictionary.compressor(connection)
     for raw in changed:
         new_hash = hashes[raw.name]
         _store_blob(connection, compressor, raw.data, new_hash)
@@ -159,10 +158,13 @@ def _replace(connection: apsw.Connection, row_id: int, generation: int, now: str
     connection.execute("UPDATE raw_files SET until = ?, replaced_at = ? WHERE id = ?", (generation, now, row_id))
 
 
-def _store_blob(connection: apsw.Connection, compressor: zstandard.ZstdCompressor, data: bytes, hash_: str) -> None:
+def _store_blob(
+    connection: apsw.Connection, compressor: tuple[zstandard.ZstdCompressor, int | None], data: bytes, hash_: str
+) -> None:
     if connection.execute("SELECT 1 FROM raw_blobs WHERE hash = ?", (hash_,)).fetchone() is None:
         connection.execute(
-            "INSERT INTO raw_blobs (hash, size, data) VALUES (?, ?, ?)", (hash_, len(data), compressor.compress(data))
+            "INSERT INTO raw_blobs (hash, size, data, dictionary) VALUES (?, ?, ?, ?)",
+            (hash_, len(data), compressor[0].compress(data), compressor[1]),
         )
 
 
@@ -173,8 +175,9 @@ def _drop_unused_blob(connection: apsw.Connection, hash_: str) -> None:
 
 
 def _blob(connection: apsw.Connection, hash_: str) -> bytes:
-    data = connection.execute("SELECT data FROM raw_blobs WHERE hash = ?", (hash_,)).get
-    return zstandard.ZstdDecompressor().decompress(data)
+    row = connection.execute("SELECT dictionary, data FROM raw_blobs WHERE hash = ?", (hash_,)).fetchone()
+    assert row is not None, "a kept file names a blob the store does not hold"
+    return dictionary.decompress(connection, None if row[0] is None else int(row[0]), bytes(row[1]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +263,9 @@ def version_counts(database: Database) -> dict[str, int]:
 
 
 def forget_raw(connection: apsw.Connection, session_id: str) -> int:
-    """Delete everything the vault keeps of a session (inside the caller's transaction); rows deleted."""
+    """Delete everything the vault keeps of a session (inside the caller's transaction), the
+    compression dictionary too if it was cut from the session's files; rows deleted."""
+    dictionary.drop_for_session(connection, session_id)
     hashes = [
         row[0] for row in connection.execute("SELECT DISTINCT hash FROM raw_files WHERE session_id = ?", (session_id,))
     ]

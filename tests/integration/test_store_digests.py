@@ -23,7 +23,7 @@ def test_a_version_1_store_with_sessions_is_migrated_and_keeps_them(tmp_path: Pa
     old = apsw.Connection(str(path))
     # Back to version 1: without what later migrations added.
     old.execute(
-        "DROP INDEX steps_digests; DROP TABLE raw_files; DROP TABLE raw_blobs;"
+        "DROP INDEX steps_digests; DROP TABLE raw_files; DROP TABLE raw_blobs; DROP TABLE raw_dictionaries;"
         " ALTER TABLE actors DROP COLUMN metrics; pragma user_version=1"
     )
     old.close()

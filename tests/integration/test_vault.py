@@ -9,11 +9,12 @@ from pathlib import Path
 import apsw
 import orjson
 import pytest
+import zstandard
 
 from postrun.agents.cline import SessionLocation
 from postrun.errors import NotFound, NotParseableYet, PostrunError
 from postrun.ingest import Ingester
-from postrun.store import vault
+from postrun.store import dictionary, vault
 from postrun.store.db import STORE_VERSION, Database
 from postrun.store.migrations import MIGRATIONS
 from postrun.store.query import load_envelope
@@ -225,3 +226,51 @@ def test_kept_version_json_names_files_and_sizes(tmp_path: Path, database: Datab
     assert sum(f["bytes"] for f in shown["files"]) == sum(
         p.stat().st_size for p in (root / session.session_id).iterdir()
     )
+
+
+def marked_session(root: Path, index: int, marker: str) -> Synthetic:
+    session = Synthetic(synthetic_id(index), seed=index)
+    for _ in range(30):
+        session.grow()
+    session.messages[0]["content"][0]["text"] += f" {marker}"
+    session.write(root)
+    return session
+
+
+def test_a_dictionary_of_earlier_copies_compresses_later_ones_and_forget_removes_it(
+    tmp_path: Path, database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(dictionary, "BUILD_AFTER_BYTES", 60_000)
+    monkeypatch.setattr(dictionary, "CONTENT_BYTES", 40_000)
+    root = tmp_path / "cline" / "sessions"
+    ingest = ingester(database)
+    sessions = [marked_session(root, index, f"marker-{index}-xyzzy") for index in range(12)]
+    for session in sessions:
+        ingest.ingest(SessionLocation.in_root(root, session.session_id))
+    (cut_from,) = [orjson.loads(row[0]) for row in database.execute("SELECT sessions FROM raw_dictionaries")]
+    assert cut_from and set(cut_from) < {s.session_id for s in sessions}
+    with_dictionary = int(database.execute("SELECT count(*) FROM raw_blobs WHERE dictionary IS NOT NULL").get)
+    assert with_dictionary >= 4
+
+    def all_copies_read_back() -> None:
+        for session_id in vault.vaulted_sessions(database):
+            for kept in vault.kept_versions(database, session_id)[-1].files:
+                assert vault.read_blob(database, kept.hash) == Path(kept.fingerprint.path).read_bytes()
+
+    all_copies_read_back()
+    plain = zstandard.ZstdCompressor(level=dictionary.LEVEL)
+    stored, alone = 0, 0
+    for hash_, data in database.execute("SELECT hash, data FROM raw_blobs WHERE dictionary IS NOT NULL"):
+        stored += len(data)
+        alone += len(plain.compress(vault.read_blob(database, hash_)))
+    assert stored < alone * 0.9  # it pays, or it would not be there
+
+    forgotten = cut_from[0]
+    marker = next(s for s in sessions if s.session_id == forgotten).messages[0]["content"][0]["text"].split()[-1]
+    with database.transaction() as connection:
+        vault.forget_raw(connection, forgotten)
+    assert database.execute("SELECT count(*) FROM raw_dictionaries").get == 0
+    assert database.execute("SELECT count(*) FROM raw_blobs WHERE dictionary IS NOT NULL").get == 0
+    all_copies_read_back()
+    for hash_, _ in database.execute("SELECT hash, size FROM raw_blobs"):
+        assert marker.encode() not in vault.read_blob(database, hash_)

@@ -1,0 +1,121 @@
+"""The vault's compression dictionary: earlier raw content that new copies may refer to.
+
+A file compressed alone can only use its own repetitions; Cline's sessions repeat each other
+(the system prompt, the same files read and the same commands run, the same JSON shapes),
+so once the vault holds ``BUILD_AFTER_BYTES`` of copies, the newest ``CONTENT_BYTES`` of them
+become a raw-content zstd dictionary, and copies stored from then on are compressed with it
+(zstd's own trained dictionaries, tried on the bench history, paid far less).
+
+The dictionary holds bytes of the sessions it was cut from, which ``forget`` must remove:
+:func:`drop_for_session` recompresses every copy that uses a dictionary cut from a forgotten
+session without it, and deletes the dictionary (a new one is cut from what remains later).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+
+import apsw
+import orjson
+import zstandard
+
+BUILD_AFTER_BYTES = 8 * 2**20  # raw bytes kept before a dictionary pays for its own size
+CONTENT_BYTES = 2**20  # within zstd's window at the vault's level: all of it is reachable
+# Level 3 (zstd's default): several times faster than the higher levels, which buy a few
+# percent on Cline's JSON for several times the CPU on every live rewrite.
+LEVEL = 3
+
+
+@lru_cache(maxsize=4)
+def _loaded(hash_: str, data: bytes) -> zstandard.ZstdCompressionDict:
+    """The dictionary, prepared once per process (``hash_`` keys the cache, ``data`` fills it)."""
+    content = zstandard.ZstdDecompressor().decompress(data)
+    dictionary = zstandard.ZstdCompressionDict(content, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+    dictionary.precompute_compress(level=LEVEL)
+    return dictionary
+
+
+def _by_id(connection: apsw.Connection, dictionary_id: int) -> zstandard.ZstdCompressionDict:
+    row = connection.execute("SELECT hash, data FROM raw_dictionaries WHERE id = ?", (dictionary_id,)).fetchone()
+    assert row is not None, "a copy names a dictionary the store does not hold"
+    return _loaded(str(row[0]), bytes(row[1]))
+
+
+def compressor(connection: apsw.Connection) -> tuple[zstandard.ZstdCompressor, int | None]:
+    """A compressor for new copies, and the id of the dictionary it uses (None: none yet).
+
+    Cuts the dictionary, inside the caller's transaction, when the vault has grown enough.
+    """
+    row = connection.execute("SELECT id FROM raw_dictionaries ORDER BY id DESC LIMIT 1").fetchone()
+    if row is None:
+        row = _build(connection)
+    if row is None:
+        return zstandard.ZstdCompressor(level=LEVEL), None
+    dictionary_id = int(row[0])
+    return zstandard.ZstdCompressor(dict_data=_by_id(connection, dictionary_id)), dictionary_id
+
+
+def _build(connection: apsw.Connection) -> tuple[int] | None:
+    kept = connection.execute("SELECT coalesce(sum(size), 0) FROM raw_blobs").get
+    if int(kept) < BUILD_AFTER_BYTES:
+        return None
+    parts: list[bytes] = []
+    hashes: list[str] = []
+    size = 0
+    # Newest first: the copies most like those still to come.
+    for hash_, dictionary_id, data in connection.execute(
+        "SELECT hash, dictionary, data FROM raw_blobs ORDER BY rowid DESC"
+    ):
+        parts.append(decompress(connection, dictionary_id, data))
+        hashes.append(hash_)
+        size += len(parts[-1])
+        if size >= CONTENT_BYTES:
+            break
+    content = b"".join(reversed(parts))[-CONTENT_BYTES:]  # the newest bytes sit at the end, nearest
+    sessions = sorted(
+        {
+            str(session_id)
+            for hash_ in hashes
+            for (session_id,) in connection.execute(
+                "SELECT DISTINCT session_id FROM raw_files WHERE hash = ?", (hash_,)
+            )
+        }
+    )
+    return connection.execute(
+        "INSERT INTO raw_dictionaries (hash, data, sessions) VALUES (?, ?, ?) RETURNING id",
+        (
+            hashlib.sha256(content).hexdigest(),
+            zstandard.ZstdCompressor(level=LEVEL).compress(content),
+            orjson.dumps(sessions).decode(),
+        ),
+    ).fetchone()
+
+
+def decompress(connection: apsw.Connection, dictionary_id: int | None, data: bytes) -> bytes:
+    if dictionary_id is None:
+        return zstandard.ZstdDecompressor().decompress(data)
+    return zstandard.ZstdDecompressor(dict_data=_by_id(connection, dictionary_id)).decompress(data)
+
+
+def drop_for_session(connection: apsw.Connection, session_id: str) -> int:
+    """Remove every dictionary cut from ``session_id``'s files, recompressing the copies that use
+    it without one (inside the caller's transaction); how many copies were recompressed."""
+    recompressed = 0
+    plain = zstandard.ZstdCompressor(level=LEVEL)
+    for dictionary_id, sessions in list(connection.execute("SELECT id, sessions FROM raw_dictionaries")):
+        if session_id not in orjson.loads(sessions):
+            continue
+        # The hashes first, then one blob at a time: the copies may be far larger than memory.
+        using = [
+            row[0] for row in connection.execute("SELECT hash FROM raw_blobs WHERE dictionary = ?", (dictionary_id,))
+        ]
+        for hash_ in using:
+            data = connection.execute("SELECT data FROM raw_blobs WHERE hash = ?", (hash_,)).get
+            raw = decompress(connection, dictionary_id, data)
+            connection.execute(
+                "UPDATE raw_blobs SET data = ?, dictionary = NULL WHERE hash = ?", (plain.compress(raw), hash_)
+            )
+            recompressed += 1
+        connection.execute("DELETE FROM raw_dictionaries WHERE id = ?", (dictionary_id,))
+    return recompressed
