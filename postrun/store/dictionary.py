@@ -14,7 +14,6 @@ session without it, and deletes the dictionary (a new one is cut from what remai
 from __future__ import annotations
 
 import hashlib
-from functools import lru_cache
 
 import apsw
 import orjson
@@ -27,19 +26,24 @@ CONTENT_BYTES = 2**20  # within zstd's window at the vault's level: all of it is
 LEVEL = 3
 
 
-@lru_cache(maxsize=4)
-def _loaded(hash_: str, data: bytes) -> zstandard.ZstdCompressionDict:
-    """The dictionary, prepared once per process (``hash_`` keys the cache, ``data`` fills it)."""
-    content = zstandard.ZstdDecompressor().decompress(data)
-    dictionary = zstandard.ZstdCompressionDict(content, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
-    dictionary.precompute_compress(level=LEVEL)
-    return dictionary
+# Prepared dictionaries by content hash: preparing one costs milliseconds, and every copy
+# stored or read needs it.
+_PREPARED: dict[str, zstandard.ZstdCompressionDict] = {}
 
 
-def _by_id(connection: apsw.Connection, dictionary_id: int) -> zstandard.ZstdCompressionDict:
-    row = connection.execute("SELECT hash, data FROM raw_dictionaries WHERE id = ?", (dictionary_id,)).fetchone()
-    assert row is not None, "a copy names a dictionary the store does not hold"
-    return _loaded(str(row[0]), bytes(row[1]))
+def _by_id(connection: apsw.Connection, dictionary_id: int, hash_: str | None = None) -> zstandard.ZstdCompressionDict:
+    if hash_ is None:
+        hash_ = str(connection.execute("SELECT hash FROM raw_dictionaries WHERE id = ?", (dictionary_id,)).get)
+    prepared = _PREPARED.get(hash_)
+    if prepared is None:
+        data = connection.execute("SELECT data FROM raw_dictionaries WHERE id = ?", (dictionary_id,)).get
+        content = zstandard.ZstdDecompressor().decompress(data)
+        prepared = zstandard.ZstdCompressionDict(content, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+        prepared.precompute_compress(level=LEVEL)
+        if len(_PREPARED) >= 4:
+            _PREPARED.clear()
+        _PREPARED[hash_] = prepared
+    return prepared
 
 
 def compressor(connection: apsw.Connection) -> tuple[zstandard.ZstdCompressor, int | None]:
@@ -47,16 +51,16 @@ def compressor(connection: apsw.Connection) -> tuple[zstandard.ZstdCompressor, i
 
     Cuts the dictionary, inside the caller's transaction, when the vault has grown enough.
     """
-    row = connection.execute("SELECT id FROM raw_dictionaries ORDER BY id DESC LIMIT 1").fetchone()
+    row = connection.execute("SELECT id, hash FROM raw_dictionaries ORDER BY id DESC LIMIT 1").fetchone()
     if row is None:
         row = _build(connection)
     if row is None:
         return zstandard.ZstdCompressor(level=LEVEL), None
     dictionary_id = int(row[0])
-    return zstandard.ZstdCompressor(dict_data=_by_id(connection, dictionary_id)), dictionary_id
+    return zstandard.ZstdCompressor(dict_data=_by_id(connection, dictionary_id, str(row[1]))), dictionary_id
 
 
-def _build(connection: apsw.Connection) -> tuple[int] | None:
+def _build(connection: apsw.Connection) -> tuple[int, str] | None:
     kept = connection.execute("SELECT coalesce(sum(size), 0) FROM raw_blobs").get
     if int(kept) < BUILD_AFTER_BYTES:
         return None
@@ -83,7 +87,7 @@ def _build(connection: apsw.Connection) -> tuple[int] | None:
         }
     )
     return connection.execute(
-        "INSERT INTO raw_dictionaries (hash, data, sessions) VALUES (?, ?, ?) RETURNING id",
+        "INSERT INTO raw_dictionaries (hash, data, sessions) VALUES (?, ?, ?) RETURNING id, hash",
         (
             hashlib.sha256(content).hexdigest(),
             zstandard.ZstdCompressor(level=LEVEL).compress(content),
