@@ -144,9 +144,10 @@ ALTER TABLE actors ADD COLUMN metrics TEXT;
 """
 
 # A dictionary of earlier raw content (see store/vault.py): files compressed alone cannot
-# use what other sessions hold, and Cline's sessions repeat much of each other.
+# use what other sessions hold, and Cline's sessions repeat much of each other. IF NOT
+# EXISTS: a store rolled back to an earlier version by dropping the vault keeps this table.
 _VAULT_DICTIONARY = """
-CREATE TABLE raw_dictionaries (
+CREATE TABLE IF NOT EXISTS raw_dictionaries (
     id INTEGER PRIMARY KEY,
     hash TEXT NOT NULL,              -- SHA-256 of the dictionary's content
     data BLOB NOT NULL,              -- the content, as one zstd frame
