@@ -156,4 +156,25 @@ CREATE TABLE IF NOT EXISTS raw_dictionaries (
 ALTER TABLE raw_blobs ADD COLUMN dictionary INTEGER REFERENCES raw_dictionaries (id);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _VAULT, _REVIEW, _HELPER_METRICS, _VAULT_DICTIONARY)
+# The team mirror's outbox: one row per session that PostgreSQL must receive, written in the
+# transaction that changed the session; `version` grows with every change, so a push marks done
+# only the change it sent. The machine id tells this store's rows apart from other machines'
+# in a shared database. A store that already holds sessions queues them all. IF NOT EXISTS and
+# DO NOTHING: running it again over a store that has it already changes nothing.
+_MIRROR = """
+CREATE TABLE IF NOT EXISTS mirror_outbox (
+    session_id TEXT PRIMARY KEY,
+    op TEXT NOT NULL,                -- upsert | delete
+    version INTEGER NOT NULL,
+    queued_at TEXT NOT NULL          -- when it started waiting (UTC)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS mirror_state (
+    key TEXT PRIMARY KEY,            -- machine_id | database_id | last_push
+    value TEXT NOT NULL
+) STRICT, WITHOUT ROWID;
+INSERT INTO mirror_state (key, value) VALUES ('machine_id', lower(hex(randomblob(16)))) ON CONFLICT DO NOTHING;
+INSERT INTO mirror_outbox (session_id, op, version, queued_at)
+    SELECT id, 'upsert', 1, updated_at FROM sessions WHERE true ON CONFLICT DO NOTHING;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _VAULT, _REVIEW, _HELPER_METRICS, _VAULT_DICTIONARY, _MIRROR)

@@ -18,7 +18,7 @@ from typing import Any, Literal
 import orjson
 
 from postrun.records import MappedSession, RawFile, SourceFile, StepRow, canonical_json, digest
-from postrun.store import vault
+from postrun.store import outbox, vault
 from postrun.store.actors import write_actor_metrics
 from postrun.store.db import Database
 from postrun.timestamps import normalize_timestamp, utc_iso
@@ -266,6 +266,8 @@ def upsert_session(
             # Same content, new fingerprints (a file was touched): remember them so the
             # next start-up can skip this session without reading it.
             connection.execute("UPDATE sessions SET source_files = ? WHERE id = ?", (source_files, session_id))
+        if existing is None or writer.rows:
+            outbox.enqueue(connection, session_id, stamp)
     if existing is None:
         status: IngestStatus = "ingested"
     elif writer.rows:
