@@ -122,6 +122,7 @@ class Paths:
     db: Path
     data_dir: Path  # the store's folder
     capture_lock: Path  # ``<db>.capture.lock``: one capture per store
+    mirror_lock: Path  # ``<db>.mirror.lock``: one push of the store to its mirror at a time
     cline_dir: Path  # the sessions root the capture watches
     cline_default_sessions: Path  # where ``postrun ingest`` looks up a bare id (never POSTRUN_CLINE_DIR)
     config_file: Path
@@ -144,6 +145,7 @@ class Paths:
             db=db,
             data_dir=db.parent,
             capture_lock=db.with_name(db.name + ".capture.lock"),
+            mirror_lock=db.with_name(db.name + ".mirror.lock"),
             cline_dir=cline_dir,
             cline_default_sessions=cline_home_sessions(environ),
             config_file=config_file,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -31,6 +31,7 @@ from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from postrun.errors import ConfigError, UsageError
+from postrun.mirror.target import check_mirror_url, masked_url
 from postrun.paths import (
     CONFIG_VARIABLE,
     Paths,
@@ -77,6 +78,10 @@ def _upper(value: object) -> object:
 
 AbsolutePath = Annotated[Path, BeforeValidator(_complete_path), AfterValidator(_require_absolute)]
 PositiveNumber = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+MirrorUrl = Annotated[str, AfterValidator(check_mirror_url)]
+
+# Values shown masked, in ``config show`` and in errors: a URI's user-info is nobody's business.
+_MASKED: dict[str, Callable[[str], str]] = {"mirror_url": masked_url}
 
 
 class Settings(BaseSettings):
@@ -98,6 +103,7 @@ class Settings(BaseSettings):
     full_sweep_minutes: PositiveNumber = 5
     max_file_mb: Annotated[int, Field(gt=0)] = 512
     keep_raw: bool = True  # False: no raw copies of the agent's files (records only)
+    mirror_url: MirrorUrl | None = None  # the team mirror (PostgreSQL); None: no mirror
 
     @property
     def max_bytes(self) -> int:
@@ -239,7 +245,7 @@ def load_settings(
 def describe(loaded: LoadedSettings) -> list[ConfigValue]:
     """Every setting with its effective value and source, in declaration order (``config show``)."""
     return [
-        ConfigValue(key=key, value=_display(getattr(loaded.settings, key)), source=loaded.sources[key])
+        ConfigValue(key=key, value=_display(key, getattr(loaded.settings, key)), source=loaded.sources[key])
         for key in SETTING_KEYS
     ]
 
@@ -289,9 +295,11 @@ def _check(key: str, raw: object, source: _Source) -> object:
         return _VALIDATORS[key].validate_python(raw, strict=source.strict, context=source.paths)
     except ValidationError as exc:
         problem = _reason(exc.errors(include_url=False)[0])
+        # A masked value may hold a password (the usual reason it is refused): never echo it.
+        got = "" if key in _MASKED else f" (got {_shown(raw)})"
         if source.flags:  # the flag names the setting already
-            raise UsageError(source.where[key], f"{problem} (got {_shown(raw)})") from None
-        raise ConfigError(source.where[key], f"{key}: {problem} (got {_shown(raw)})") from None
+            raise UsageError(source.where[key], f"{problem}{got}") from None
+        raise ConfigError(source.where[key], f"{key}: {problem}{got}") from None
 
 
 def _reason(error: ErrorDetails) -> str:
@@ -321,7 +329,11 @@ def _shown(raw: object) -> str:
     return repr(str(raw)) if isinstance(raw, Path) else repr(raw)
 
 
-def _display(value: object) -> str:
+def _display(key: str, value: object) -> str:
+    if key in _MASKED and isinstance(value, str):
+        return _MASKED[key](value)
+    if value is None:
+        return "(not set)"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float) and value.is_integer():

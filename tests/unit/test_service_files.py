@@ -38,6 +38,7 @@ def make_paths(tmp_path: Path) -> Paths:
         db=data / "postrun.db",
         data_dir=data,
         capture_lock=data / "postrun.db.capture.lock",
+        mirror_lock=data / "postrun.db.mirror.lock",
         cline_dir=home / ".cline" / "data" / "sessions",
         cline_default_sessions=home / ".cline" / "data" / "sessions",
         config_file=home / ".config" / "postrun" / "config.toml",
