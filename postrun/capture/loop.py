@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from postrun.agents.cline import list_sessions
 from postrun.capture.book import SessionBook, plan_catch_up
@@ -26,14 +26,19 @@ from postrun.capture.scheduler import Dispatcher, Due, Scheduler
 from postrun.capture.signals import Signals
 from postrun.capture.watcher import MAX_FOLDER_WATCHES, SessionWatcher
 from postrun.errors import AlreadyRunning, NotFound, PostrunError
+from postrun.mirror import start_mirror
 from postrun.settings import LoadedSettings, paths_for
 from postrun.store.db import Database
 from postrun.text import plural
 from postrun.timestamps import utc_now
 
+if TYPE_CHECKING:
+    from postrun.mirror.worker import MirrorWorker
+
 STOP_GRACE_SECONDS = 4.0  # SIGTERM: the ingest in progress gets this long (exit within 5 s)
 MAIN_TICK_SECONDS = 1.0
 HURRY_CHECK_SECONDS = 0.1  # a reload waiting for an ingest looks this often for a stop
+MIRROR_STOP_GRACE_SECONDS = 1.0
 
 
 class Capture:
@@ -71,6 +76,7 @@ class Capture:
         self._catch_up_started = 0.0
         self._caught_up = False
         self._status = ""
+        self.mirror: MirrorWorker | None = None
 
     # -- start and stop ----------------------------------------------------------------
 
@@ -129,6 +135,10 @@ class Capture:
         self.dispatcher.catch_up(plan.changed)
         self.dispatcher.start()
         self.poller.start()
+        if settings.mirror_url is not None:
+            self.mirror = start_mirror(
+                settings.mirror_url, self.context.paths.db, self.context.paths.mirror_lock, self.logger
+            )
         self._update_lock_info()
 
     def stop(self, grace: float | None = STOP_GRACE_SECONDS, *, hurry: Callable[[], bool] = lambda: False) -> bool:
@@ -139,7 +149,11 @@ class Capture:
             self.poller.stop()
         if self.watcher is not None:
             self.watcher.stop()
+        if self.mirror is not None:
+            self.mirror.request_stop()  # it winds down while the ingest in progress finishes
         finished = wait_for_ingest(self.dispatcher.stop, grace=grace, hurry=hurry)
+        if self.mirror is not None:
+            self.mirror.stop(MIRROR_STOP_GRACE_SECONDS)  # what it did not mark done is pushed again
         if self.context.progress is not None:
             self.context.progress.finish()
         if finished and self.job is not None:
@@ -231,6 +245,8 @@ class Capture:
             self.poller.wake()
 
     def _ingested(self) -> None:
+        if self.mirror is not None:
+            self.mirror.wake()
         with self._info_lock:
             self._last_ingest = utc_now()
         self._update_lock_info()

@@ -129,7 +129,7 @@ class Pusher:
         connection = self.connection
         if connection is not None and not connection.closed:
             with contextlib.suppress(psycopg.Error):
-                connection.cancel_safe(timeout=2)
+                connection.cancel_safe(timeout=1)
 
     def disconnect(self) -> None:
         if self.connection is not None:

@@ -1,0 +1,135 @@
+"""The mirror inside ``postrun capture``: a thread of its own that drains the outbox.
+
+Recording never waits for it: it has its own store connection, holds no store transaction
+while it talks to PostgreSQL, and ingest only sets an event to wake it. While the server is
+down, unreachable, read-only or refuses the login it logs one line per reason::
+
+    mirror <host>/<db>: <reason>; <N> sessions waiting
+
+retries after a delay that doubles up to 60 s, and logs ``mirror <host>/<db>: caught up``
+when the backlog is gone.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from postrun.errors import PostrunError
+from postrun.mirror.push import Pusher, local_origin, push_lock
+from postrun.mirror.target import MirrorTarget
+from postrun.store import outbox
+from postrun.store.db import Database
+from postrun.text import plural
+
+RETRY_FIRST_SECONDS = 1.0
+RETRY_MAX_SECONDS = 60.0
+# Other processes (`postrun ingest`, `forget`) queue sessions too: look this often.
+POLL_SECONDS = 2.0
+
+
+class MirrorWorker:
+    def __init__(
+        self,
+        target: MirrorTarget,
+        db_path: Path,
+        lock_path: Path,
+        logger: logging.Logger,
+        *,
+        poll_seconds: float = POLL_SECONDS,
+        retry_first: float = RETRY_FIRST_SECONDS,
+        retry_max: float = RETRY_MAX_SECONDS,
+        open_pusher: Callable[[Database], Pusher] | None = None,
+    ) -> None:
+        self.target = target
+        self.db_path = db_path
+        self.lock_path = lock_path
+        self.logger = logger
+        self.poll_seconds = poll_seconds
+        self.retry_first = retry_first
+        self.retry_max = retry_max
+        self.open_pusher = open_pusher or (lambda database: Pusher(target, database, local_origin(database)))
+        self.where = f"mirror {target.label}"
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._pusher: Pusher | None = None
+        self._thread = threading.Thread(target=self._run, name="mirror", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wake(self) -> None:
+        """A session was stored: push it now (unless the mirror is waiting to retry)."""
+        self._wake.set()
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def request_stop(self) -> None:
+        """Stop after the batch in progress; a statement running is cancelled."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        self._wake.set()
+        pusher = self._pusher
+        if pusher is not None:
+            pusher.cancel()
+
+    def stop(self, grace: float) -> bool:
+        """``request_stop``, then wait; False when the thread did not end within ``grace``
+        seconds (it is a daemon thread: what it did not mark done is pushed again later)."""
+        self.request_stop()
+        self._thread.join(grace)
+        return not self._thread.is_alive()
+
+    def _run(self) -> None:
+        try:
+            with Database.open(self.db_path) as database:
+                self._serve(database)
+        except PostrunError as exc:
+            self.logger.error(f"{self.where}: {exc}; the mirror stops until capture restarts")
+        except Exception as exc:
+            self.logger.error(f"{self.where}: internal error: {type(exc).__name__}: {exc}; the mirror stops")
+            self.logger.debug("mirror internal error", exc_info=True)
+
+    def _serve(self, database: Database) -> None:
+        pusher = self._pusher = self.open_pusher(database)
+        failing: str | None = None
+        delay = self.retry_first
+        behind = outbox.backlog(database).sessions > 0
+        try:
+            while not self._stopping.is_set():
+                self._wake.clear()
+                try:
+                    with push_lock(self.lock_path):
+                        pushed = pusher.drain(stop=self._stopping.is_set)
+                except PostrunError as exc:
+                    pusher.disconnect()
+                    if exc.reason != failing:
+                        waiting = _waiting(database)
+                        self.logger.error(
+                            f"{self.where}: {exc.reason}; {plural(waiting, 'session')} waiting"
+                            f" (retrying every {self.retry_max:g} s at most)"
+                        )
+                    else:
+                        self.logger.debug(f"{self.where}: still failing: {exc.reason}")
+                    failing, behind = exc.reason, True
+                    self._stopping.wait(delay)  # a wake does not cut the retry delay short
+                    delay = min(delay * 2, self.retry_max)
+                    continue
+                if pushed.sessions:
+                    self.logger.debug(f"{self.where}: pushed {plural(pushed.sessions, 'session')}")
+                if behind and not self._stopping.is_set() and _waiting(database) == 0:
+                    self.logger.info(f"{self.where}: caught up")
+                    behind = False
+                failing, delay = None, self.retry_first
+                self._wake.wait(self.poll_seconds)
+        finally:
+            self._pusher = None
+            pusher.disconnect()
+
+
+def _waiting(database: Database) -> int:
+    return outbox.backlog(database).sessions
