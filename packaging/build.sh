@@ -59,8 +59,9 @@ rm -rf "$stage"
 mkdir -p "$stage/wheels" "$stage/doc/examples" "$stage/scripts" "$dist"
 
 step "wheels: postrun and its dependencies"
+# With the postgres extra: the team mirror works from the package with no other install.
 # pip wheel builds, for the build's own Python, any dependency that PyPI ships only as source.
-"${pip[@]}" wheel --quiet --wheel-dir "$stage/wheels" "$repo"
+"${pip[@]}" wheel --quiet --wheel-dir "$stage/wheels" "$repo[postgres]"
 project_wheel=$(ls "$stage"/wheels/postrun-*.whl)
 version=$(basename "$project_wheel" | cut -d- -f2)
 for python_version in $pythons; do
@@ -69,7 +70,7 @@ for python_version in $pythons; do
         --implementation cp --python-version "$python_version" \
         --platform "manylinux_2_28_$machine" --platform "manylinux_2_17_$machine" \
         --platform "manylinux2014_$machine" \
-        "$project_wheel"
+        "$project_wheel[postgres]"
 done
 # The post-install script runs pip from its wheel: no python3-pip or python3-venv needed.
 "${pip[@]}" download --quiet --only-binary=:all: --no-deps --dest "$stage/wheels" pip

@@ -26,9 +26,11 @@ from postrun.agents.cline.locate import list_sessions
 from postrun.capture.lock import read_capture_info
 from postrun.errors import ConfigError, PostrunError, StoreTooNewError
 from postrun.exitcodes import ExitCode
+from postrun.mirror import require_driver
 from postrun.paths import Paths, cline_sessions_root, default_db_path
 from postrun.settings import LoadedSettings, load_settings, paths_for
 from postrun.store.db import STORE_VERSION, Database, StoreMissing
+from postrun.text import plural
 from postrun.units import (
     NO_USER_MANAGER,
     WEB,
@@ -86,7 +88,7 @@ def exit_code(checks: Sequence[Check]) -> ExitCode:
 
 def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
     """Every check, in a fixed order: python, config, store, sessions, approvals, capture,
-    service, web service, inotify."""
+    service, web service, inotify, and mirror when one is configured."""
     checks = [check_python()]
     try:
         loaded: LoadedSettings | None = load_settings(
@@ -135,6 +137,8 @@ def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
             read_limit=lambda: _read_int(inputs.inotify_watches_file),
         )
     )
+    if loaded.settings.mirror_url is not None:
+        checks.append(check_mirror(loaded.settings.mirror_url, paths.db))
     return tuple(checks)
 
 
@@ -353,6 +357,33 @@ def check_inotify(
     if needed * _WATCH_SHARE > limit:
         return Check("inotify", "warn", f"{detail}: too few left for it", _INOTIFY_HINT)
     return Check("inotify", "ok", detail)
+
+
+def check_mirror(url: str, db: Path) -> Check:
+    """The team mirror answers, at a schema this Postrun knows; a warning otherwise (recording
+    never depends on it)."""
+    try:
+        require_driver("mirror")
+    except PostrunError as exc:
+        return Check("mirror", "warn", str(exc), "the mirror needs the postgres extra")
+    from postrun.mirror.commands import mirror_status  # psycopg: only when a mirror is configured
+
+    try:
+        status = mirror_status(url, db)
+    except PostrunError as exc:  # the store itself: its own check says what is wrong
+        return Check("mirror", "warn", f"not checked: {exc}")
+    where = f"{status.target.label} ({status.shown_url})"
+    if not status.reach.ok:
+        return Check(
+            "mirror",
+            "warn",
+            f"{where}: {status.reach.detail}; {plural(status.waiting, 'session')} waiting",
+            "check the server, the role and its password (~/.pgpass or PGPASSFILE); `postrun mirror status`",
+        )
+    if status.too_new:
+        return Check("mirror", "warn", f"{where}: {status.reach.detail}", "upgrade Postrun on this machine")
+    last = f", last push {status.last_push}" if status.last_push else ", never pushed"
+    return Check("mirror", "ok", f"{where}: {status.reach.detail}; {plural(status.waiting, 'session')} waiting{last}")
 
 
 def _read_int(path: Path) -> int | None:

@@ -22,7 +22,7 @@ rm -rf "$venv"
 # change what gets installed.
 if ! PIP_CONFIG_FILE=/dev/null "$venv/bin/python" "$pip_wheel/pip" install \
     --quiet --no-index --find-links "$wheels" --no-cache-dir --disable-pip-version-check \
-    --no-warn-script-location postrun; then
+    --no-warn-script-location 'postrun[postgres]'; then
     rm -rf "$venv"
     echo "postrun: installing from $wheels failed (this package ships wheels for:" \
         "$(ls "$wheels" | sed -n 's/^apsw-.*-cp3\([0-9]*\)-.*/3.\1/p' | sort -uV | tr '\n' ' ')" \

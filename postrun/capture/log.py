@@ -58,10 +58,11 @@ class LineFormatter(logging.Formatter):
 
 
 class ProgressBar:
-    """One self-redrawing line on a terminal: ``catching up [#####     ] 120/400 sessions``."""
+    """One self-redrawing line on a terminal: ``<label> [#####     ] 120/400 sessions``."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, label: str = "catching up") -> None:
         self.stream = stream
+        self.label = label
         self.lock = threading.RLock()  # shared with the log handler, so lines never interleave
         self._total = 0
         self._done = 0
@@ -77,13 +78,13 @@ class ProgressBar:
             self._total, self._done = total, 0
             self._draw(force=True)
 
-    def advance(self) -> None:
-        """One more done; the full bar stays drawn until ``finish`` (the summary replaces it)."""
+    def advance(self, count: int = 1) -> None:
+        """``count`` more done; the full bar stays drawn until ``finish`` (the summary replaces it)."""
         with self.lock:
             if not self.active or self._done >= self._total:
                 return
-            self._done += 1
-            self._draw(force=self._done == self._total)
+            self._done += count
+            self._draw(force=self._done >= self._total)
 
     def finish(self, line: Callable[[], None] = lambda: None) -> None:
         """Clear the bar for good; ``line`` (a log call) is written in its place before any other."""
@@ -110,7 +111,7 @@ class ProgressBar:
             return
         filled = _PROGRESS_WIDTH * self._done // max(self._total, 1)
         bar = "#" * filled + " " * (_PROGRESS_WIDTH - filled)
-        self.stream.write(f"\r\x1b[Kcatching up [{bar}] {self._done}/{self._total} sessions")
+        self.stream.write(f"\r\x1b[K{self.label} [{bar}] {self._done}/{self._total} sessions")
         self.stream.flush()
         self._shown = True
         self._drawn_at = now

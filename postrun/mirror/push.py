@@ -80,7 +80,9 @@ def push_lock(path: Path) -> Iterator[None]:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise AlreadyRunning(str(path), "another postrun is pushing this store (capture?)") from None
+            raise AlreadyRunning(
+                str(path), "another postrun is pushing this store right now; try again in a moment"
+            ) from None
         yield
     finally:
         handle.close()

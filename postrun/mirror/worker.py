@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from postrun.errors import PostrunError
+from postrun.errors import AlreadyRunning, PostrunError
 from postrun.mirror.push import Pusher, local_origin, push_lock
 from postrun.mirror.target import MirrorTarget
 from postrun.store import outbox
@@ -105,6 +105,10 @@ class MirrorWorker:
                 try:
                     with push_lock(self.lock_path):
                         pushed = pusher.drain(stop=self._stopping.is_set)
+                except AlreadyRunning:
+                    # `postrun mirror push` holds the store's push lock: it is pushing for us.
+                    self._stopping.wait(self.retry_first)
+                    continue
                 except PostrunError as exc:
                     pusher.disconnect()
                     if exc.reason != failing:

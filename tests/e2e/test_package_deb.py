@@ -90,6 +90,9 @@ def test_deb_installs_runs_and_removes_cleanly(deb: Path, tmp_path: Path) -> Non
     assert "ExecStart=/usr/bin/postrun capture" in UNIT.read_text().splitlines()
     assert any(line.startswith("/usr/lib/postrun/wheels/postrun-") for line in owned)
     assert "/usr/share/doc/postrun/copyright" in owned
+    # The team mirror's driver comes with the package (psycopg with its own libpq).
+    driver = run(str(VENV / "bin" / "python"), "-c", "import psycopg; print(psycopg.pq.__impl__)")
+    assert (driver.returncode, driver.stdout.strip()) == (0, "binary"), driver.stderr
 
     home = tmp_path / "home"
     home.mkdir()

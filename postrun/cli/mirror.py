@@ -1,0 +1,79 @@
+"""``postrun mirror status|push``: the team mirror (PostgreSQL)."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from postrun.cli.app import app
+from postrun.cli.common import command, load, say
+from postrun.errors import ConfigError
+from postrun.exitcodes import ExitCode
+from postrun.settings import LoadedSettings
+from postrun.text import plural
+
+mirror_app = typer.Typer(help="The team mirror: this store's sessions pushed to PostgreSQL.", no_args_is_help=True)
+app.add_typer(mirror_app, name="mirror")
+
+
+def _mirror_url(loaded: LoadedSettings) -> str:
+    from postrun.mirror import require_driver
+
+    url = loaded.settings.mirror_url
+    if url is None:
+        raise ConfigError("mirror_url", f"not set (POSTRUN_MIRROR_URL, or mirror_url in {loaded.config_path})")
+    require_driver("mirror")
+    return url
+
+
+@mirror_app.command("status")
+@command
+def mirror_status() -> None:
+    """The mirror, whether it answers, sessions waiting, last push: exit 0 caught up, 1 behind or failing."""
+    from postrun.mirror.commands import mirror_status as status_of
+
+    loaded, paths = load()
+    status = status_of(_mirror_url(loaded), paths.db)
+    typer.echo(f"mirror: {status.target.label} ({status.shown_url})")
+    typer.echo(f"server: {'reachable' if status.reach.ok else 'unreachable'}: {status.reach.detail}")
+    since = f" (waiting since {status.waiting_since})" if status.waiting_since else ""
+    typer.echo(f"waiting: {plural(status.waiting, 'session')}{since}")
+    typer.echo(f"last push: {status.last_push or 'never'}")
+    if status.machine_id is not None:
+        typer.echo(f"machine id: {status.machine_id}")
+    if status.too_new:
+        raise typer.Exit(int(ExitCode.CONFIG))
+    raise typer.Exit(int(ExitCode.OK) if status.caught_up else int(ExitCode.FAILURE))
+
+
+@mirror_app.command("push")
+@command
+def mirror_push() -> None:
+    """Push what is waiting once, then exit (machines that do not run capture: CI runners, cron)."""
+    from postrun.capture.log import ProgressBar
+    from postrun.mirror.commands import push_once
+
+    loaded, paths = load()
+    progress = ProgressBar(sys.stderr, label="pushing") if sys.stderr.isatty() else None
+    try:
+        report = push_once(
+            _mirror_url(loaded),
+            paths.db,
+            paths.mirror_lock,
+            on_start=progress.start if progress is not None else lambda total: None,
+            on_batch=(lambda pushed: progress.advance(pushed.sessions))
+            if progress is not None
+            else lambda pushed: None,
+        )
+    finally:
+        if progress is not None:
+            progress.finish()
+    pushed = report.pushed
+    typer.echo(
+        f"mirror {report.target.label}: pushed {plural(pushed.sessions, 'session')} ({plural(pushed.steps, 'step')})"
+        f" in {report.seconds:.1f} s; {plural(report.waiting, 'session')} waiting"
+    )
+    if report.waiting:
+        say("hint: sessions changed while pushing; run it again or let capture push them")
+        raise typer.Exit(int(ExitCode.FAILURE))

@@ -1,0 +1,120 @@
+"""``postrun mirror status`` and ``postrun mirror push``, and the doctor's mirror check.
+
+``status`` never writes to PostgreSQL (it reads the schema's version); ``push`` drains the
+outbox once, holding the store's push lock, so it refuses while capture is pushing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+from postrun.errors import PostrunError
+from postrun.mirror.push import Pushed, Pusher, connect, describe_pg_error, local_origin, push_lock
+from postrun.mirror.schema import SCHEMA_VERSION
+from postrun.mirror.target import MirrorTarget, masked_url, mirror_target
+from postrun.store import outbox
+from postrun.store.db import Database, StoreMissing
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """Whether the server answers, and at which schema version (0: not created yet)."""
+
+    ok: bool
+    detail: str  # "schema postrun version 1" or why not
+    version: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorStatus:
+    target: MirrorTarget
+    shown_url: str  # with the user-info masked
+    reach: Reach
+    waiting: int
+    waiting_since: str | None
+    last_push: str | None
+    machine_id: str | None  # None: no store yet
+
+    @property
+    def too_new(self) -> bool:
+        return self.reach.version is not None and self.reach.version > SCHEMA_VERSION
+
+    @property
+    def caught_up(self) -> bool:
+        return self.reach.ok and not self.too_new and self.waiting == 0
+
+
+def reach(target: MirrorTarget) -> Reach:
+    try:
+        connection = connect(target)
+    except PostrunError as exc:
+        return Reach(False, exc.reason)
+    try:
+        with connection:
+            exists = connection.execute("SELECT to_regclass('postrun.schema_version') IS NOT NULL").fetchone()
+            row = (
+                connection.execute("SELECT max(version) FROM postrun.schema_version").fetchone()
+                if exists is not None and exists[0]
+                else None
+            )
+    except psycopg.Error as exc:
+        return Reach(False, describe_pg_error(exc))
+    version = int(row[0] or 0) if row is not None else 0
+    if version == 0:
+        return Reach(True, "schema postrun not created yet (the first push creates it)", 0)
+    if version > SCHEMA_VERSION:
+        return Reach(
+            True, f"schema postrun version {version}, newer than this Postrun knows ({SCHEMA_VERSION})", version
+        )
+    return Reach(True, f"schema postrun version {version}", version)
+
+
+def mirror_status(url: str, db: Path) -> MirrorStatus:
+    target = mirror_target(url)
+    found = reach(target)
+    try:
+        with Database.open(db, create=False) as database:
+            backlog = outbox.backlog(database)
+            last_push = outbox.state(database, "last_push")
+            machine = outbox.machine_id(database)
+    except StoreMissing:
+        return MirrorStatus(target, masked_url(url), found, 0, None, None, None)
+    return MirrorStatus(target, masked_url(url), found, backlog.sessions, backlog.oldest, last_push, machine)
+
+
+@dataclass(frozen=True, slots=True)
+class PushReport:
+    target: MirrorTarget
+    pushed: Pushed
+    waiting: int
+    seconds: float
+
+
+def push_once(
+    url: str,
+    db: Path,
+    lock: Path,
+    *,
+    on_start: Callable[[int], None] = lambda total: None,
+    on_batch: Callable[[Pushed], None] = lambda pushed: None,
+) -> PushReport:
+    """Drain the outbox once. ``on_start`` hears how many sessions wait (after connecting: a
+    first push to a database queues the whole store). Raises AlreadyRunning (75) while another
+    push of this store runs, MirrorError when the server cannot be used, MirrorSchemaTooNew."""
+    target = mirror_target(url)
+    started = time.monotonic()
+    with push_lock(lock), Database.open(db, create=False) as database:
+        pusher = Pusher(target, database, local_origin(database))
+        try:
+            pusher.connected()
+            on_start(outbox.backlog(database).sessions)
+            pushed = pusher.drain(on_batch=on_batch)
+        finally:
+            pusher.disconnect()
+        waiting = outbox.backlog(database).sessions
+    return PushReport(target, pushed, waiting, time.monotonic() - started)

@@ -1,0 +1,159 @@
+"""`postrun mirror status|push`, `config show` and `doctor` with a mirror, as real processes."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import subprocess
+from pathlib import Path
+
+from tests.conftest import postrun_command, run_postrun
+from tests.mirror.conftest import Mirror
+from tests.reliability.kit import Synthetic, synthetic_id
+from tests.support import mirror_check
+from tests.support.capture_process import CaptureProcess, copy_data
+
+SECRET = "pw-that-must-never-print"
+
+
+def store_with_fixtures(tmp_path: Path, env: dict[str, str]) -> dict[str, str]:
+    root = copy_data("cline-real/e_plan_then_act", tmp_path / "cline")
+    env = env | {"POSTRUN_CLINE_DIR": str(root)}
+    assert run_postrun("capture", "--once", env=env).returncode == 0
+    return env
+
+
+def test_push_then_status_caught_up_then_behind(tmp_path: Path, mirror_env: dict[str, str], mirror: Mirror) -> None:
+    env = store_with_fixtures(tmp_path, mirror_env)
+    before = run_postrun("mirror", "status", env=env)
+    assert before.returncode == 1, before.stderr
+    assert f"mirror: 127.0.0.1/{mirror.database} (postgresql://***@127.0.0.1:{mirror.server.port}/" in before.stdout
+    assert "server: reachable: schema postrun not created yet" in before.stdout
+    assert "last push: never" in before.stdout
+
+    pushed = run_postrun("mirror", "push", env=env)
+    assert pushed.returncode == 0, pushed.stderr
+    sessions = len(mirror_check.store_sessions(Path(env["POSTRUN_DB"])))
+    assert pushed.stdout.startswith(f"mirror 127.0.0.1/{mirror.database}: pushed {sessions} session")
+    assert pushed.stdout.rstrip().endswith("; 0 sessions waiting")
+    assert pushed.stderr == ""  # no progress bar when stderr is not a terminal
+    with mirror.server.admin(mirror.database) as admin:
+        assert mirror_check.differences(Path(env["POSTRUN_DB"]), admin) == []
+
+    after = run_postrun("mirror", "status", env=env)
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert "server: reachable: schema postrun version 1" in after.stdout
+    assert "waiting: 0 sessions" in after.stdout and "last push: 20" in after.stdout
+
+    # A session changes: status says so until the next push.
+    session = Synthetic(synthetic_id(1), seed=1)
+    session.write(Path(env["POSTRUN_CLINE_DIR"]))
+    assert run_postrun("capture", "--once", env=env).returncode == 0
+    behind = run_postrun("mirror", "status", env=env)
+    assert behind.returncode == 1
+    assert "waiting: 1 session (waiting since 20" in behind.stdout, behind.stdout
+
+
+def test_a_server_that_is_down_is_one_line_and_exit_1(
+    tmp_path: Path, mirror_env: dict[str, str], mirror: Mirror
+) -> None:
+    env = store_with_fixtures(tmp_path, mirror_env)
+    mirror.server.stop()
+    status = run_postrun("mirror", "status", env=env)
+    assert status.returncode == 1
+    assert "server: unreachable: Connection refused" in status.stdout
+    pushed = run_postrun("mirror", "push", env=env)
+    assert pushed.returncode == 1
+    assert pushed.stderr.strip().splitlines() == [f"error: mirror 127.0.0.1/{mirror.database}: Connection refused"]
+
+
+def test_push_while_capture_runs_takes_turns_and_refuses_while_a_push_holds_the_lock(
+    tmp_path: Path, mirror_env: dict[str, str], mirror: Mirror
+) -> None:
+    env = store_with_fixtures(tmp_path, mirror_env)
+    capture = CaptureProcess(env, tmp_path)
+    try:
+        capture.wait_for_log(r"mirror .*: caught up")
+        pushed = run_postrun("mirror", "push", env=env)
+        assert pushed.returncode == 0, pushed.stderr
+        assert "pushed 0 sessions" in pushed.stdout  # capture had pushed them already
+        lock = Path(env["POSTRUN_DB"] + ".mirror.lock")
+        with lock.open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            refused = run_postrun("mirror", "push", env=env)
+        assert refused.returncode == 75
+        assert (
+            refused.stderr.strip()
+            == f"error: {lock}: another postrun is pushing this store right now; try again in a moment"
+        )
+        with mirror.server.admin(mirror.database) as admin:
+            assert mirror_check.differences(Path(env["POSTRUN_DB"]), admin) == []
+        assert capture.lines(r" (ERROR|WARNING) ") == []
+    finally:
+        capture.kill()
+
+
+def test_push_shows_a_progress_bar_on_a_terminal(tmp_path: Path, mirror_env: dict[str, str]) -> None:
+    env = store_with_fixtures(tmp_path, mirror_env)
+    main, secondary = pty.openpty()
+    try:
+        result = subprocess.run(
+            [*postrun_command(), "mirror", "push"], env=env, stderr=secondary, stdout=subprocess.PIPE, timeout=120
+        )
+        os.close(secondary)
+        secondary = -1
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        if secondary >= 0:
+            os.close(secondary)
+        os.close(main)
+    assert result.returncode == 0
+    assert b"pushing [" in shown and b"sessions" in shown
+
+
+def test_no_mirror_configured_and_a_password_in_the_uri(tmp_path: Path, env: dict[str, str]) -> None:
+    missing = run_postrun("mirror", "push", env=env)
+    assert missing.returncode == 78
+    assert missing.stderr.startswith("error: mirror_url: not set (POSTRUN_MIRROR_URL, or mirror_url in ")
+    with_password = env | {"POSTRUN_MIRROR_URL": f"postgresql://ada:{SECRET}@db.example.com/team"}
+    for args in (("config", "show"), ("mirror", "status"), ("capture", "--once")):
+        refused = run_postrun(*args, env=with_password)
+        assert refused.returncode == 78, args
+        assert refused.stderr.strip().splitlines() == [
+            "error: POSTRUN_MIRROR_URL: mirror_url: a password in the URI is refused:"
+            " use ~/.pgpass, PGPASSFILE or a service file for the password"
+        ]
+        assert SECRET not in refused.stdout + refused.stderr
+
+
+def test_config_show_masks_the_user_info(env: dict[str, str]) -> None:
+    shown = run_postrun("config", "show", env=env | {"POSTRUN_MIRROR_URL": "postgresql://ada@db.example.com/team"})
+    assert shown.returncode == 0
+    assert "mirror_url = postgresql://***@db.example.com/team  (env POSTRUN_MIRROR_URL)" in shown.stdout
+    assert "ada" not in shown.stdout
+
+
+def test_doctor_checks_the_mirror_when_one_is_configured(
+    tmp_path: Path, env: dict[str, str], mirror_env: dict[str, str], mirror: Mirror
+) -> None:
+    assert "mirror:" not in run_postrun("doctor", env=env).stdout  # none configured: no check
+    env = store_with_fixtures(tmp_path, mirror_env)
+    assert run_postrun("mirror", "push", env=env).returncode == 0
+    healthy = run_postrun("doctor", env=env)
+    line = next(line for line in healthy.stdout.splitlines() if " mirror: " in line)
+    assert line.startswith(f"ok    mirror: 127.0.0.1/{mirror.database} (postgresql://***@")
+    assert "schema postrun version 1; 0 sessions waiting, last push 20" in line
+    mirror.server.stop()
+    down = run_postrun("doctor", env=env)
+    line = next(line for line in down.stdout.splitlines() if " mirror: " in line)
+    assert line.startswith("warn  mirror: ") and "Connection refused" in line
+    assert down.returncode == healthy.returncode  # recording never depends on the mirror
