@@ -18,14 +18,17 @@ DIGESTS = "SELECT id, digest FROM steps WHERE session_id = ?"
 
 def test_a_version_1_store_with_sessions_is_migrated_and_keeps_them(tmp_path: Path) -> None:
     path = tmp_path / "postrun.db"
-    with Database.open(path) as database:
+    current = tmp_path / "current.db"
+    with Database.open(current) as database:
         upsert_session(database, mapped_session([message_step(0, "hi")]), now=T0, captured_on="host")
+    # A real version-1 file (whatever migrations came later), holding the same rows.
     old = apsw.Connection(str(path))
-    # Back to version 1: without what later migrations added.
-    old.execute(
-        "DROP INDEX steps_digests; DROP TABLE raw_files; DROP TABLE raw_blobs; DROP TABLE raw_dictionaries;"
-        " ALTER TABLE actors DROP COLUMN metrics; pragma user_version=1"
-    )
+    old.execute(MIGRATIONS[0])
+    old.execute("ATTACH ? AS current", (str(current),))
+    for table in ("sessions", "segments", "actors", "turns", "steps"):
+        columns = ", ".join(row[1] for row in old.execute(f"pragma main.table_info({table})"))
+        old.execute(f"INSERT INTO main.{table} ({columns}) SELECT {columns} FROM current.{table}")
+    old.execute("DETACH current; pragma user_version=1")
     old.close()
 
     with Database.open(path) as database:
