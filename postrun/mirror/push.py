@@ -66,7 +66,11 @@ def connect(target: MirrorTarget) -> Connection:
     given = psycopg.conninfo.conninfo_to_dict(target.url)
     options = {key: value for key, value in _CONNECTION_DEFAULTS.items() if key not in given}
     try:
-        return psycopg.connect(psycopg.conninfo.make_conninfo(target.url, **options), autocommit=True)
+        # No server-side prepared statements: a pooler in transaction mode (PgBouncer, managed
+        # poolers) would hand them to another connection.
+        return psycopg.connect(
+            psycopg.conninfo.make_conninfo(target.url, **options), autocommit=True, prepare_threshold=None
+        )
     except psycopg.Error as exc:
         raise MirrorError(f"mirror {target.label}", describe_pg_error(exc)) from None
 
@@ -143,7 +147,17 @@ class Pusher:
         """Push up to ``limit`` waiting sessions; None when none is waiting. Raises MirrorError.
 
         It connects first even when nothing waits: a database this store has not pushed to
-        yet queues the whole store."""
+        yet queues the whole store. A connection that was lost while idle (a server restart,
+        a terminated backend) is replaced at once, so the reason reported is the real one."""
+        reused = self.connection is not None and not self.connection.closed
+        try:
+            return self._push_batch(limit)
+        except MirrorError:
+            if not reused:
+                raise
+        return self._push_batch(limit)
+
+    def _push_batch(self, limit: int) -> Pushed | None:
         try:
             connection = self.connected()
             session_ids = outbox.waiting(self.database, limit)

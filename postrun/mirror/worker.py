@@ -7,7 +7,7 @@ down, unreachable, read-only or refuses the login it logs one line per reason::
     mirror <host>/<db>: <reason>; <N> sessions waiting
 
 retries after a delay that doubles up to 60 s, and logs ``mirror <host>/<db>: caught up``
-when the backlog is gone.
+when nothing is waiting any more (after start, or after a failure).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class MirrorWorker:
         pusher = self._pusher = self.open_pusher(database)
         failing: str | None = None
         delay = self.retry_first
-        behind = outbox.backlog(database).sessions > 0
+        behind = True  # until the first drain that leaves nothing waiting
         try:
             while not self._stopping.is_set():
                 self._wake.clear()
@@ -113,10 +113,7 @@ class MirrorWorker:
                     pusher.disconnect()
                     if exc.reason != failing:
                         waiting = _waiting(database)
-                        self.logger.error(
-                            f"{self.where}: {exc.reason}; {plural(waiting, 'session')} waiting"
-                            f" (retrying every {self.retry_max:g} s at most)"
-                        )
+                        self.logger.error(f"{self.where}: {exc.reason}; {plural(waiting, 'session')} waiting")
                     else:
                         self.logger.debug(f"{self.where}: still failing: {exc.reason}")
                     failing, behind = exc.reason, True

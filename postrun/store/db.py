@@ -167,22 +167,21 @@ class Database:
     def transaction(self) -> Iterator[apsw.Connection]:
         """One write transaction (BEGIN IMMEDIATE … COMMIT, rolled back on error).
 
-        After some errors (a full disk, for one) SQLite has already rolled the transaction
-        back by itself, so the rollback on the way out fails with "no transaction is active";
-        that second error must not hide the first one, which is what the user needs to hear.
+        It begins with ``execute``, which releases the GIL while SQLite's busy handler waits for
+        the write lock; apsw's ``with connection`` keeps the GIL meanwhile, so a second writing
+        thread of this process (capture's mirror) that holds the lock could never finish, and
+        both would wait out the busy timeout. After some errors (a full disk, for one) SQLite
+        has already rolled the transaction back by itself: then there is nothing to roll back,
+        and the first error is what the user hears.
         """
-        failure: BaseException | None = None
+        connection = self.connection
+        connection.execute("BEGIN IMMEDIATE")
         try:
-            with self.connection:
-                try:
-                    yield self.connection
-                except BaseException as exc:
-                    failure = exc
-                    raise
-        except apsw.SQLError as exc:
-            hidden = failure or exc.__context__
-            if isinstance(hidden, apsw.Error) and hidden is not exc and self.connection.getautocommit():
-                raise hidden from None
+            yield connection
+            connection.execute("COMMIT")
+        except BaseException:
+            if not connection.getautocommit():
+                connection.execute("ROLLBACK")
             raise
 
     def execute(self, sql: str, bindings: Any = None) -> apsw.Cursor:

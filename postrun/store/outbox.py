@@ -164,7 +164,10 @@ def read_changes(database: Database, session_ids: Sequence[str], known: Mapping[
     """The queued sessions' records, in one snapshot, minus what the mirror already holds."""
     changes: list[Change] = []
     connection = database.connection
-    with connection:  # one read transaction: records and versions from the same moment
+    # One read transaction (records and versions from the same moment), deferred: it takes no
+    # write lock, so the ingest writer never waits for it.
+    connection.execute("BEGIN DEFERRED")
+    try:
         for session_id in session_ids:
             queued = connection.execute(
                 "SELECT op, version FROM mirror_outbox WHERE session_id = ?", (session_id,)
@@ -179,6 +182,8 @@ def read_changes(database: Database, session_ids: Sequence[str], known: Mapping[
             changes.append(
                 _session_change(connection, session_id, int(version), SessionRow(*row), known.get(session_id))
             )
+    finally:
+        connection.execute("COMMIT")
     return changes
 
 

@@ -3,6 +3,8 @@ one row per session, its version growing; the machine id; a v2 store migrating i
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -84,3 +86,30 @@ def test_a_v2_store_migrates_in_place_and_queues_what_it_holds(tmp_path: Path) -
         assert database.user_version() == STORE_VERSION
         assert queued(database) == [("1790000000000_old", "upsert", 1)]
         assert len(outbox.machine_id(database)) == 32
+
+
+def test_two_writing_threads_of_one_process_take_turns(tmp_path: Path) -> None:
+    """Capture's ingest and its mirror write from two threads: one waiting for the write lock
+    must let the other, which holds it, finish (no busy timeout between them)."""
+    path = tmp_path / "postrun.db"
+    with Database.open(path) as holder, Database.open(path) as waiter:
+        locked = threading.Event()
+        results: list[str] = []
+
+        def hold() -> None:
+            with holder.transaction() as connection:
+                locked.set()
+                time.sleep(0.3)  # Python work inside the transaction: it needs the GIL to finish
+                outbox.enqueue(connection, "1790000000000_a", "2026-11-29T12:00:00.000Z")
+            results.append("holder committed")
+
+        thread = threading.Thread(target=hold, name="holder")
+        thread.start()
+        locked.wait(5)
+        started = time.monotonic()
+        with waiter.transaction() as connection:
+            outbox.enqueue(connection, "1790000000000_b", "2026-11-29T12:00:01.000Z")
+        thread.join(10)
+        assert results == ["holder committed"]
+        assert time.monotonic() - started < 3  # it waited for the holder, not for the busy timeout
+        assert sorted(row[0] for row in queued(waiter)) == ["1790000000000_a", "1790000000000_b"]

@@ -207,3 +207,29 @@ def test_a_wrong_password_or_a_read_only_server_keeps_everything_queued(
         admin.execute(f"ALTER DATABASE {mirror.database} RESET default_transaction_read_only")
         assert pusher.drain().sessions == 1
         assert mirror_check.differences(db, admin) == []
+
+
+def test_a_session_removed_from_the_store_is_removed_from_the_mirror(
+    tmp_path: Path, mirror: Mirror, pusher_for
+) -> None:
+    db = tmp_path / "store.db"
+    pusher = pusher_for(db)
+    database = pusher.database
+    for sid in ("1790000000000_keep", "1790000000000_gone"):
+        steps = [message_step(0, "hello", role="user", session_id=sid), message_step(1, "more", session_id=sid)]
+        store(database, steps, session_id=sid)
+        store(database, steps[:1], session_id=sid, at=T0 + timedelta(1))  # and some history
+    pusher.drain()
+    # What forgetting a session does to the store: its rows go, a delete is queued with them.
+    with database.transaction() as connection:
+        for table in ("history", "turns", "segments", "actors", "steps"):
+            connection.execute(f"DELETE FROM {table} WHERE session_id = '1790000000000_gone'")
+        connection.execute("DELETE FROM step_search WHERE rowid NOT IN (SELECT rowid FROM steps)")
+        connection.execute("DELETE FROM sessions WHERE id = '1790000000000_gone'")
+        outbox.enqueue(connection, "1790000000000_gone", "2026-11-30T10:00:00.000Z", "delete")
+    assert pusher.drain().sessions == 1
+    with mirror.server.admin(mirror.database) as admin:
+        assert mirror_check.differences(db, admin) == []
+        for table in ("sessions", "segments", "actors", "turns", "steps", "history"):
+            row = admin.execute(f"SELECT count(*) FROM postrun.{table} WHERE session_id = '1790000000000_gone'")
+            assert row.fetchone() == (0,), table
