@@ -84,7 +84,10 @@ class PostgresServer:
         with (self.data / "postgresql.conf").open("a") as conf:
             conf.write(
                 f"listen_addresses = '127.0.0.1'\nport = {self.port}\nunix_socket_directories = ''\n"
-                "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\nshared_buffers = 32MB\n"
+                # fsync off: a killed server keeps what it committed (the OS has it), and the tests
+                # kill the server, never the machine. synchronous_commit stays on: off, a commit is
+                # acknowledged before it is written, and a killed server loses it.
+                "fsync = off\nfull_page_writes = off\nshared_buffers = 32MB\n"
                 "max_connections = 40\nlog_min_messages = warning\n"
             )
         if self.user is not None:
