@@ -88,7 +88,8 @@ def mirror_sessions(connection: psycopg.Connection[Any], machine: str) -> dict[s
                 "schema_version": SCHEMA_VERSION,
                 "session": record,
                 "segments": [seg for _, seg in sorted(segments.get(session_id, []), key=lambda row: row[0])],
-                "actors": [actor for _, actor in sorted(actors.get(session_id, []), key=lambda row: row[0])],
+                # The root first, then by id: the export's order.
+                "actors": [a for _, a in sorted(actors.get(session_id, []), key=lambda r: (r[0] != "root", r[0]))],
                 "turns": session_turns,
                 "steps": session_steps,
             },
