@@ -34,7 +34,23 @@ _SOURCING = frozenset({"eval", "source", "."})
 _INTERPRETER = re.compile(r"(?:python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|perl|ruby|php)")
 _DOWNLOADERS = frozenset({"curl", "wget", "fetch", "http", "https", "aria2c"})
 # Programs that run the rest of their words as a command; their own options come first.
-_WRAPPERS = frozenset({"sudo", "doas", "env", "nohup", "time", "nice", "timeout", "command", "exec", "xargs", "stdbuf", "ionice", "chronic"})  # fmt: skip
+_WRAPPERS = frozenset(
+    {
+        "sudo",
+        "doas",
+        "env",
+        "nohup",
+        "time",
+        "nice",
+        "timeout",
+        "command",
+        "exec",
+        "xargs",
+        "stdbuf",
+        "ionice",
+        "chronic",
+    }
+)
 _WRAPPER_VALUE_OPTIONS = {
     "sudo": {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"},
     "doas": {"-u", "-C"},
@@ -45,11 +61,15 @@ _WRAPPER_VALUE_OPTIONS = {
     "ionice": {"-c", "-n", "-p"},
 }
 _TIMEOUT_DURATION = re.compile(r"\d+(?:\.\d+)?[smhd]?")
-_GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env"})
+_GIT_VALUE_OPTIONS = frozenset(
+    {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env"}
+)
 _SEARCH_TOOLS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "git"})
 _SQL_DESTRUCTIVE = re.compile(r"(?i)\b(?:drop\s+(?:table|database|schema)|truncate\s+table)\b")
 _HARMLESS_DEVICES = re.compile(r"/dev/(?:null|zero|stdout|stderr|tty|fd/\d+)$")
-_FILE_READERS = frozenset({"cat", "less", "more", "head", "tail", "bat", "nl", "xxd", "strings", "base64", "source", "."})
+_FILE_READERS = frozenset(
+    {"cat", "less", "more", "head", "tail", "bat", "nl", "xxd", "strings", "base64", "source", "."}
+)
 _TEMP_DIRS = ("/tmp/", "/var/tmp/", "/private/tmp/", "/var/folders/", "/private/var/folders/", "/dev/shm/")
 
 # Files that hold credentials (matched on the path's last components).
@@ -110,7 +130,7 @@ def unwrapped(argv: tuple[str, ...]) -> tuple[str, ...]:
             else:
                 break
         if index >= len(argv):
-            return argv if wrapper == "env" and index == 1 else ()
+            return argv if wrapper == "env" else ()  # a bare `env` prints the environment
         argv = argv[index:]
     return argv
 
@@ -189,7 +209,9 @@ def _lease_push(command: Command, argv: tuple[str, ...]) -> str | None:
     return None
 
 
-def _git_subcommand(name: str, check: Callable[[tuple[str, ...]], bool]) -> Callable[[Command, tuple[str, ...]], str | None]:
+def _git_subcommand(
+    name: str, check: Callable[[tuple[str, ...]], bool]
+) -> Callable[[Command, tuple[str, ...]], str | None]:
     def test(command: Command, argv: tuple[str, ...]) -> str | None:
         git = _git(argv)
         return _words(argv) if git is not None and git[0] == name and check(git[1]) else None
@@ -221,8 +243,8 @@ def _download_to_shell(command: Command, argv: tuple[str, ...]) -> str | None:
     download = _downloads(command.upstream) if _reads_stdin(argv) else None
     if download is None and command.substituted:
         name = _base(argv[0])
-        executes = name in _SHELLS or name in _SOURCING or any(
-            arg.startswith("<(") or arg in ("-c", "-e") for arg in argv[1:]
+        executes = (
+            name in _SHELLS or name in _SOURCING or any(arg.startswith("<(") or arg in ("-c", "-e") for arg in argv[1:])
         )
         download = _downloads(command.substituted) if executes else None
     if download is None:
@@ -246,7 +268,8 @@ def _drops_database(command: Command, argv: tuple[str, ...]) -> str | None:
         return _words(argv)
     if "prisma" in words and words[words.index("prisma") + 1 : words.index("prisma") + 3] == ["migrate", "reset"]:
         return _words(argv)
-    if name in ("rails", "rake") and any(arg.startswith("db:drop") for arg in argv[1:]):
+    runs_rails = any(_base(word) in ("rails", "rake") for word in words)
+    if runs_rails and any(word.startswith("db:drop") for word in words):
         return _words(argv)
     return None
 
@@ -354,7 +377,11 @@ def step_flags(step: Mapping[str, Any], workspace_root: str) -> list[Flag]:
             found.append(_flag("sensitive_read", "warn", f"{verb} a credentials file: {one_line(path, _QUOTED_CHARS)}"))
         if kind == "edit" and outside_workspace(path, workspace_root):
             found.append(
-                _flag("outside_workspace", "warn", f"edit outside the workspace {workspace_root}: {one_line(path, _QUOTED_CHARS)}")
+                _flag(
+                    "outside_workspace",
+                    "warn",
+                    f"edit outside the workspace {workspace_root}: {one_line(path, _QUOTED_CHARS)}",
+                )
             )
     found += _secret_flags(step)
     if step["decision"] == "rejected":

@@ -173,7 +173,14 @@ def rules() -> tuple[SecretRule, ...]:
             rf"(?:-----)?(?:{pem_headers})[\s\S]*?(?:-----END[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----|\Z)",
             ("private key", "putty-user-key"),
         ),
-        _own("anthropic_key", "Anthropic API key", rf"{_START}sk-ant-[A-Za-z0-9_-]{{20,}}", ("sk-ant-",), anchored=True, keep=7),
+        _own(
+            "anthropic_key",
+            "Anthropic API key",
+            rf"{_START}sk-ant-[A-Za-z0-9_-]{{20,}}",
+            ("sk-ant-",),
+            anchored=True,
+            keep=7,
+        ),
         *_copied("OpenAIDetector", "openai_key", "OpenAI API key", ("sk-",), anchored=True, keep=3),
         _own(
             "openai_key",
@@ -183,9 +190,18 @@ def rules() -> tuple[SecretRule, ...]:
             anchored=True,
             keep=3,
         ),
-        *_copied("AWSKeyDetector", "aws_key", "AWS key", ("akia", "asia", "abia", "acca", "a3t", "aws"), anchored=True, keep=4),
+        *_copied(
+            "AWSKeyDetector",
+            "aws_key",
+            "AWS key",
+            ("akia", "asia", "abia", "acca", "a3t", "aws"),
+            anchored=True,
+            keep=4,
+        ),
         *_copied("GitHubTokenDetector", "github_token", "GitHub token", ("gh",), anchored=True, keep=4),
-        _own("github_token", "GitHub token", rf"{_START}github_pat_[A-Za-z0-9_]{{22,}}", ("gh",), anchored=True, keep=11),
+        _own(
+            "github_token", "GitHub token", rf"{_START}github_pat_[A-Za-z0-9_]{{22,}}", ("gh",), anchored=True, keep=11
+        ),
         *_copied(
             "GitLabTokenDetector",
             "gitlab_token",
@@ -195,8 +211,12 @@ def rules() -> tuple[SecretRule, ...]:
             keep=5,
         ),
         *_copied("StripeDetector", "stripe_key", "Stripe key", ("sk_", "rk_"), anchored=True, keep=8),
-        _own("stripe_key", "Stripe key", rf"{_START}[sr]k_test_[0-9a-zA-Z]{{24,}}", ("sk_", "rk_"), anchored=True, keep=8),
-        *_copied("SlackDetector", "slack_token", "Slack token", ("xox", "https://hooks.slack.com"), anchored=True, keep=4),
+        _own(
+            "stripe_key", "Stripe key", rf"{_START}[sr]k_test_[0-9a-zA-Z]{{24,}}", ("sk_", "rk_"), anchored=True, keep=8
+        ),
+        *_copied(
+            "SlackDetector", "slack_token", "Slack token", ("xox", "https://hooks.slack.com"), anchored=True, keep=4
+        ),
         _own("google_api_key", "Google API key", rf"{_START}AIza[0-9A-Za-z_-]{{35}}", ("aiza",), anchored=True, keep=4),
         *_copied("NpmDetector", "npm_token", "npm token", ("_authtoken",), group=1, keep=4),
         _own("npm_token", "npm token", rf"{_START}npm_[A-Za-z0-9]{{36}}{_END}", ("npm_",), anchored=True, keep=4),

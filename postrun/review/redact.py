@@ -1,0 +1,100 @@
+"""The one redactor: what leaves the store (exports, ``show --redact``) goes through here.
+
+Every secret the detector finds becomes ``[REDACTED:<kind>]`` and the user's home
+folder is shown as ``~``. The redactor remembers what it masked (kind, where, the
+text around it with the secret already replaced), so a person can check before
+sharing. Pure: values in, values out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, TypeVar
+
+from postrun.review.secrets import find_secrets
+from postrun.text import one_line
+
+_CONTEXT_CHARS = 30
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Masked:
+    kind: str
+    where: str  # which record and field
+    context: str  # one line around the secret, the secret replaced
+
+
+def placeholder(kind: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+@dataclass
+class Redactor:
+    """Redacts values and keeps the list of what it masked (``masked``)."""
+
+    home: str | None = None
+    masked: list[Masked] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        home = (self.home or "").rstrip("/")
+        # Only a real home folder (not "/") is replaced, and only where a path component ends.
+        self._home = re.compile(re.escape(home) + r"(?=/|$|[^\w.-])") if len(home) > 1 else None
+
+    def text(self, value: str, where: str) -> str:
+        secrets = find_secrets(value)
+        if secrets:
+            pieces: list[str] = []
+            spans: list[tuple[int, int, str]] = []
+            done = 0
+            length = 0
+            for secret in secrets:
+                pieces.append(value[done : secret.start])
+                length += secret.start - done
+                mark = placeholder(secret.kind)
+                spans.append((length, length + len(mark), secret.kind))
+                pieces.append(mark)
+                length += len(mark)
+                done = secret.end
+            pieces.append(value[done:])
+            value = "".join(pieces)
+            for start, end, kind in spans:
+                around = value[max(0, start - _CONTEXT_CHARS) : end + _CONTEXT_CHARS]
+                self.masked.append(Masked(kind, where, one_line(around)))
+        if self._home is not None and self.home and self.home.rstrip("/") in value:
+            value = self._home.sub("~", value)
+        return value
+
+    def value(self, value: T, where: str) -> T:
+        """``value`` (a JSON-like tree) with every string redacted; keys are kept."""
+        if isinstance(value, str):
+            return self.text(value, where)  # type: ignore[return-value]
+        if isinstance(value, dict):
+            return {key: self.value(item, _join(where, key)) for key, item in value.items()}  # type: ignore[return-value]
+        if isinstance(value, list):
+            return [self.value(item, f"{where}[{index}]") for index, item in enumerate(value)]  # type: ignore[return-value]
+        return value
+
+    def envelope(self, envelope: Mapping[str, Any]) -> dict[str, Any]:
+        """A v1.2 export envelope with every record redacted (it stays schema-valid)."""
+        redacted: dict[str, Any] = {"schema_version": envelope["schema_version"]}
+        redacted["session"] = self.value(envelope["session"], "session")
+        for key in ("segments", "actors", "turns"):
+            redacted[key] = [self.value(record, f"{key}[{index}]") for index, record in enumerate(envelope[key])]
+        redacted["steps"] = [self.value(step, f"step #{step['seq']} {step['id']}") for step in envelope["steps"]]
+        return redacted
+
+    def dataclass(self, value: T, where: str) -> T:
+        """A frozen dataclass with its string fields redacted."""
+        changes = {
+            f.name: self.text(getattr(value, f.name), f"{where} {f.name}")
+            for f in fields(value)  # type: ignore[arg-type]
+            if isinstance(getattr(value, f.name), str)
+        }
+        return replace(value, **changes)  # type: ignore[type-var]
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key

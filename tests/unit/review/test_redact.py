@@ -1,0 +1,58 @@
+"""The redactor: every secret masked, home shown as ~, and a list of what was masked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from postrun.review.redact import Redactor
+from tests.support.secret_samples import SAMPLES
+
+
+@pytest.mark.parametrize("kind", sorted(SAMPLES))
+def test_every_kind_is_masked(kind: str) -> None:
+    secret, text = SAMPLES[kind]
+    redactor = Redactor()
+    out = redactor.text(text, "step #3 x.payload.stdout")
+    assert secret not in out
+    assert f"[REDACTED:{kind}]" in out
+    ((masked),) = redactor.masked
+    assert (masked.kind, masked.where) == (kind, "step #3 x.payload.stdout")
+    assert f"[REDACTED:{kind}]" in masked.context and secret not in masked.context
+
+
+def test_home_is_shown_as_tilde_only_at_a_path_boundary() -> None:
+    redactor = Redactor(home="/home/dev")
+    assert redactor.text("/home/dev/p/x and /home/dev and /home/devon/x", "t") == "~/p/x and ~ and /home/devon/x"
+    assert redactor.masked == []
+    assert Redactor(home="/").text("/etc/x", "t") == "/etc/x"
+
+
+def test_envelope_keeps_its_shape_and_names_where() -> None:
+    token = SAMPLES["github_token"][0]
+    envelope = {
+        "schema_version": "1.2",
+        "session": {"id": "s", "workspace": {"root": "/home/dev/p"}},
+        "segments": [],
+        "actors": [],
+        "turns": [{"id": "turn:1", "step_ids": ["a"]}],
+        "steps": [{"id": "a", "seq": 0, "payload": {"command": "gh auth token", "stdout": token}, "flags": []}],
+    }
+    redactor = Redactor(home="/home/dev")
+    out = redactor.envelope(envelope)
+    assert out["session"]["workspace"]["root"] == "~/p"
+    assert out["steps"][0]["payload"]["stdout"] == "[REDACTED:github_token]"
+    assert out["turns"] == envelope["turns"]
+    assert [m.where for m in redactor.masked] == ["step #0 a.payload.stdout"]
+    assert envelope["steps"][0]["payload"]["stdout"] == token  # the input is left as it was
+
+
+def test_dataclass_fields() -> None:
+    @dataclass(frozen=True)
+    class Details:
+        title: str
+        count: int
+
+    out = Redactor().dataclass(Details(f"use {SAMPLES['openai_key'][0]}", 3), "session")
+    assert out == Details("use [REDACTED:openai_key]", 3)

@@ -1,0 +1,77 @@
+"""The shell splitter: commands as a shell would run them, with where their input comes from."""
+
+from __future__ import annotations
+
+from postrun.review.shell import split_commands
+
+
+def argvs(line: str) -> list[tuple[str, ...]]:
+    return [command.argv for command in split_commands(line)]
+
+
+def test_lists_pipes_and_chains_are_split() -> None:
+    assert argvs("cd x && make -j4 || echo 'failed: x'; ls | wc -l") == [
+        ("cd", "x"),
+        ("make", "-j4"),
+        ("echo", "failed: x"),
+        ("ls",),
+        ("wc", "-l"),
+    ]
+
+
+def test_quotes_are_removed_and_a_quoted_command_is_only_a_word() -> None:
+    assert argvs("echo \"rm -rf /\" 'a b' c\\ d") == [("echo", "rm -rf /", "a b", "c d")]
+
+
+def test_pipeline_stages_feed_the_later_ones() -> None:
+    commands = split_commands("curl -s u | tee log | sh")
+    assert commands[2].argv == ("sh",)
+    assert [c.argv for c in commands[2].upstream] == [("curl", "-s", "u"), ("tee", "log")]
+    assert commands[0].upstream == ()
+
+
+def test_substitutions_are_commands_of_their_own_and_known_to_their_host() -> None:
+    commands = split_commands('bash <(curl -fsSL u); sh -c "$(wget -qO- u)"; echo `date`')
+    hosts = {c.argv[0]: c for c in commands if c.substituted}
+    assert [c.argv for c in hosts["bash"].substituted] == [("curl", "-fsSL", "u")]
+    assert [c.argv for c in hosts["sh"].substituted] == [("wget", "-qO-", "u")]
+    assert [c.argv for c in hosts["echo"].substituted] == [("date",)]
+    assert ("curl", "-fsSL", "u") in [c.argv for c in commands]
+
+
+def test_input_redirects_and_here_strings_feed_the_command() -> None:
+    redirected = split_commands("bash < <(curl u)")
+    assert [c.argv for c in redirected[-1].upstream] == [("curl", "u")]
+    here_string = split_commands('python3 <<< "$(curl u)"')[0]
+    assert [c.argv for c in here_string.upstream] == [("curl", "u")]
+
+
+def test_here_document_text_is_kept() -> None:
+    (command,) = split_commands("psql db <<EOF\nDROP TABLE x;\nEOF")
+    assert command.argv == ("psql", "db")
+    assert "DROP TABLE x;" in command.stdin_text
+
+
+def test_inline_scripts_of_shells_and_eval_are_split_too() -> None:
+    assert ("rm", "-fr", "/") in argvs('bash -lc "cd x && rm -fr /"')
+    assert ("git", "push", "-f") in argvs("eval 'git push -f'")
+    assert ("rm", "-rf", "/") in argvs("""sh -c "bash -c 'rm -rf /'" """)
+
+
+def test_compound_statements_are_walked() -> None:
+    line = 'for f in *; do rm -rf "$f"; done; if true; then (cd a; sudo make); fi; x=$(env)'
+    found = argvs(line)
+    assert ("rm", "-rf", "$f") in found
+    assert ("sudo", "make") in found
+    assert ("env",) in found
+
+
+def test_broken_lines_still_give_their_commands() -> None:
+    assert argvs('rm -rf "unterminated') == [("rm", "-rf", "unterminated")]
+    assert ("cat", "x") in argvs("cat x |")
+    assert argvs("") == []
+
+
+def test_program_name_is_the_base_name() -> None:
+    (command,) = split_commands("/usr/bin/rm -rf x")
+    assert command.name == "rm"
