@@ -66,3 +66,15 @@ class NotFound(PostrunError):
 
 class AlreadyRunning(PostrunError):
     exit_code = ExitCode.ALREADY_RUNNING
+
+
+class NotRecorded(PostrunError):
+    """A session Postrun was told not to record: forgotten (a tombstone) or in an excluded workspace."""
+
+
+class Forgotten(NotRecorded):
+    pass
+
+
+class Excluded(NotRecorded):
+    pass

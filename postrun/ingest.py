@@ -13,10 +13,10 @@ import gc
 import socket
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import apsw
 
@@ -33,12 +33,27 @@ from postrun.agents.cline import (
     snapshot_from_settings,
 )
 from postrun.agents.cline.locate import MESSAGES_SUFFIX
-from postrun.errors import NotFound, NotParseableYet, PostrunError, SourceError, StoreError
+from postrun.errors import (
+    Excluded,
+    Forgotten,
+    NotFound,
+    NotParseableYet,
+    NotRecorded,
+    PostrunError,
+    SourceError,
+    StoreError,
+)
 from postrun.records import RawFile, StoredActor
+from postrun.review.apply import FlagMemo, flag_session
+from postrun.review.exclude import Exclusions
+from postrun.review.flags import RULES_VERSION
 from postrun.schema import SchemaError
 from postrun.store import vault
 from postrun.store.actors import stored_actor
 from postrun.store.db import Database, describe_sqlite_error
+from postrun.store.flags import set_rules_version, stored_rules_version
+from postrun.store.forget import is_forgotten, lift_tombstone
+from postrun.store.remap import session_ids, stored_mapped_session
 from postrun.store.write import StoredState, UpsertResult, stored_state, upsert_session
 
 _NOW_UTC: Callable[[], datetime] = functools.partial(datetime.now, UTC)
@@ -77,6 +92,7 @@ class IngestOutcome(UpsertResult):
 
     elapsed_ms: float
     unread: tuple[SourceError, ...] = ()
+    revived: bool = False  # it had been forgotten; ``ingest --force`` brought it back
 
 
 class _StoredHelpers(Mapping[str, StoredActor]):
@@ -127,6 +143,39 @@ class IngestReport:
     failures: list[IngestFailure] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # how targets were taken (see ``Listing.notes``)
+    not_recorded: list[NotRecorded] = field(default_factory=list)  # forgotten or excluded: not failures
+    reflagged: int = 0  # stored sessions re-flagged first, because the rules changed
+
+
+class Progress(Protocol):
+    def start(self, total: int, label: str = ...) -> None: ...
+
+    def advance(self) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+def refresh_flags(database: Database, *, now: datetime, captured_on: str, progress: Progress | None = None) -> int:
+    """Re-flag every stored session from its stored records when the rules changed since it was
+    flagged (the normal upsert: history keeps the earlier versions). Returns how many were
+    re-flagged; a session that cannot be re-flagged is left as it was."""
+    if stored_rules_version(database) == RULES_VERSION:
+        return 0
+    ids = session_ids(database)
+    if progress is not None and ids:
+        progress.start(len(ids), "re-flagging (the flag rules changed)")
+    try:
+        for session_id in ids:
+            with contextlib.suppress(SchemaError):
+                flagged = flag_session(stored_mapped_session(database, session_id))
+                upsert_session(database, flagged, now=now, captured_on=captured_on)
+            if progress is not None:
+                progress.advance()
+    finally:
+        if progress is not None:
+            progress.finish()
+    set_rules_version(database, RULES_VERSION)
+    return len(ids)
 
 
 class Ingester:
@@ -141,6 +190,8 @@ class Ingester:
         timer: Callable[[], float] = time.perf_counter,
         hostname: str | None = None,
         keep_raw: bool = True,
+        exclusions: Exclusions | None = None,
+        flag_memo: FlagMemo | None = None,
     ) -> None:
         self.database = database
         self.keep_raw = keep_raw
@@ -148,19 +199,31 @@ class Ingester:
         self.clock = clock
         self.timer = timer
         self.hostname = hostname or socket.gethostname()
+        self.exclusions = exclusions
+        self.flag_memo = flag_memo
 
     def ingest(
-        self, location: SessionLocation, cache: MappingCache | None = None
+        self, location: SessionLocation, cache: MappingCache | None = None, *, force: bool = False
     ) -> tuple[IngestOutcome, MappingCache]:
-        """Ingest one session. Raises PostrunError (NotParseableYet for a torn file);
-        on any error the stored session is left exactly as it was."""
+        """Ingest one session. Raises PostrunError (NotParseableYet for a torn file, Forgotten
+        for a tombstoned one unless ``force``, Excluded for an excluded workspace); on any error
+        the stored session is left exactly as it was."""
         with collector_paused():
-            return self._ingest(location, cache)
+            return self._ingest(location, cache, force)
 
-    def _ingest(self, location: SessionLocation, cache: MappingCache | None) -> tuple[IngestOutcome, MappingCache]:
+    def _ingest(
+        self, location: SessionLocation, cache: MappingCache | None, force: bool
+    ) -> tuple[IngestOutcome, MappingCache]:
         started = self.timer()
+        session_id = location.session_id
+        try:
+            forgotten = is_forgotten(self.database, session_id)
+        except apsw.Error as exc:
+            raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+        if forgotten and not force:
+            raise Forgotten(session_id, "forgotten (postrun forget); `postrun ingest --force` brings it back")
         files = read_session(location, max_bytes=self.max_bytes)
-        state = self._stored_state(location.session_id)
+        state = self._stored_state(session_id)
         raw = list(files.raw)
         if state is not None:
             approvals = state.approvals
@@ -168,7 +231,10 @@ class Ingester:
             approvals, settings_file = approval_source(location.data_dir, files.client_source, max_bytes=self.max_bytes)
             if settings_file is not None:
                 raw.append(settings_file)
-        return self._store(files, approvals, raw, cache, started)
+        outcome, cache = self._store(files, approvals, raw, cache, started)
+        if forgotten:
+            outcome = replace(outcome, revived=lift_tombstone(self.database, session_id))
+        return outcome, cache
 
     def reingest(self, session_id: str) -> IngestOutcome:
         """Map a session again from the newest raw copies the vault keeps (its files are not read),
@@ -238,6 +304,8 @@ class Ingester:
         session_id = files.location.session_id
         try:
             mapped, cache = map_session(files, approvals, cache, _StoredHelpers(self.database, session_id))
+            self._check_excluded(mapped.session["workspace"]["root"], mapped.id)
+            mapped = flag_session(mapped, self.flag_memo)
             mapped.validate()
         except SchemaError as exc:
             raise SourceError(where, f"maps to invalid records: {exc.problems[0]}") from None
@@ -264,15 +332,28 @@ class Ingester:
         values = {f.name: getattr(result, f.name) for f in fields(result)}
         return IngestOutcome(**values, elapsed_ms=elapsed_ms, unread=mapped.unread), cache
 
+    def _check_excluded(self, workspace_root: str, session_id: str) -> None:
+        pattern = self.exclusions.matching(workspace_root) if self.exclusions is not None else None
+        if pattern is not None:
+            raise Excluded(session_id, f"not recorded: workspace {workspace_root} matches exclude {pattern!r}")
+
 
 def ingest_targets(
-    targets: Sequence[str], *, db: Path, default_root: Path, max_bytes: int, keep_raw: bool = True
+    targets: Sequence[str],
+    *,
+    db: Path,
+    default_root: Path,
+    max_bytes: int,
+    keep_raw: bool = True,
+    exclusions: Exclusions | None = None,
+    force: bool = False,
+    progress: Progress | None = None,
 ) -> IngestReport:
     """``postrun ingest TARGET...``: every session the targets name, each on its own.
 
     A target that names no session and a session that cannot be stored are failures of
     their own; the others are stored. The store is opened (created) only when there is a
-    session to store.
+    session to store. ``force`` records forgotten sessions again.
     """
     listing = resolve_targets(targets, default_root)
     report = IngestReport(
@@ -283,10 +364,15 @@ def ingest_targets(
     if not listing.sessions:
         return report
     with Database.open(db) as database:
-        ingester = Ingester(database, max_bytes=max_bytes, keep_raw=keep_raw)
+        ingester = Ingester(database, max_bytes=max_bytes, keep_raw=keep_raw, exclusions=exclusions)
+        try:
+            reflagged = refresh_flags(database, now=_NOW_UTC(), captured_on=ingester.hostname, progress=progress)
+        except apsw.Error as exc:
+            raise StoreError(str(database.path), describe_sqlite_error(exc)) from None
+        report = replace(report, reflagged=reflagged)
         for position, location in enumerate(listing.sessions):
             try:
-                outcome, _ = ingester.ingest(location)
+                outcome, _ = ingester.ingest(location, force=force)
             except StoreError as exc:
                 # Locked, full or broken: every other session would fail the same way (each
                 # after the busy timeout), so stop here and say how many were not tried.
@@ -295,6 +381,8 @@ def ingest_targets(
                     exc = type(exc)(exc.where, f"{exc.reason}; {untried} more session(s) not tried")
                 report.failures.append(IngestFailure(location.session_id, exc))
                 break
+            except NotRecorded as exc:
+                report.not_recorded.append(exc)
             except PostrunError as exc:
                 report.failures.append(IngestFailure(location.session_id, exc))
             except Exception as exc:  # noqa: BLE001 - one bad session never stops the others

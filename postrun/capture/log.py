@@ -68,14 +68,15 @@ class ProgressBar:
         self._done = 0
         self._shown = False
         self._drawn_at = 0.0
+        self._default_label = label
 
     @property
     def active(self) -> bool:
         return self._total > 0
 
-    def start(self, total: int) -> None:
+    def start(self, total: int, label: str | None = None) -> None:
         with self.lock:
-            self._total, self._done = total, 0
+            self._total, self._done, self.label = total, 0, label or self._default_label
             self._draw(force=True)
 
     def advance(self, count: int = 1) -> None:

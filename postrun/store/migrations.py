@@ -177,4 +177,22 @@ INSERT INTO mirror_outbox (session_id, op, version, queued_at)
     SELECT id, 'upsert', 1, updated_at FROM sessions WHERE true ON CONFLICT DO NOTHING;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _VAULT, _REVIEW, _HELPER_METRICS, _VAULT_DICTIONARY, _MIRROR)
+# Flags: the flags of current steps (each step's record holds them too) for counts and
+# filters; store-wide facts (the flag rules' version); sessions forgotten on purpose.
+_FLAGS = """
+CREATE TABLE step_flags (
+    session_id TEXT NOT NULL REFERENCES sessions (id),
+    step_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    severity TEXT NOT NULL,          -- the highest of the step's flags of this kind
+    PRIMARY KEY (session_id, step_id, kind)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX step_flags_by_kind ON step_flags (kind, session_id, step_id);
+CREATE TABLE store_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
+CREATE TABLE tombstones (
+    session_id TEXT PRIMARY KEY,     -- only the id and when: nothing of the content
+    forgotten_at TEXT NOT NULL
+) STRICT;
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _VAULT, _REVIEW, _HELPER_METRICS, _VAULT_DICTIONARY, _MIRROR, _FLAGS)

@@ -21,6 +21,7 @@ from postrun.records import MappedSession, RawFile, SourceFile, StepRow, canonic
 from postrun.store import outbox, vault
 from postrun.store.actors import write_actor_metrics
 from postrun.store.db import Database
+from postrun.store.flags import remove_step_flags, write_step_flags
 from postrun.timestamps import normalize_timestamp, utc_iso
 
 IngestStatus = Literal["ingested", "updated", "unchanged"]
@@ -132,12 +133,16 @@ class _Writer:
                 )
                 execute("DELETE FROM step_search WHERE rowid = ?", (rowid,))
             execute("INSERT INTO step_search (rowid, body) VALUES (?, ?)", (rowid, search_body(record)))
+            if record["flags"] or previous is not None:
+                replace = previous is not None
+                write_step_flags(self.connection, self.session_id, row.id, record["flags"], replace=replace)
             self.rows += 1
         for step_id in stored:
             rowid = self._rowid(step_id)
             self._step_to_history(rowid, "removed")
             execute("DELETE FROM steps WHERE rowid = ?", (rowid,))
             execute("DELETE FROM step_search WHERE rowid = ?", (rowid,))
+            remove_step_flags(self.connection, self.session_id, step_id)
             self.rows += 1
 
     def _rowid(self, step_id: str) -> int:

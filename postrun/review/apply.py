@@ -1,0 +1,56 @@
+"""Flags put on a mapped session's steps, before the store computes anything from them.
+
+Every step the adapter mapped (the lead's and helpers' alike) gets the flags of
+``step_flags``; a step whose flags are unchanged keeps its row (and digest) as it was.
+A capture re-ingests a live session after each message, so the flags of the steps it
+already flagged are remembered per session (bounded) instead of recomputed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import replace
+
+from postrun.records import MappedSession, StepRow
+from postrun.review.flags import Flag, step_flags
+
+MEMO_SESSIONS = 8  # sessions whose step flags are remembered (the ones changing right now)
+
+
+class FlagMemo:
+    """Each recent session's flags by the digest of the step as the adapter mapped it."""
+
+    def __init__(self, limit: int = MEMO_SESSIONS) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._sessions: OrderedDict[str, dict[str, list[Flag]]] = OrderedDict()
+
+    def take(self, session_id: str) -> dict[str, list[Flag]]:
+        with self._lock:
+            return self._sessions.pop(session_id, {})
+
+    def keep(self, session_id: str, flags: dict[str, list[Flag]]) -> None:
+        if self.limit <= 0:
+            return
+        with self._lock:
+            self._sessions[session_id] = flags
+            while len(self._sessions) > self.limit:
+                self._sessions.popitem(last=False)
+
+
+def flag_session(mapped: MappedSession, memo: FlagMemo | None = None) -> MappedSession:
+    """``mapped`` with every step's ``flags`` set by the rules (raises SchemaError like StepRow.build)."""
+    root = str(mapped.session["workspace"]["root"])
+    known = memo.take(mapped.id) if memo is not None else {}
+    seen: dict[str, list[Flag]] = {}
+    rows: list[StepRow] = []
+    for row in mapped.steps:
+        flags = known.get(row.digest)
+        if flags is None:
+            flags = step_flags(row.record, root)
+        seen[row.digest] = flags
+        rows.append(row if flags == row.record["flags"] else StepRow.build({**row.record, "flags": flags}))
+    if memo is not None:
+        memo.keep(mapped.id, seen)
+    return replace(mapped, steps=rows)

@@ -1,0 +1,51 @@
+"""The store's side of flags: the step_flags index and the version of the rules.
+
+A step's flags live in its record (so its digest and history cover them); ``step_flags``
+repeats their kinds for counting and filtering without reading records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import apsw
+
+from postrun.store.db import Database
+
+_RULES_KEY = "flag_rules_version"
+_SEVERITY_ORDER = {"info": 0, "warn": 1, "danger": 2}
+
+
+def write_step_flags(
+    connection: apsw.Connection, session_id: str, step_id: str, flags: Sequence[Mapping[str, str]], *, replace: bool
+) -> None:
+    """Index one step's flags (``replace``: the step was stored before, drop its old ones)."""
+    if replace:
+        connection.execute("DELETE FROM step_flags WHERE session_id = ? AND step_id = ?", (session_id, step_id))
+    strongest: dict[str, str] = {}
+    for flag in flags:
+        kind, severity = flag["kind"], flag["severity"]
+        if _SEVERITY_ORDER[severity] >= _SEVERITY_ORDER[strongest.get(kind, "info")]:
+            strongest[kind] = severity
+    for kind, severity in strongest.items():
+        connection.execute(
+            "INSERT INTO step_flags (session_id, step_id, kind, severity) VALUES (?, ?, ?, ?)",
+            (session_id, step_id, kind, severity),
+        )
+
+
+def remove_step_flags(connection: apsw.Connection, session_id: str, step_id: str) -> None:
+    connection.execute("DELETE FROM step_flags WHERE session_id = ? AND step_id = ?", (session_id, step_id))
+
+
+def stored_rules_version(database: Database) -> str | None:
+    value = database.execute("SELECT value FROM store_meta WHERE key = ?", (_RULES_KEY,)).fetchone()
+    return None if value is None else str(value[0])
+
+
+def set_rules_version(database: Database, version: str) -> None:
+    with database.transaction() as connection:
+        connection.execute(
+            "INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT DO UPDATE SET value = excluded.value",
+            (_RULES_KEY, version),
+        )

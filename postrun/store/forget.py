@@ -1,0 +1,86 @@
+"""Forgetting sessions for good, and the tombstones that keep them forgotten.
+
+Forgetting removes a session's rows from every table (records, earlier versions, the
+search index, flags, capture state) with SQLite's ``secure_delete`` on, so freed pages
+are overwritten with zeros, then checkpoints the WAL with TRUNCATE, so no copy of the
+content is left in ``-wal`` either. A tombstone keeps the id and the time only: capture
+and ``ingest`` skip a tombstoned session unless ``ingest --force`` brings it back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import apsw
+
+from postrun.store.db import Database
+
+# The tables holding a session's content, children first; `step_search` is keyed by step rowid.
+_SESSION_TABLES = ("step_flags", "history", "turns", "segments", "actors", "steps", "sessions")
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetPlan:
+    """What forgetting a session removes (for the dry run)."""
+
+    session_id: str
+    steps: int
+    earlier_versions: int
+
+
+def forget_plan(database: Database, session_id: str) -> ForgetPlan:
+    steps = int(database.execute("SELECT count(*) FROM steps WHERE session_id = ?", (session_id,)).get)
+    versions = int(database.execute("SELECT count(*) FROM history WHERE session_id = ?", (session_id,)).get)
+    return ForgetPlan(session_id, steps, versions)
+
+
+def forget_sessions(database: Database, session_ids: Sequence[str], *, now: str) -> None:
+    """Remove every row of the sessions and tombstone them, in one transaction, then scrub.
+
+    The caller resolved the ids; the capture state of a session is its rows here (the
+    session book is rebuilt from them at the next start).
+    """
+    connection = database.connection
+    connection.execute("pragma secure_delete = on")
+    try:
+        with database.transaction():
+            for session_id in session_ids:
+                _delete_session(connection, session_id)
+                connection.execute(
+                    "INSERT INTO tombstones (session_id, forgotten_at) VALUES (?, ?)"
+                    " ON CONFLICT DO UPDATE SET forgotten_at = excluded.forgotten_at",
+                    (session_id, now),
+                )
+        # FTS5 keeps deleted entries in its segments until they are merged away.
+        with database.transaction():
+            connection.execute("INSERT INTO step_search (step_search) VALUES ('optimize')")
+        connection.execute("pragma wal_checkpoint(TRUNCATE)")
+    finally:
+        connection.execute("pragma secure_delete = off")
+
+
+def _delete_session(connection: apsw.Connection, session_id: str) -> None:
+    connection.execute(
+        "DELETE FROM step_search WHERE rowid IN (SELECT rowid FROM steps WHERE session_id = ?)", (session_id,)
+    )
+    for table in _SESSION_TABLES:
+        column = "id" if table == "sessions" else "session_id"
+        connection.execute(f"DELETE FROM {table} WHERE {column} = ?", (session_id,))
+
+
+def is_forgotten(database: Database, session_id: str) -> bool:
+    return database.execute("SELECT 1 FROM tombstones WHERE session_id = ?", (session_id,)).fetchone() is not None
+
+
+def tombstone_ids(database: Database) -> list[str]:
+    return [str(session_id) for (session_id,) in database.execute("SELECT session_id FROM tombstones ORDER BY 1")]
+
+
+def lift_tombstone(database: Database, session_id: str) -> bool:
+    """Remove the session's tombstone; True when there was one."""
+    with database.transaction() as connection:
+        removed = connection.execute(
+            "DELETE FROM tombstones WHERE session_id = ? RETURNING 1", (session_id,)
+        ).fetchone()
+    return removed is not None
