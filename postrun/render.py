@@ -82,6 +82,11 @@ def outcome_label(step: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def flag_lines(step: Mapping[str, Any]) -> list[str]:
+    """One line per flag: ``danger dangerous_command: <reason>``."""
+    return [f"{flag['severity']} {flag['kind']}: {one_line(flag['reason'])}" for flag in step["flags"]]
+
+
 def _count_phrase(steps: Sequence[Mapping[str, Any]]) -> str:
     by_type = Counter(step["type"] for step in steps)
     failed = sum(1 for step in steps if step["outcome"] == "failed")
@@ -165,7 +170,7 @@ def _helper_heading(helper: Mapping[str, Any], steps: Sequence[Mapping[str, Any]
     return f"{printable(helper['type'])} {printable(helper['id'])}{named}"
 
 
-def _steps_by_turn(envelope: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
+def steps_by_turn_of(envelope: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
     """Each turn's steps, in seq order (the envelope lists steps in seq order)."""
     by_turn: dict[str, list[Mapping[str, Any]]] = {}
     for step in envelope["steps"]:
@@ -185,7 +190,7 @@ def timeline(
 ) -> list[str]:
     """The ``postrun show`` view: a header, then every turn with one line per step."""
     lines = session_header(envelope, details, details.title)
-    steps_by_turn = _steps_by_turn(envelope)
+    steps_by_turn = steps_by_turn_of(envelope)
     actors = {actor["id"]: actor for actor in envelope["actors"]}
     segments = {segment["index"]: segment for segment in envelope["segments"]}
     current_segment = 0
@@ -216,6 +221,7 @@ def timeline(
                 error = error_line(step)
                 if error:
                     lines.append(f"{indent}{'':<14}error: {error}")
+                lines += [f"{indent}{'':<14}! {line}" for line in flag_lines(step)]
     if history is not None:
         entries = list(history)
         lines += ["", f"history   {plural(len(entries), 'earlier version')}"]
@@ -266,7 +272,9 @@ def _fence(text: str, info: str = "") -> list[str]:
 
 
 def _markdown_step(step: Mapping[str, Any]) -> list[str]:
-    lines = _markdown_step_body(step)
+    lines = [f"> **⚑ {line}**" for line in flag_lines(step)]
+    lines += [""] if lines else []
+    lines += _markdown_step_body(step)
     if step["type"] in ("command", "edit", "read") and "error" in step:
         lines += ["", f"Error: {one_line(step['error']['message'], 300)}"]
     return lines
@@ -313,7 +321,7 @@ def markdown(envelope: Mapping[str, Any], details: SessionDetails) -> str:
     title = details.title
     lines = [f"# {one_line(title, _ONE_LINE_CHARS) or envelope['session']['id']}", ""]
     lines += [f"    {line}" for line in session_header(envelope, details, "")]
-    steps_by_turn = _steps_by_turn(envelope)
+    steps_by_turn = steps_by_turn_of(envelope)
     actors = {actor["id"]: actor for actor in envelope["actors"]}
     for turn in envelope["turns"]:
         heading = "Before the first prompt" if turn["index"] == 0 else f"Turn {turn['index']}"

@@ -76,6 +76,13 @@ def _upper(value: object) -> object:
     return value.upper() if isinstance(value, str) else value
 
 
+def _glob_list(value: object) -> object:
+    """A TOML list, or a variable's path list (``:``-separated, like PATH)."""
+    if isinstance(value, str):
+        return tuple(part for part in value.split(os.pathsep) if part)
+    return tuple(value) if isinstance(value, list) else value
+
+
 AbsolutePath = Annotated[Path, BeforeValidator(_complete_path), AfterValidator(_require_absolute)]
 PositiveNumber = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 MirrorUrl = Annotated[str, AfterValidator(check_mirror_url)]
@@ -104,6 +111,8 @@ class Settings(BaseSettings):
     max_file_mb: Annotated[int, Field(gt=0)] = 512
     keep_raw: bool = True  # False: no raw copies of the agent's files (records only)
     mirror_url: MirrorUrl | None = None  # the team mirror (PostgreSQL); None: no mirror
+    # Workspace roots (globs) whose sessions are never recorded.
+    exclude: Annotated[tuple[str, ...], BeforeValidator(_glob_list)] = ()
 
     @property
     def max_bytes(self) -> int:
@@ -336,6 +345,8 @@ def _display(key: str, value: object) -> str:
         return "(not set)"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(f'"{item}"' for item in value) + "]"
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return os.fspath(value) if isinstance(value, Path) else str(value)

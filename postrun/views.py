@@ -8,20 +8,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import orjson
 
-from postrun import render
+from postrun import render, render_html
 from postrun.capture.lock import CaptureInfo, read_capture_info
-from postrun.errors import PostrunError
+from postrun.errors import PostrunError, UsageError
+from postrun.review.flags import FLAG_KINDS
+from postrun.review.redact import Masked, Redactor
 from postrun.schema import SchemaError, validate_envelope
 from postrun.store import vault
 from postrun.store.db import Database, StoreMissing
 from postrun.store.query import (
     SearchHit,
+    SessionDetails,
     SessionSummary,
     StoreCounts,
     counts,
@@ -45,8 +48,17 @@ class CaptureStatus:
     stored: StoreCounts | None  # None: no store yet
 
 
-ExportFormat = Literal["json", "jsonl", "markdown"]
-EXPORT_FORMATS: tuple[ExportFormat, ...] = ("json", "jsonl", "markdown")
+ExportFormat = Literal["json", "jsonl", "markdown", "html"]
+EXPORT_FORMATS: tuple[ExportFormat, ...] = ("json", "jsonl", "markdown", "html")
+# Formats for reading and sharing are redacted unless asked not to; json/jsonl are the archive.
+REDACTED_BY_DEFAULT: frozenset[ExportFormat] = frozenset({"markdown", "html"})
+
+
+@dataclass(frozen=True, slots=True)
+class Export:
+    content: bytes
+    masked: list[Masked]  # what the redactor replaced (empty when not redacted)
+    redacted: bool
 
 
 @contextmanager
@@ -73,15 +85,20 @@ def kept_raw_versions(db: Path, session_ids: Iterable[str]) -> dict[str, list[di
 
 
 def reviewed_sessions(
-    db: Path, *, agent: str | None = None, limit: int | None = None, verdict: str | None = None
+    db: Path,
+    *,
+    agent: str | None = None,
+    limit: int | None = None,
+    verdict: str | None = None,
+    flagged: bool = False,
 ) -> list[tuple[SessionSummary, Verdict | None]]:
     """Stored sessions (newest first) with their current review verdict; ``verdict`` keeps only
-    the sessions with that verdict (``unreviewed``: none yet)."""
+    the sessions with that verdict (``unreviewed``: none yet), ``flagged`` those with a flagged step."""
     check_verdict_filter(verdict)
     with _reading(db) as database:
         if database is None:
             return []
-        summaries = list_sessions(database, agent=agent, limit=None if verdict else limit)
+        summaries = list_sessions(database, agent=agent, limit=None if verdict else limit, flagged=flagged)
         verdicts = current_verdicts(database, [summary.id for summary in summaries])
     pairs = [(summary, verdicts.get(summary.id)) for summary in summaries]
     if verdict is not None:
@@ -89,8 +106,11 @@ def reviewed_sessions(
     return pairs[:limit] if limit is not None else pairs
 
 
-def show_session(db: Path, reference: str, *, with_history: bool = False) -> str:
-    """The ``postrun show`` timeline of the session ``reference`` names (an id or unique prefix)."""
+def show_session(
+    db: Path, reference: str, *, with_history: bool = False, redact: bool = False, home: Path | None = None
+) -> str:
+    """The ``postrun show`` timeline of the session ``reference`` names (an id or unique prefix);
+    ``redact``: secrets masked and ``home`` shown as ``~``, as in a shared export."""
     with _reading(db) as database:
         if database is None:
             raise no_session(reference, db)
@@ -99,18 +119,28 @@ def show_session(db: Path, reference: str, *, with_history: bool = False) -> str
         details = session_details(database, session_id)
         entries = history(database, session_id) if with_history else None
         kept = vault.kept_versions(database, session_id) if with_history else None
-    lines = render.timeline(envelope, details, entries) + (render.raw_versions(kept) if kept is not None else [])
-    return "\n".join(lines) + "\n"
+    raw = render.raw_versions(kept) if kept is not None else []
+    if redact:
+        redactor = Redactor(home=str(home) if home else None)
+        envelope = redactor.envelope(envelope)
+        details = redactor.dataclass(details, "session")
+        if entries is not None:
+            entries = [replace(e, record=redactor.value(e.record, f"history {e.record_id}")) for e in entries]
+        raw = [redactor.text(line, "raw copies") for line in raw]
+    return "\n".join(render.timeline(envelope, details, entries) + raw) + "\n"
 
 
-def export_session(db: Path, reference: str, export_format: ExportFormat) -> bytes:
-    """The session ``reference`` names as the v1.2 envelope (json), JSON lines or Markdown."""
+def export_session(
+    db: Path, reference: str, export_format: ExportFormat, *, redact: bool | None = None, home: Path | None = None
+) -> Export:
+    """The session ``reference`` names as the v1.2 envelope (json), JSON lines, Markdown or one
+    HTML file; ``redact`` (default: on for markdown and html) masks secrets and shows ``home`` as ``~``."""
     with _reading(db) as database:
         if database is None:
             raise no_session(reference, db)
         session_id = resolve_session_id(database, reference)
         envelope = load_envelope(database, session_id)
-        details = session_details(database, session_id) if export_format == "markdown" else None
+        details = session_details(database, session_id)
     try:
         validate_envelope(envelope)
     except SchemaError as exc:
@@ -118,6 +148,15 @@ def export_session(db: Path, reference: str, export_format: ExportFormat) -> byt
         raise PostrunError(
             f"session {session_id}", f"stored records break the v1.2 schema: {exc.problems[0]}"
         ) from None
+    redacted = export_format in REDACTED_BY_DEFAULT if redact is None else redact
+    redactor = Redactor(home=str(home) if home else None)
+    if redacted:
+        envelope = redactor.envelope(envelope)
+        details = redactor.dataclass(details, "session")
+    return Export(_encode(envelope, details, export_format), redactor.masked, redacted)
+
+
+def _encode(envelope: dict[str, Any], details: SessionDetails, export_format: ExportFormat) -> bytes:
     if export_format == "json":
         return orjson.dumps(envelope, option=orjson.OPT_INDENT_2) + b"\n"
     if export_format == "jsonl":
@@ -125,7 +164,8 @@ def export_session(db: Path, reference: str, export_format: ExportFormat) -> byt
         for kind, key in (("segment", "segments"), ("actor", "actors"), ("turn", "turns"), ("step", "steps")):
             lines += [orjson.dumps({"record": kind, "data": record}) for record in envelope[key]]
         return b"\n".join(lines) + b"\n"
-    assert details is not None
+    if export_format == "html":
+        return render_html.document(envelope, details).encode()
     return render.markdown(envelope, details).encode()
 
 
@@ -136,12 +176,16 @@ def search_steps(
     step_type: str | None = None,
     failed: bool = False,
     since: str | None = None,
+    flag: str | None = None,
     limit: int = 50,
     window: int | None = None,
 ) -> list[SearchHit]:
     """``postrun search``: steps matching every word of ``text`` (``window``: ranked among the
-    newest that many matches only); the arguments are checked (UsageError) before the store is opened."""
-    query = search_query(text, step_type=step_type, failed=failed, since=since)
+    newest that many matches only; ``flag``: only steps with that flag kind, or ``any``); the
+    arguments are checked (UsageError) before the store is opened."""
+    if flag is not None and flag != "any" and flag not in FLAG_KINDS:
+        raise UsageError("--flag", f"unknown flag kind {flag!r} (known: {', '.join(FLAG_KINDS)}, any)")
+    query = search_query(text, step_type=step_type, failed=failed, since=since, flag=flag)
     with _reading(db) as database:
         return [] if database is None else search(database, query, limit=limit, window=window)
 

@@ -30,9 +30,11 @@ from postrun.capture.book import SessionBook, plan_catch_up
 from postrun.capture.clock import Clock
 from postrun.capture.freshness import fingerprint_key
 from postrun.capture.scheduler import Due, Reason
-from postrun.errors import NotParseableYet, PostrunError, SourceError, StoreError
-from postrun.ingest import Ingester
+from postrun.errors import NotParseableYet, NotRecorded, PostrunError, SourceError, StoreError
+from postrun.ingest import Ingester, Progress, refresh_flags
 from postrun.records import SourceFile
+from postrun.review.apply import FlagMemo
+from postrun.review.exclude import Exclusions
 from postrun.store.db import Database
 
 CACHE_LIMIT = 8  # mapping caches kept for the most recently changed sessions
@@ -148,13 +150,15 @@ class IngestJob:
         logger: logging.Logger,
         on_ingested: Callable[[], None] = lambda: None,
         wall: Callable[[], float] = time.time,
+        exclusions: Exclusions | None = None,
     ) -> None:
         self.root = root
         self.db_path = db_path
         self.database: Database | None = database
         self.max_bytes = max_bytes
         self.keep_raw = keep_raw
-        self.ingester = Ingester(database, max_bytes=max_bytes, keep_raw=keep_raw)
+        self.exclusions = exclusions
+        self.ingester = self._ingester(database)
         self.book = book
         self.caches = caches
         self.logger = logger
@@ -183,6 +187,11 @@ class IngestJob:
         started = time.thread_time()
         try:
             outcome, cache = self.ingester.ingest(location, self.caches.get(session_id))
+        except NotRecorded as exc:
+            self.book.read(session_id, key)  # looked at again only when its files change
+            if self.host.report_once(session_id, ("not recorded", type(exc).__name__)):
+                self.logger.info(f"cline {session_id}: {exc.reason}")
+            return JobResult("skipped", time.thread_time() - started)
         except NotParseableYet as exc:
             cost = time.thread_time() - started
             self.book.read(session_id, key)
@@ -270,7 +279,7 @@ class IngestJob:
                 self.host.retry_later(due.session_id, due.reason, delay)
             return False
         self.database = database
-        self.ingester = Ingester(database, max_bytes=self.max_bytes, keep_raw=self.keep_raw)
+        self.ingester = self._ingester(database)
         self.caches.clear()
         self.book.forget_reads()
         plan = plan_catch_up(self.root, database, wall_now=self.wall())
@@ -278,6 +287,24 @@ class IngestJob:
         self.host.catch_up(plan.changed)
         self.logger.info(f"cline: catching up {len(plan.changed)} sessions into the new store")
         return True
+
+    def _ingester(self, database: Database) -> Ingester:
+        return Ingester(
+            database,
+            max_bytes=self.max_bytes,
+            keep_raw=self.keep_raw,
+            exclusions=self.exclusions,
+            flag_memo=FlagMemo(CACHE_LIMIT),
+        )
+
+    def refresh_flags(self, progress: Progress | None) -> None:
+        """Re-flag the stored sessions when the flag rules changed since they were flagged."""
+        assert self.database is not None
+        count = refresh_flags(
+            self.database, now=self.ingester.clock(), captured_on=self.ingester.hostname, progress=progress
+        )
+        if count:
+            self.logger.info(f"capture: re-flagged {count} stored sessions (the flag rules changed)")
 
     def close(self) -> None:
         if self.database is not None:

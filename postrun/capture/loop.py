@@ -27,6 +27,7 @@ from postrun.capture.signals import Signals
 from postrun.capture.watcher import MAX_FOLDER_WATCHES, SessionWatcher
 from postrun.errors import AlreadyRunning, NotFound, PostrunError
 from postrun.mirror import start_mirror
+from postrun.review.exclude import Exclusions
 from postrun.settings import LoadedSettings, paths_for
 from postrun.store.db import Database
 from postrun.text import plural
@@ -94,6 +95,7 @@ class Capture:
             caches=self.caches,
             logger=self.logger,
             on_ingested=self._ingested,
+            exclusions=Exclusions.of(settings.exclude, str(self.context.paths.home)),
         )
         if settings.use_events:
             self.watcher = SessionWatcher(self.root, self._hint, logger=self.logger)
@@ -120,6 +122,8 @@ class Capture:
         if not plan.root_found:
             self.logger.warning(f"cline: {self.root} does not exist yet; capture waits for it to appear")
         self.logger.info(watching_line(self.root, len(plan.present), len(plan.changed)))
+        if self.first:
+            self.job.refresh_flags(self.context.progress)
         self.logger.debug(
             f"capture: debounce {settings.debounce_seconds:g} s, poll {settings.poll_seconds:g} s,"
             f" events {'on' if settings.use_events else 'off'}, full sweep every {settings.full_sweep_minutes:g} min,"

@@ -11,6 +11,7 @@ from postrun.capture.context import CaptureContext, capture_lock, watching_line
 from postrun.capture.job import IngestJob, MappingCaches, Outcome
 from postrun.capture.scheduler import Due, Reason
 from postrun.capture.signals import Signals
+from postrun.review.exclude import Exclusions
 from postrun.store.db import Database
 
 
@@ -67,6 +68,7 @@ def run_once(context: CaptureContext, signals: Signals | None = None) -> OnceSum
             book=SessionBook(),
             caches=MappingCaches(context.clock, limit=0),
             logger=logger,
+            exclusions=Exclusions.of(settings.exclude, str(context.paths.home)),
         )
         progress = context.progress
         try:
@@ -78,6 +80,7 @@ def run_once(context: CaptureContext, signals: Signals | None = None) -> OnceSum
                 if entry.warn:
                     logger.warning(skipped_line(entry))
             logger.info(watching_line(settings.cline_dir, len(plan.present), len(plan.changed)))
+            job.refresh_flags(progress)
             job.book.load(plan)
             summary = OnceSummary(present=len(plan.present), unchanged=len(plan.unchanged))
             if progress is not None and plan.changed:

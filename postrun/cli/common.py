@@ -14,6 +14,7 @@ from typing import Any, ParamSpec, TypeVar
 import typer
 
 from postrun.agents import KNOWN_AGENTS
+from postrun.capture.log import ProgressBar
 from postrun.errors import PostrunError, UsageError
 from postrun.exitcodes import ExitCode
 from postrun.paths import Paths
@@ -83,6 +84,24 @@ def load(**overrides: Any) -> tuple[LoadedSettings, Paths]:
     for warning in loaded.warnings:
         say(f"warning: {warning}")
     return loaded, paths_for(loaded, os.environ)
+
+
+class _LineProgress:
+    """Where no terminal shows a bar: one line when a long pass starts."""
+
+    def start(self, total: int, label: str = "working") -> None:
+        say(f"{label}: {total} sessions")
+
+    def advance(self) -> None:
+        return None
+
+    def finish(self) -> None:
+        return None
+
+
+def progress() -> ProgressBar | _LineProgress:
+    """A progress bar on stderr when it is a terminal, else a line at the start."""
+    return ProgressBar(sys.stderr) if sys.stderr.isatty() else _LineProgress()
 
 
 def check_agent(agent: str | None) -> None:

@@ -10,7 +10,7 @@ import orjson
 import typer
 
 from postrun.cli.app import app
-from postrun.cli.common import check_agent, command, load, say
+from postrun.cli.common import check_agent, command, load, progress, say
 from postrun.errors import UsageError
 from postrun.store.verdicts import VERDICT_LABELS
 from postrun.text import one_line, plural, printable
@@ -24,13 +24,16 @@ def ingest(
         typer.Argument(metavar="TARGET", help="Session ids, session folders, messages files or sessions folders."),
     ],
     agent: Annotated[str, typer.Option("--agent", help="The agent whose files these are.")] = "cline",
+    force: Annotated[bool, typer.Option("--force", help="Record sessions again that `postrun forget` forgot.")] = False,
 ) -> None:
     """Ingest sessions by hand.
 
     A bare id is looked up in ~/.cline/data/sessions; an existing path wins over an id.
     Prints one line per session stored; exits 1 when any target or session failed.
+    Forgotten sessions and excluded workspaces are not recorded (a warning each).
     """
     from postrun.ingest import ingest_targets
+    from postrun.review.exclude import Exclusions
 
     check_agent(agent)
     loaded, paths = load()
@@ -40,13 +43,22 @@ def ingest(
         default_root=paths.cline_default_sessions,
         max_bytes=loaded.settings.max_bytes,
         keep_raw=loaded.settings.keep_raw,
+        exclusions=Exclusions.of(loaded.settings.exclude, str(paths.home)),
+        force=force,
+        progress=progress(),
     )
     for note in report.notes:
         say(f"note: {note}")
     for skipped in report.skipped:
         if skipped.warn:
             say(f"warning: {printable(str(skipped.path))}: skipped ({skipped.reason})")
+    if report.reflagged:
+        say(f"re-flagged {plural(report.reflagged, 'stored session')} under the current flag rules")
+    for not_recorded in report.not_recorded:
+        say(f"warning: {not_recorded}")
     for outcome in report.outcomes:
+        if outcome.revived:
+            say(f"note: {outcome.session_id} had been forgotten; --force recorded it again")
         # A fixed format that scripts parse: counts are never singularized.
         typer.echo(
             f"{outcome.status} {agent} session {outcome.session_id}: {outcome.steps} steps,"
@@ -58,7 +70,7 @@ def ingest(
         say(f"error: {failure.error}")
     if report.failures:
         raise typer.Exit(max(int(failure.error.exit_code) for failure in report.failures))
-    if not report.outcomes:
+    if not report.outcomes and not report.not_recorded:
         say(f"warning: {' '.join(printable(target) for target in targets)}: no sessions found")
 
 
@@ -72,13 +84,15 @@ def sessions(
         str | None,
         typer.Option("--verdict", metavar="VERDICT", help="Only looks_good, needs_follow_up or unreviewed sessions."),
     ] = None,
+    flagged: Annotated[bool, typer.Option("--flagged", help="Only sessions with a flagged step.")] = False,
 ) -> None:
-    """List stored sessions, newest first: start (UTC), agent, id, open or ended, steps, failed, title, verdict."""
+    """List stored sessions, newest first: start (UTC), agent, id, open or ended, steps, failed, flagged, title,
+    verdict."""
     from postrun.views import kept_raw_versions, reviewed_sessions
 
     check_agent(agent)
     _, paths = load()
-    reviewed = reviewed_sessions(paths.db, agent=agent, limit=limit, verdict=verdict)
+    reviewed = reviewed_sessions(paths.db, agent=agent, limit=limit, verdict=verdict, flagged=flagged)
     summaries = [summary for summary, _ in reviewed]
     verdicts = {summary.id: found for summary, found in reviewed if found is not None}
     if as_json:
@@ -99,9 +113,10 @@ def sessions(
         started = s.started_utc[:19].replace("T", " ")
         state = "open" if s.open else "ended"
         failed = f"{s.failed_steps} failed" if s.failed_steps else ""
+        flags = f"{s.flagged_steps} flagged" if s.flagged_steps else ""
         typer.echo(
             f"{started}Z  {s.agent}  {s.id:<{id_width}}  {state:<5}  {plural(s.steps, 'step'):>11}  {failed:<10}"
-            f"  {one_line(s.title, 80)}".rstrip()
+            f"  {flags:<11}  {one_line(s.title, 80)}".rstrip()
             + (f"  [{VERDICT_LABELS[verdicts[s.id].state]}]" if s.id in verdicts else "")
         )
 
@@ -113,12 +128,15 @@ def show(
     with_history: Annotated[
         bool, typer.Option("--history", help="Also list earlier versions of records that changed or vanished.")
     ] = False,
+    redact: Annotated[
+        bool, typer.Option("--redact", help="Mask secrets and show the home folder as ~ (as shared exports do).")
+    ] = False,
 ) -> None:
-    """A readable timeline of one session, by turn."""
+    """A readable timeline of one session, by turn; flagged steps are marked with their reasons (!)."""
     from postrun.views import show_session
 
     _, paths = load()
-    typer.echo(show_session(paths.db, session, with_history=with_history), nl=False)
+    typer.echo(show_session(paths.db, session, with_history=with_history, redact=redact, home=paths.home), nl=False)
 
 
 @app.command()
@@ -126,37 +144,65 @@ def show(
 def export(
     session: Annotated[str, typer.Argument(metavar="ID", help="Session id (a unique prefix is enough).")],
     export_format: Annotated[
-        str, typer.Option("--format", "-f", metavar="FORMAT", help="json (the v1.2 envelope), jsonl or markdown.")
+        str,
+        typer.Option(
+            "--format", "-f", metavar="FORMAT", help="json (the v1.2 envelope), jsonl, markdown or html (one file)."
+        ),
     ] = "json",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
+    redact: Annotated[
+        bool | None,
+        typer.Option(
+            "--redact/--no-redact",
+            help="Mask secrets as [REDACTED:<kind>] and show the home folder as ~"
+            " (default: on for markdown and html, off for json and jsonl).",
+        ),
+    ] = None,
 ) -> None:
-    """Export one session."""
+    """Export one session. A redacted export lists on stderr what it masked, to check before sharing."""
     from postrun.paths import write_private_file
     from postrun.views import EXPORT_FORMATS, export_session
 
     if export_format not in EXPORT_FORMATS:
         raise UsageError("--format", f"unknown format {export_format!r} (known: {', '.join(EXPORT_FORMATS)})")
     _, paths = load()
-    content = export_session(paths.db, session, export_format)
+    exported = export_session(paths.db, session, export_format, redact=redact, home=paths.home)
     if output is None:
-        sys.stdout.buffer.write(content)
+        sys.stdout.buffer.write(exported.content)
         sys.stdout.flush()
     else:
-        write_private_file(output, content)
+        write_private_file(output, exported.content)
+    if exported.redacted:
+        for masked in exported.masked:
+            say(f"masked {masked.kind} in {printable(masked.where)}: {masked.context}")
+        say(f"redacted: {plural(len(exported.masked), 'secret')} masked, home folder shown as ~")
 
 
 @app.command()
 @command
 def search(
     query: Annotated[
-        str, typer.Argument(metavar="QUERY", help="Words that must all appear (command, output, text, path, tool).")
-    ],
+        str,
+        typer.Argument(
+            metavar="[QUERY]",
+            help="Words that must all appear (command, output, text, path, tool); optional with --flag.",
+        ),
+    ] = "",
     step_type: Annotated[
         str | None, typer.Option("--type", metavar="TYPE", help="command, edit, read, message or other.")
     ] = None,
     failed: Annotated[bool, typer.Option("--failed", help="Only failed steps.")] = False,
     since: Annotated[
         str | None, typer.Option("--since", metavar="DATE", help="Only steps at or after this date (2026-11-29).")
+    ] = None,
+    flag: Annotated[
+        str | None,
+        typer.Option(
+            "--flag",
+            metavar="KIND",
+            help="Only steps with this flag (dangerous_command, secret_in_output, outside_workspace,"
+            " sensitive_read, rejected, failed, or any); without QUERY, every such step with its reasons.",
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many hits.")] = 50,
@@ -165,7 +211,7 @@ def search(
     from postrun.views import search_steps
 
     _, paths = load()
-    hits = search_steps(paths.db, query, step_type=step_type, failed=failed, since=since, limit=limit)
+    hits = search_steps(paths.db, query, step_type=step_type, failed=failed, since=since, flag=flag, limit=limit)
     if as_json:
         typer.echo(orjson.dumps([hit.as_json() for hit in hits], option=orjson.OPT_INDENT_2).decode())
         return

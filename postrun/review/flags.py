@@ -24,6 +24,7 @@ _FLAG_RULES = "1"
 RULES_VERSION = f"flags-{_FLAG_RULES}+secrets-{secrets.RULES_VERSION}+detect-secrets-{secrets.DETECT_SECRETS_VERSION}"
 
 Severity = Literal["info", "warn", "danger"]
+FLAG_KINDS = ("dangerous_command", "secret_in_output", "outside_workspace", "sensitive_read", "rejected", "failed")
 Flag = dict[str, str]
 _QUOTED_CHARS = 120
 
@@ -385,9 +386,9 @@ def step_flags(step: Mapping[str, Any], workspace_root: str) -> list[Flag]:
             )
     found += _secret_flags(step)
     if step["decision"] == "rejected":
-        found.append(_flag("rejected", "warn", "rejected: the user declined this step"))
+        found.append(_flag("rejected", "warn", "rejected by the user"))
     if step["outcome"] == "failed":
-        found.append(_flag("failed", "info", f"failed: {_failure(step)}"))
+        found.append(_flag("failed", "info", _failure(step)))
     return _unique(found)
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import apsw
 
-from postrun.store.db import Database
+from postrun.store.db import Database, StoreMissing
+from postrun.store.query import no_session, resolve_session_id
 
 # The tables holding a session's content, children first; `step_search` is keyed by step rowid.
 _SESSION_TABLES = ("step_flags", "history", "turns", "segments", "actors", "steps", "sessions")
@@ -27,6 +29,21 @@ class ForgetPlan:
     session_id: str
     steps: int
     earlier_versions: int
+
+
+def forget(db: Path, references: Sequence[str], *, apply: bool, now: str) -> list[ForgetPlan]:
+    """``postrun forget``: what forgetting the sessions ``references`` name removes, and (``apply``)
+    forget them. Every reference is resolved before anything is removed."""
+    try:
+        database = Database.open(db, create=False)
+    except StoreMissing:
+        raise no_session(references[0], db) from None
+    with database:
+        session_ids = list(dict.fromkeys(resolve_session_id(database, reference) for reference in references))
+        plans = [forget_plan(database, session_id) for session_id in session_ids]
+        if apply:
+            forget_sessions(database, session_ids, now=now)
+    return plans
 
 
 def forget_plan(database: Database, session_id: str) -> ForgetPlan:

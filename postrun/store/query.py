@@ -41,6 +41,7 @@ class SessionSummary:
     ended_at: str | None
     steps: int
     failed_steps: int
+    flagged_steps: int
     title: str
     model: str | None
     provider: str | None
@@ -63,6 +64,7 @@ class SessionSummary:
             "open": self.open,
             "steps": self.steps,
             "failed_steps": self.failed_steps,
+            "flagged_steps": self.flagged_steps,
             "title": self.title,
             "model": self.model,
             "provider": self.provider,
@@ -78,23 +80,27 @@ class SessionSummary:
         return data
 
 
-def list_sessions(database: Database, *, agent: str | None = None, limit: int | None = None) -> list[SessionSummary]:
-    """Sessions newest first (by start time)."""
+def list_sessions(
+    database: Database, *, agent: str | None = None, limit: int | None = None, flagged: bool = False
+) -> list[SessionSummary]:
+    """Sessions newest first (by start time); ``flagged``: only those with a flagged step."""
     sql = f"""
         SELECT s.id, s.agent, s.record, s.started_at, s.model, s.provider, s.cline_status, s.git_branch,
                s.captured_on, s.ingested_at, s.updated_at,
                (SELECT count(*) FROM steps st WHERE st.session_id = s.id),
                (SELECT count(*) FROM steps st WHERE st.session_id = s.id AND st.outcome = 'failed'),
+               (SELECT count(DISTINCT f.step_id) FROM step_flags f WHERE f.session_id = s.id),
                {_TITLE_SQL}
           FROM sessions s
          WHERE (?1 IS NULL OR s.agent = ?1)
+           AND (?3 = 0 OR EXISTS (SELECT 1 FROM step_flags f WHERE f.session_id = s.id))
          ORDER BY s.started_at DESC, s.id
          LIMIT ?2
     """
     summaries = []
-    for row in database.execute(sql, (agent, -1 if limit is None else limit)):
+    for row in database.execute(sql, (agent, -1 if limit is None else limit, int(flagged))):
         (session_id, kind, record_text, started_utc, model, provider, status, branch, captured_on, ingested_at,
-         updated_at, steps, failed, title) = row  # fmt: skip
+         updated_at, steps, failed, flagged_steps, title) = row  # fmt: skip
         record = orjson.loads(record_text)
         summaries.append(
             SessionSummary(
@@ -105,6 +111,7 @@ def list_sessions(database: Database, *, agent: str | None = None, limit: int | 
                 ended_at=record.get("ended_at"),
                 steps=steps,
                 failed_steps=failed,
+                flagged_steps=flagged_steps,
                 title=title,
                 model=model,
                 provider=provider,
@@ -249,56 +256,95 @@ _WORD = re.compile(r"\S+")
 class SearchQuery:
     """A validated ``postrun search``: FTS5 match text and filters."""
 
-    match: str
+    match: str  # empty: no words, every step with the ``flag`` is listed
     step_type: str | None = None
     failed: bool = False
     since_utc: str | None = None
+    flag: str | None = None  # a flag kind, or "any"
 
 
 def search_query(
-    text: str, *, step_type: str | None = None, failed: bool = False, since: str | None = None
+    text: str,
+    *,
+    step_type: str | None = None,
+    failed: bool = False,
+    since: str | None = None,
+    flag: str | None = None,
 ) -> SearchQuery:
     """Check the user's words and filters (UsageError when one is wrong).
 
     Every word must match; words are quoted, so FTS5 operators in them are plain text.
+    Without words, ``flag`` lists the flagged steps.
     """
     words = _WORD.findall(text)
-    if not words:
+    if not words and flag is None:
         raise UsageError("QUERY", "empty search query")
     if step_type is not None and step_type not in STEP_TYPES:
         raise UsageError("--type", f"unknown step type {step_type!r} (known: {', '.join(STEP_TYPES)})")
     match = " ".join('"' + word.replace('"', '""') + '"' for word in words)
-    return SearchQuery(match, step_type, failed, _since(since) if since else None)
+    return SearchQuery(match, step_type, failed, _since(since) if since else None, flag)
+
+
+# The step's actor and its label (a helper's task or name).
+_ACTOR_COLUMNS = "json_extract(st.record, '$.actor_id'), json_extract(a.record, '$.label')"
+_ACTOR_JOIN = "LEFT JOIN actors a ON a.session_id = st.session_id AND a.id = json_extract(st.record, '$.actor_id')"
+_HAS_FLAG_SQL = """
+    (?7 IS NULL OR EXISTS (SELECT 1 FROM step_flags f
+                            WHERE f.session_id = st.session_id AND f.step_id = st.id AND (?7 = 'any' OR f.kind = ?7)))
+"""
+# Without words: the flagged steps, newest first, each with the reasons of its flags as the snippet.
+_FLAGGED_SQL = f"""
+    SELECT st.session_id, st.id, st.seq, st.at, st.type, st.outcome,
+           (SELECT group_concat(json_extract(j.value, '$.severity') || ' ' || json_extract(j.value, '$.kind')
+                                || ': ' || json_extract(j.value, '$.reason'), ' | ')
+              FROM json_each(st.record, '$.flags') j
+             WHERE ?7 = 'any' OR json_extract(j.value, '$.kind') = ?7),
+           {_ACTOR_COLUMNS}
+      FROM steps st
+      {_ACTOR_JOIN}
+     WHERE ?1 = ''
+       AND st.rowid IN (SELECT fs.rowid FROM step_flags f
+                          JOIN steps fs ON fs.session_id = f.session_id AND fs.id = f.step_id
+                         WHERE ?7 = 'any' OR f.kind = ?7)
+       AND (?2 IS NULL OR st.type = ?2)
+       AND (?3 = 0 OR st.outcome = 'failed')
+       AND (?4 IS NULL OR st.at >= ?4)
+     ORDER BY st.at DESC, st.session_id, st.seq
+     LIMIT ?5
+"""
+_MATCH_SQL = f"""
+    SELECT st.session_id, st.id, st.seq, st.at, st.type, st.outcome,
+           snippet(step_search, 0, '»', '«', '…', 16),
+           {_ACTOR_COLUMNS}
+      FROM step_search JOIN steps st ON st.rowid = step_search.rowid
+      {_ACTOR_JOIN}
+     WHERE step_search MATCH ?1 AND step_search.rowid >= ?6
+       AND (?2 IS NULL OR st.type = ?2)
+       AND (?3 = 0 OR st.outcome = 'failed')
+       AND (?4 IS NULL OR st.at >= ?4)
+       AND {_HAS_FLAG_SQL}
+     ORDER BY rank
+     LIMIT ?5
+"""
 
 
 def search(database: Database, query: SearchQuery, *, limit: int = 50, window: int | None = None) -> list[SearchHit]:
-    """Steps whose content matches ``query``, best matches first; with ``window``, the best
-    among the newest ``window`` matching steps (ranking every match of a common word is slow)."""
+    """Steps whose content matches ``query``, best matches first (flagged steps newest first);
+    with ``window``, the best among the newest ``window`` matching steps (ranking every match of
+    a common word is slow)."""
     floor = 0  # rowids start at 1: no floor
-    if window is not None:
+    if window is not None and query.match:
         newest = database.execute(
             "SELECT rowid FROM step_search WHERE step_search MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
             (query.match, window - 1),
         ).get
         floor = 0 if newest is None else int(newest)
-    sql = """
-        SELECT st.session_id, st.id, st.seq, st.at, st.type, st.outcome,
-               snippet(step_search, 0, '»', '«', '…', 16),
-               json_extract(st.record, '$.actor_id'), json_extract(a.record, '$.label')
-          FROM step_search JOIN steps st ON st.rowid = step_search.rowid
-          LEFT JOIN actors a ON a.session_id = st.session_id AND a.id = json_extract(st.record, '$.actor_id')
-         WHERE step_search MATCH ?1 AND step_search.rowid >= ?6
-           AND (?2 IS NULL OR st.type = ?2)
-           AND (?3 = 0 OR st.outcome = 'failed')
-           AND (?4 IS NULL OR st.at >= ?4)
-         ORDER BY rank
-         LIMIT ?5
-    """
     rows: Sequence[tuple[Any, ...]] = database.execute(
-        sql, (query.match, query.step_type, int(query.failed), query.since_utc, limit, floor)
+        _MATCH_SQL if query.match else _FLAGGED_SQL,
+        (query.match, query.step_type, int(query.failed), query.since_utc, limit, floor, query.flag),
     ).fetchall()
     return [
-        SearchHit(session_id, step_id, seq, at, kind, outcome, one_line(snippet), actor_id, label)
+        SearchHit(session_id, step_id, seq, at, kind, outcome, one_line(snippet or ""), actor_id, label)
         for session_id, step_id, seq, at, kind, outcome, snippet, actor_id, label in rows
     ]
 

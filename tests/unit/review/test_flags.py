@@ -261,14 +261,14 @@ def test_a_random_hash_is_not_a_secret() -> None:
 
 def test_rejected_and_failed() -> None:
     assert reasons(command_step("ls", decision="rejected"), "rejected") == [
-        ("warn", "rejected: the user declined this step")
+        ("warn", "rejected by the user")
     ]
     assert reasons(command_step("false", outcome="failed", payload={"command": "false", "exit_code": 1}), "failed") == [
-        ("info", "failed: exit 1")
+        ("info", "exit 1")
     ]
     assert reasons(
         command_step("x", outcome="failed", error={"type": "timeout", "message": "took too long"}), "failed"
-    ) == [("info", "failed: timeout: took too long")]
+    ) == [("info", "timeout: took too long")]
     assert not reasons(command_step("ls"))
 
 

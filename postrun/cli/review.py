@@ -1,0 +1,33 @@
+"""``postrun forget``: make sessions disappear from the store for good."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from postrun.cli.app import app
+from postrun.cli.common import command, load, say
+from postrun.text import plural
+
+
+@app.command()
+@command
+def forget(
+    sessions: Annotated[list[str], typer.Argument(metavar="ID", help="Session ids (a unique prefix is enough).")],
+    yes: Annotated[bool, typer.Option("--yes", help="Really forget them (without: list what would go).")] = False,
+) -> None:
+    """Remove sessions with every earlier version, search entry and capture state, leaving no byte
+    of them in the store's files; a tombstone keeps them from being recorded again
+    (`postrun ingest --force ID` is the only way back)."""
+    from postrun.store.forget import forget as forget_sessions
+    from postrun.timestamps import utc_now
+
+    _, paths = load()
+    plans = forget_sessions(paths.db, sessions, apply=yes, now=utc_now())
+    verb = "forgot" if yes else "would forget"
+    for plan in plans:
+        versions = plural(plan.earlier_versions, "earlier version")
+        typer.echo(f"{verb} {plan.session_id}: {plural(plan.steps, 'step')}, {versions}")
+    if not yes:
+        say("dry run: nothing was removed; run again with --yes to forget")
