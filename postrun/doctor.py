@@ -28,8 +28,10 @@ from postrun.errors import ConfigError, PostrunError, StoreTooNewError
 from postrun.exitcodes import ExitCode
 from postrun.mirror import require_driver
 from postrun.paths import Paths, cline_sessions_root, default_db_path
+from postrun.review.exclude import Exclusions
 from postrun.settings import LoadedSettings, load_settings, paths_for
 from postrun.store.db import STORE_VERSION, Database, StoreMissing
+from postrun.store.query import session_workspaces
 from postrun.text import plural
 from postrun.units import (
     NO_USER_MANAGER,
@@ -87,7 +89,7 @@ def exit_code(checks: Sequence[Check]) -> ExitCode:
 
 
 def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
-    """Every check, in a fixed order: python, config, store, sessions, approvals, capture,
+    """Every check, in a fixed order: python, config, store, exclude, sessions, approvals, capture,
     service, web service, inotify, and mirror when one is configured."""
     checks = [check_python()]
     try:
@@ -111,7 +113,8 @@ def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
             inputs.environ, db=default_db_path(), cline_dir=cline_sessions_root(inputs.environ, base=Path.cwd())[0]
         )
         not_checked = "not checked: the configuration does not load"
-        checks += [Check(name, "warn", not_checked) for name in ("store", "sessions", "approvals", "capture")]
+        names = ("store", "exclude", "sessions", "approvals", "capture")
+        checks += [Check(name, "warn", not_checked) for name in names]
         checks.append(check_service(service_status(inputs.platform, paths, inputs.runner, uid=inputs.uid), {}))
         checks.append(
             check_web_service(service_status(inputs.platform, paths, inputs.runner, uid=inputs.uid, names=WEB))
@@ -122,6 +125,7 @@ def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
     paths = paths_for(loaded, inputs.environ)
     checks.append(check_config(loaded))
     checks.append(check_store(paths.db))
+    checks.append(check_exclude(Exclusions.of(loaded.settings.exclude, str(paths.home)), paths.db))
     sessions_check, session_count = check_sessions(paths.cline_dir)
     checks.append(sessions_check)
     checks.append(check_approvals(paths.cline_dir))
@@ -218,6 +222,30 @@ def check_store(db: Path) -> Check:
             f"chmod 700 {db.parent} && chmod 600 {db} (opening the store tightens the files, not the folder)",
         )
     return Check("store", "ok", detail)
+
+
+def check_exclude(exclusions: Exclusions, db: Path) -> Check:
+    """The ``exclude`` patterns, and the stored sessions they match (stored before the pattern was
+    added: they are kept until forgotten explicitly)."""
+    if not exclusions.patterns:
+        return Check("exclude", "ok", "nothing excluded (setting `exclude`)")
+    shown = ", ".join(exclusions.patterns)
+    try:
+        with Database.open(db, create=False) as database:
+            stored = session_workspaces(database)
+    except PostrunError:
+        stored = []
+    matched = [(session_id, root) for session_id, root in stored if exclusions.matching(root) is not None]
+    if matched:
+        listed = ", ".join(f"{session_id} ({root})" for session_id, root in matched[:5])
+        more = f" and {len(matched) - 5} more" if len(matched) > 5 else ""
+        return Check(
+            "exclude",
+            "warn",
+            f"excluded: {shown}; {len(matched)} stored session(s) were recorded before: {listed}{more}",
+            f"they are kept as they are; `postrun forget {matched[0][0]}` removes one for good",
+        )
+    return Check("exclude", "ok", f"excluded: {shown}")
 
 
 def _modes(db: Path) -> list[tuple[Path, int]]:

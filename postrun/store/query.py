@@ -126,6 +126,16 @@ def list_sessions(
     return summaries
 
 
+def session_workspaces(database: Database) -> list[tuple[str, str]]:
+    """(id, workspace root) of every stored session, oldest first."""
+    return [
+        (str(session_id), str(root or ""))
+        for session_id, root in database.execute(
+            "SELECT id, json_extract(record, '$.workspace.root') FROM sessions ORDER BY started_at, id"
+        )
+    ]
+
+
 def resolve_session_id(database: Database, reference: str) -> str:
     """The full id for ``reference``: an exact id or a unique prefix of one."""
     if database.execute("SELECT 1 FROM sessions WHERE id = ?", (reference,)).fetchone():

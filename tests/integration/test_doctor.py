@@ -181,6 +181,7 @@ def test_every_check_of_the_issue_in_order_and_only_three_can_fail(tmp_path: Pat
         "python",
         "config",
         "store",
+        "exclude",
         "sessions",
         "approvals",
         "capture",

@@ -260,9 +260,7 @@ def test_a_random_hash_is_not_a_secret() -> None:
 
 
 def test_rejected_and_failed() -> None:
-    assert reasons(command_step("ls", decision="rejected"), "rejected") == [
-        ("warn", "rejected by the user")
-    ]
+    assert reasons(command_step("ls", decision="rejected"), "rejected") == [("warn", "rejected by the user")]
     assert reasons(command_step("false", outcome="failed", payload={"command": "false", "exit_code": 1}), "failed") == [
         ("info", "exit 1")
     ]
