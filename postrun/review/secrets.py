@@ -9,8 +9,9 @@ has no plugin for (Anthropic, current OpenAI and Hugging Face keys, Google API k
 fine-grained GitHub and npm tokens, ``Authorization:`` headers, ``NAME=value``
 credentials, whole PEM blocks and JWTs) are Postrun's own.
 
-Each rule has lower-case keywords: its regex runs only where one occurs, which keeps a
-megabyte of output in the milliseconds. Pure: text in, spans out.
+Each rule has lower-case keywords, all found in one pass (an Aho-Corasick automaton): a
+rule's regex runs only where one of its keywords occurs, which keeps a megabyte of output
+in the milliseconds. Pure: text in, spans out.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import ahocorasick_rs
 import orjson
 
 # Bump when a rule changes: stored sessions are re-flagged under the new rules.
@@ -198,21 +200,50 @@ def rules() -> tuple[SecretRule, ...]:
             anchored=True,
             keep=4,
         ),
-        *_copied("GitHubTokenDetector", "github_token", "GitHub token", ("gh",), anchored=True, keep=4),
+        *_copied(
+            "GitHubTokenDetector",
+            "github_token",
+            "GitHub token",
+            ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+            anchored=True,
+            keep=4,
+        ),
         _own(
-            "github_token", "GitHub token", rf"{_START}github_pat_[A-Za-z0-9_]{{22,}}", ("gh",), anchored=True, keep=11
+            "github_token",
+            "GitHub token",
+            rf"{_START}github_pat_[A-Za-z0-9_]{{22,}}",
+            ("github_pat_",),
+            anchored=True,
+            keep=11,
         ),
         *_copied(
             "GitLabTokenDetector",
             "gitlab_token",
             "GitLab token",
-            ("gl", "gr1348941"),
+            (
+                "glpat-",
+                "gldt-",
+                "glft-",
+                "glsoat-",
+                "glrt-",
+                "gr1348941",
+                "glcbt-",
+                "glimt-",
+                "glptt-",
+                "glagent-",
+                "gloas-",
+            ),
             anchored=True,
             keep=5,
         ),
-        *_copied("StripeDetector", "stripe_key", "Stripe key", ("sk_", "rk_"), anchored=True, keep=8),
+        *_copied("StripeDetector", "stripe_key", "Stripe key", ("sk_live_", "rk_live_"), anchored=True, keep=8),
         _own(
-            "stripe_key", "Stripe key", rf"{_START}[sr]k_test_[0-9a-zA-Z]{{24,}}", ("sk_", "rk_"), anchored=True, keep=8
+            "stripe_key",
+            "Stripe key",
+            rf"{_START}[sr]k_test_[0-9a-zA-Z]{{24,}}",
+            ("sk_test_", "rk_test_"),
+            anchored=True,
+            keep=8,
         ),
         *_copied(
             "SlackDetector", "slack_token", "Slack token", ("xox", "https://hooks.slack.com"), anchored=True, keep=4
@@ -263,14 +294,33 @@ def rules() -> tuple[SecretRule, ...]:
     )
 
 
+@functools.cache
+def _keywords() -> tuple[tuple[str, ...], ahocorasick_rs.BytesAhoCorasick]:
+    """Every rule's keywords, and one automaton that finds them all in a single pass."""
+    keywords = tuple(dict.fromkeys(keyword for rule in rules() for keyword in rule.keywords))
+    return keywords, ahocorasick_rs.BytesAhoCorasick([keyword.encode() for keyword in keywords])
+
+
 def find_secrets(text: str) -> list[Secret]:
     """The secrets in ``text``, in order, without overlaps (the first rule's match wins)."""
     if len(text) < 8:
         return []
-    scan = _Scan(text)
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a few characters lower-case to two: positions would drift
+        lowered = "".join(char.lower() if len(char.lower()) == 1 else char for char in text)
+    # One pass for all keywords (a membership test per keyword costs 40 passes); most text
+    # holds none, and then no rule runs.
+    keywords, automaton = _keywords()
+    hits = automaton.find_matches_as_indexes(lowered.encode("utf-8", "surrogatepass"), overlapping=True)
+    present = {keywords[index] for index, _, _ in hits}
+    if not present:
+        return []
     found: list[Secret] = []
     for rule in rules():
-        for match in scan.matches(rule):
+        wanted = [keyword for keyword in rule.keywords if keyword in present]
+        if not wanted:
+            continue
+        for match in _matches(rule, wanted, text, lowered):
             start, end = match.span(rule.group)
             value = match.group(rule.group)
             if start < 0 or not value or (rule.valid is not None and not rule.valid(value)):
@@ -279,44 +329,25 @@ def find_secrets(text: str) -> list[Secret]:
     return _without_overlaps(found)
 
 
-class _Scan:
-    """One text under scan: where each keyword occurs, found once for every rule that asks."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        lowered = text.lower()
-        if len(lowered) != len(text):  # a few characters lower-case to two: positions would drift
-            lowered = "".join(char.lower() if len(char.lower()) == 1 else char for char in text)
-        self.lowered = lowered
-        self._positions: dict[str, list[int]] = {}
-
-    def positions(self, keyword: str) -> list[int]:
-        known = self._positions.get(keyword)
-        if known is None:
-            known = self._positions[keyword] = []
-            find = self.lowered.find
-            position = find(keyword)
-            while position >= 0:
-                known.append(position)
-                position = find(keyword, position + 1)
-        return known
-
-    def matches(self, rule: SecretRule) -> list[re.Match[str]]:
-        starts = [position for keyword in rule.keywords for position in self.positions(keyword)]
-        if not starts:
-            return []
-        if not rule.anchored:
-            return list(rule.pattern.finditer(self.text))
-        matches: list[re.Match[str]] = []
-        end = 0
-        for position in sorted(set(starts)):
-            if position < end:
-                continue
-            match = rule.pattern.match(self.text, position)
-            if match is not None:
-                matches.append(match)
-                end = match.end()
-        return matches
+def _matches(rule: SecretRule, keywords: list[str], text: str, lowered: str) -> list[re.Match[str]]:
+    if not rule.anchored:
+        return list(rule.pattern.finditer(text))
+    starts: set[int] = set()
+    for keyword in keywords:
+        position = lowered.find(keyword)
+        while position >= 0:
+            starts.add(position)
+            position = lowered.find(keyword, position + 1)
+    matches: list[re.Match[str]] = []
+    end = 0
+    for position in sorted(starts):
+        if position < end:
+            continue
+        match = rule.pattern.match(text, position)
+        if match is not None:
+            matches.append(match)
+            end = match.end()
+    return matches
 
 
 def _without_overlaps(found: list[Secret]) -> list[Secret]:

@@ -204,6 +204,7 @@ def test_doctor_on_a_healthy_setup(env: dict[str, str], manager: FakeManager, tm
         "python",
         "config",
         "store",
+        "exclude",
         "sessions",
         "approvals",
         "capture",

@@ -200,6 +200,7 @@ def test_every_check_of_the_issue_in_order_and_only_three_can_fail(tmp_path: Pat
         "python": "ok",
         "config": "ok",
         "store": "ok",
+        "exclude": "ok",
         "sessions": "ok",
         "approvals": "ok",
         "capture": "warn",

@@ -1,0 +1,117 @@
+"""Figure 7: what flags and redaction cost, as a share of ingest time, in process.
+
+A sample of the history's sessions is ingested into a scratch store with the real
+``Ingester`` (flags included); the same sessions are mapped again and only
+``flag_session`` is timed, then their stored envelopes are redacted. The share is
+flag time over ingest time; the secret scan is also given per MB of text scanned.
+"""
+
+from __future__ import annotations
+
+import gc
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from postrun.agents.cline import SessionLocation, approval_snapshot, map_session, read_session
+from postrun.ingest import Ingester
+from postrun.review.apply import flag_session
+from postrun.review.flags import step_texts
+from postrun.review.redact import Redactor
+from postrun.store.db import Database
+from postrun.store.query import load_envelope
+
+MB = 2**20
+MAX_BYTES = 512 * MB
+
+
+@dataclass(frozen=True)
+class ReviewResult:
+    sessions: int
+    steps: int
+    text_mb: float  # the steps' text the rules scan
+    ingest_seconds: float  # read, map, flag, validate, store
+    flag_seconds: float  # flag_session alone
+    redact_seconds: float  # Redactor over the stored envelopes
+
+    @property
+    def share(self) -> float:
+        return self.flag_seconds / self.ingest_seconds if self.ingest_seconds else 0.0
+
+    @property
+    def flag_ms_per_mb(self) -> float:
+        return self.flag_seconds * 1000 / self.text_mb if self.text_mb else 0.0
+
+    @property
+    def redact_mb_per_second(self) -> float:
+        return self.text_mb / self.redact_seconds if self.redact_seconds else 0.0
+
+
+def measure_review(session_folders: Sequence[Path], *, sample: int) -> ReviewResult:
+    """Time ingest, flagging and redaction of every ``len // sample``-th session folder."""
+    step = max(1, len(session_folders) // max(sample, 1))
+    chosen = list(session_folders)[::step][:sample]
+    locations = [SessionLocation.in_root(folder.parent, folder.name) for folder in chosen]
+    with (
+        tempfile.TemporaryDirectory(prefix="postrun-bench-review-") as scratch,
+        Database.open(Path(scratch) / "postrun.db") as database,
+    ):
+        ingester = Ingester(database, max_bytes=MAX_BYTES)
+        gc.collect()
+        started = time.perf_counter()
+        for location in locations:
+            ingester.ingest(location)
+        ingest_seconds = time.perf_counter() - started
+
+        flag_seconds = 0.0
+        steps = 0
+        text = 0
+        for location in locations:
+            files = read_session(location, max_bytes=MAX_BYTES)
+            approvals = approval_snapshot(location.data_dir, files.client_source, max_bytes=MAX_BYTES)
+            mapped, _ = map_session(files, approvals)
+            steps += len(mapped.steps)
+            text += sum(len(value) for row in mapped.steps for _, value in step_texts(row.record))
+            started = time.perf_counter()
+            flag_session(mapped)
+            flag_seconds += time.perf_counter() - started
+
+        envelopes = [load_envelope(database, location.session_id) for location in locations]
+    started = time.perf_counter()
+    for envelope in envelopes:
+        Redactor(home="/home/dev").envelope(envelope)
+    redact_seconds = time.perf_counter() - started
+    return ReviewResult(len(locations), steps, text / MB, ingest_seconds, flag_seconds, redact_seconds)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m bench.review``: the figure alone, on a fresh history of ``--sessions``."""
+    import argparse
+
+    from bench.history import write_history
+
+    parser = argparse.ArgumentParser(prog="python -m bench.review", description=__doc__)
+    parser.add_argument("--sessions", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="postrun-bench-review-history-") as folder:
+        root = Path(folder) / "sessions"
+        write_history(root, seed=args.seed, sessions=args.sessions, mean_turns=1)
+        result = measure_review(sorted(path for path in root.iterdir() if path.is_dir()), sample=args.sessions)
+    print(line(result))
+    return 0
+
+
+def line(result: ReviewResult) -> str:
+    return (
+        f"{result.sessions} sessions, {result.steps:,} steps, {result.text_mb:.1f} MB of step text:"
+        f" ingest {result.ingest_seconds:.2f} s, flags {result.flag_seconds:.2f} s ({result.share:.1%} of ingest,"
+        f" {result.flag_ms_per_mb:.1f} ms per MB of text), redaction {result.redact_seconds:.2f} s"
+        f" ({result.redact_mb_per_second:.0f} MB/s)"
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
