@@ -1,7 +1,7 @@
 """Forgetting sessions for good, and the tombstones that keep them forgotten.
 
 Forgetting removes a session's rows from every table (records, earlier versions, the
-search index, flags, capture state) with SQLite's ``secure_delete`` on, so freed pages
+search index, flags, capture state, the vault's raw copies) with SQLite's ``secure_delete`` on, so freed pages
 are overwritten with zeros, then checkpoints the WAL with TRUNCATE, so no copy of the
 content is left in ``-wal`` either. A tombstone keeps the id and the time only: capture
 and ``ingest`` skip a tombstoned session unless ``ingest --force`` brings it back.
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import apsw
 
+from postrun.store import vault
 from postrun.store.db import Database, StoreMissing
 from postrun.store.query import no_session, resolve_session_id
 
@@ -29,6 +30,7 @@ class ForgetPlan:
     session_id: str
     steps: int
     earlier_versions: int
+    raw_copies: int  # files the vault keeps (every version)
 
 
 def forget(db: Path, references: Sequence[str], *, apply: bool, now: str) -> list[ForgetPlan]:
@@ -49,7 +51,8 @@ def forget(db: Path, references: Sequence[str], *, apply: bool, now: str) -> lis
 def forget_plan(database: Database, session_id: str) -> ForgetPlan:
     steps = int(database.execute("SELECT count(*) FROM steps WHERE session_id = ?", (session_id,)).get)
     versions = int(database.execute("SELECT count(*) FROM history WHERE session_id = ?", (session_id,)).get)
-    return ForgetPlan(session_id, steps, versions)
+    raw = int(database.execute("SELECT count(*) FROM raw_files WHERE session_id = ?", (session_id,)).get)
+    return ForgetPlan(session_id, steps, versions, raw)
 
 
 def forget_sessions(database: Database, session_ids: Sequence[str], *, now: str) -> None:
@@ -84,6 +87,7 @@ def _delete_session(connection: apsw.Connection, session_id: str) -> None:
     for table in _SESSION_TABLES:
         column = "id" if table == "sessions" else "session_id"
         connection.execute(f"DELETE FROM {table} WHERE {column} = ?", (session_id,))
+    vault.forget_raw(connection, session_id)
 
 
 def is_forgotten(database: Database, session_id: str) -> bool:

@@ -130,7 +130,11 @@ def test_forget_leaves_no_byte_and_ingest_force_brings_it_back(stored: dict[str,
 
     done = run_postrun("forget", SESSION, "--yes", env=stored)
     assert done.returncode == 0, done.stderr
-    assert f"forgot {SESSION}: 12 steps" in done.stdout
+    assert f"forgot {SESSION}: 12 steps, 0 earlier versions, 3 raw copies of Cline's files" in done.stdout
+    raw = run_postrun("raw", SESSION, "--to", str(root.parent / "raw"), env=stored)
+    assert raw.returncode != 0  # the vault keeps nothing of it either
+    reingest = run_postrun("reingest", SESSION, env=stored)
+    assert reingest.returncode != 0 and SESSION not in run_postrun("sessions", env=stored).stdout
     assert SESSION not in run_postrun("sessions", env=stored).stdout
     for path in store_files(stored):
         content = path.read_bytes()
