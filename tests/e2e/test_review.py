@@ -166,7 +166,7 @@ def test_a_running_capture_does_not_record_a_forgotten_session_again(
     capture: tuple[CaptureProcess, dict[str, str]], root: Path
 ) -> None:
     process, env = capture
-    process.wait_for_log(rf"INFO cline ingested {SESSION} ")
+    process.wait_for_log(rf"(DEBUG|INFO) cline ingested {SESSION} ")
     assert run_postrun("forget", SESSION, "--yes", env=env).returncode == 0
     messages = root / SESSION / f"{SESSION}.messages.json"
     document = orjson.loads(messages.read_bytes())
