@@ -216,13 +216,13 @@ def _download(content: bytes, media_type: str, name: str) -> Response:
 
 def export_json(request: Request) -> Response:
     session_id = request.path_params["session_id"]
-    content = export_session(_config(request).db, session_id, "json")
+    content = export_session(_config(request).db, session_id, "json").content
     return _download(content, "application/json", f"{session_id}.json")
 
 
 def export_markdown(request: Request) -> Response:
     session_id = request.path_params["session_id"]
-    content = export_session(_config(request).db, session_id, "markdown")
+    content = export_session(_config(request).db, session_id, "markdown").content
     return _download(content, "text/markdown; charset=utf-8", f"{session_id}.md")
 
 
