@@ -158,7 +158,7 @@ class Progress(Protocol):
 def refresh_flags(database: Database, *, now: datetime, captured_on: str, progress: Progress | None = None) -> int:
     """Re-flag every stored session from its stored records when the rules changed since it was
     flagged (the normal upsert: history keeps the earlier versions). Returns how many were
-    re-flagged; a session that cannot be re-flagged is left as it was."""
+    re-flagged."""
     if stored_rules_version(database) == RULES_VERSION:
         return 0
     ids = session_ids(database)
@@ -166,9 +166,8 @@ def refresh_flags(database: Database, *, now: datetime, captured_on: str, progre
         progress.start(len(ids), "re-flagging (the flag rules changed)")
     try:
         for session_id in ids:
-            with contextlib.suppress(SchemaError):
-                flagged = flag_session(stored_mapped_session(database, session_id))
-                upsert_session(database, flagged, now=now, captured_on=captured_on)
+            flagged = flag_session(stored_mapped_session(database, session_id))
+            upsert_session(database, flagged, now=now, captured_on=captured_on)
             if progress is not None:
                 progress.advance()
     finally:

@@ -40,7 +40,7 @@ class FlagMemo:
 
 
 def flag_session(mapped: MappedSession, memo: FlagMemo | None = None) -> MappedSession:
-    """``mapped`` with every step's ``flags`` set by the rules (raises SchemaError like StepRow.build)."""
+    """``mapped`` with every step's ``flags`` set by the rules."""
     root = str(mapped.session["workspace"]["root"])
     known = memo.take(mapped.id) if memo is not None else {}
     seen: dict[str, list[Flag]] = {}
@@ -50,7 +50,8 @@ def flag_session(mapped: MappedSession, memo: FlagMemo | None = None) -> MappedS
         if flags is None:
             flags = step_flags(row.record, root)
         seen[row.digest] = flags
-        rows.append(row if flags == row.record["flags"] else StepRow.build({**row.record, "flags": flags}))
+        # The rules only make valid v1.2 flags, so the row is re-serialized, not re-validated.
+        rows.append(row.with_fields(flags=flags))
     if memo is not None:
         memo.keep(mapped.id, seen)
     return replace(mapped, steps=rows)

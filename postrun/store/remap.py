@@ -28,14 +28,24 @@ def stored_mapped_session(database: Database, session_id: str) -> MappedSession:
     ).fetchone()
     assert row is not None  # load_envelope raised NotFound otherwise
     agent, model, provider, title, status, branch, approvals, source_files = row
+    helper_metrics = {
+        str(actor_id): orjson.loads(metrics)
+        for actor_id, metrics in database.execute(
+            "SELECT id, metrics FROM actors WHERE session_id = ? AND metrics IS NOT NULL", (session_id,)
+        )
+    }
     return MappedSession(
         agent=agent,
         session=envelope["session"],
         segments=envelope["segments"],
         actors=envelope["actors"],
         turns=envelope["turns"],
-        steps=[StepRow.build(step) for step in envelope["steps"]],
+        steps=[
+            StepRow.stored(blob)
+            for (blob,) in database.execute("SELECT record FROM steps WHERE session_id = ? ORDER BY seq", (session_id,))
+        ],
         extras=SessionExtras(model, provider, title, status, branch),
         approvals=orjson.loads(approvals),
         source_files=decode_source_files(source_files),
+        helper_metrics=helper_metrics,
     )
