@@ -17,6 +17,7 @@ from postrun.store.db import Database
 from postrun.store.migrations import MIGRATIONS
 from postrun.store.query import load_envelope
 from tests.conftest import FIXTURES
+from tests.support.stores import downgrade_store
 
 SESSION = "1795976749765_vx695"
 SUB1, SUB2 = "agent_1795976750621_u6sv2j", "agent_1795976750622_zikz6r"
@@ -101,10 +102,8 @@ def test_a_store_of_the_last_release_migrates_in_place_and_takes_helpers(
     path = tmp_path / "postrun.db"
     with Database.open(path) as database:
         Ingester(database, max_bytes=MAX_BYTES).ingest(location)
-        # As the last release (version 2) left it: no vault, no per-actor usage.
-        database.execute(
-            "DROP TABLE raw_files; DROP TABLE raw_blobs; ALTER TABLE actors DROP COLUMN metrics; pragma user_version=2"
-        )
+    # As the last release (version 2) left it: no vault, no per-actor usage, no flag tables.
+    downgrade_store(path, 2)
     with Database.open(path) as database:
         assert database.user_version() == len(MIGRATIONS)
         assert database.execute("SELECT count(*) FROM actors WHERE metrics IS NULL").get == 3
