@@ -1,7 +1,8 @@
 """Forgetting sessions for good, and the tombstones that keep them forgotten.
 
 Forgetting removes a session's rows from every table (records, earlier versions, the
-search index, flags, capture state, the vault's raw copies) with SQLite's ``secure_delete`` on, so freed pages
+search index, flags, capture state, the vault's raw copies; the team mirror is sent a
+delete through its outbox) with SQLite's ``secure_delete`` on, so freed pages
 are overwritten with zeros, then checkpoints the WAL with TRUNCATE, so no copy of the
 content is left in ``-wal`` either. A tombstone keeps the id and the time only: capture
 and ``ingest`` skip a tombstoned session unless ``ingest --force`` brings it back.
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import apsw
 
-from postrun.store import vault
+from postrun.store import outbox, vault
 from postrun.store.db import Database, StoreMissing
 from postrun.store.query import no_session, resolve_session_id
 
@@ -67,6 +68,7 @@ def forget_sessions(database: Database, session_ids: Sequence[str], *, now: str)
         with database.transaction():
             for session_id in session_ids:
                 _delete_session(connection, session_id)
+                outbox.enqueue(connection, session_id, now, "delete")  # the team mirror forgets it too
                 connection.execute(
                     "INSERT INTO tombstones (session_id, forgotten_at) VALUES (?, ?)"
                     " ON CONFLICT DO UPDATE SET forgotten_at = excluded.forgotten_at",

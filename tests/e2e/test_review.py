@@ -136,6 +136,9 @@ def test_forget_leaves_no_byte_and_ingest_force_brings_it_back(stored: dict[str,
     reingest = run_postrun("reingest", SESSION, env=stored)
     assert reingest.returncode != 0 and SESSION not in run_postrun("sessions", env=stored).stdout
     assert SESSION not in run_postrun("sessions", env=stored).stdout
+    with apsw.Connection(stored["POSTRUN_DB"]) as connection:
+        queued = connection.execute("SELECT op FROM mirror_outbox WHERE session_id = ?", (SESSION,)).fetchall()
+    assert queued == [("delete",)]  # the team mirror is told to forget it too
     for path in store_files(stored):
         content = path.read_bytes()
         assert secret not in content, path

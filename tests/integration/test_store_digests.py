@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import apsw
+
 from postrun.store.db import STORE_VERSION, Database
 from postrun.store.migrations import MIGRATIONS
 from postrun.store.write import upsert_session
