@@ -1,7 +1,7 @@
 """Forgetting sessions for good, and the tombstones that keep them forgotten.
 
 Forgetting removes a session's rows from every table (records, earlier versions, the
-search index, flags, capture state, the vault's raw copies; the team mirror is sent a
+search index, flags, review verdicts, capture state, the vault's raw copies; the team mirror is sent a
 delete through its outbox) with SQLite's ``secure_delete`` on, so freed pages
 are overwritten with zeros, then checkpoints the WAL with TRUNCATE, so no copy of the
 content is left in ``-wal`` either. A tombstone keeps the id and the time only: capture
@@ -21,7 +21,7 @@ from postrun.store.db import Database, StoreMissing
 from postrun.store.query import no_session, resolve_session_id
 
 # The tables holding a session's content, children first; `step_search` is keyed by step rowid.
-_SESSION_TABLES = ("step_flags", "history", "turns", "segments", "actors", "steps", "sessions")
+_SESSION_TABLES = ("step_flags", "verdicts", "history", "turns", "segments", "actors", "steps", "sessions")
 
 
 @dataclass(frozen=True, slots=True)

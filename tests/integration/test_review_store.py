@@ -167,3 +167,14 @@ def test_search_within_a_window_ranks_only_the_newest_matches(database: Database
     assert [hit.session_id for hit in newest] == stored[8:11]
     assert len(search(database, search_query("needle"), limit=50, window=4)) == 4
     assert len(search(database, search_query("needle"), limit=50, window=100)) == 12
+
+
+def test_forgetting_a_session_removes_its_verdicts_and_their_notes(database: Database) -> None:
+    from postrun.store.forget import forget_sessions
+
+    record_verdict(database, "1790000000001_aaaaa", "needs_follow_up", "a private note", now=NOW)
+    record_verdict(database, "1790000000002_bbbbb", "looks_good", "", now=NOW)
+    forget_sessions(database, ["1790000000001_aaaaa"], now="2026-11-30T12:05:00.000Z")
+    assert set(current_verdicts(database, ["1790000000001_aaaaa", "1790000000002_bbbbb"])) == {"1790000000002_bbbbb"}
+    assert verdict_history(database, "1790000000001_aaaaa") == []
+    assert b"a private note" not in (database.path).read_bytes()
