@@ -65,7 +65,7 @@ def ingest(
             f" {outcome.turns} turns, {outcome.segments} segments -> {paths.db}"
         )
         for problem in outcome.unread:
-            say(f"warning: {problem}; its stored steps are kept")
+            say(f"warning: {problem}; the rest of the session was stored (what was stored of this file is kept)")
     for failure in report.failures:
         say(f"error: {failure.error}")
     if report.failures:

@@ -84,6 +84,8 @@ def place_helpers(lead: Sequence[StepRow], turns: Sequence[dict[str, Any]], help
     ``turns`` are the lead's turn records (``id``, ``started_at``); a step before the first
     prompt is in ``turn:0``, which starts at the first step.
     """
+    if not any(helper.rows for helper in helpers) and (not lead or lead[-1].record["seq"] == len(lead) - 1):
+        return list(lead)  # numbered from 0 already: nothing to place (the common case, kept cheap)
     after: dict[int, list[Helper]] = {}
     starts: dict[int, str] = {}  # lead step index -> the helper it started
     at_end: list[Helper] = []
