@@ -76,8 +76,7 @@ def measure_busy(
     rng = random.Random(seed)
     with Capture(env, log_path) as capture:
         present = int(capture.wait_for(_WATCHING, timeout=120)["present"])
-        for writer in writers:
-            capture.wait_for(re.compile(rf"cline ingested {re.escape(writer.session_id)} "), timeout=120)
+        capture.wait_stored(Path(env["POSTRUN_DB"]), [writer.session_id for writer in writers], timeout=120)
         time.sleep(_SETTLE_SECONDS)
         start = time.monotonic()
         next_write = {w.session_id: start + rng.uniform(0, REWRITE_SECONDS) for w in writers}

@@ -109,8 +109,7 @@ def measure_live(
     capture_env = dict(env) | ({} if events else {"POSTRUN_USE_EVENTS": "0"})
     result = LiveResult(events=events)
     with Capture(capture_env, log_path) as capture:
-        for session in (*small, large):
-            capture.wait_for(re.compile(rf"cline ingested {re.escape(session.session_id)} "), timeout=120)
+        capture.wait_stored(db, [session.session_id for session in (*small, large)], timeout=120)
         updated = re.compile(
             rf"cline updated {re.escape(large.session_id)} \((?P<steps>\d+) steps, \d+ turns,"
             r" (?P<written>\d+) written\) on (?P<trigger>\w+) in (?P<ms>\d+) ms"

@@ -19,8 +19,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import apsw
 import psutil
 
+_CAUGHT_UP = re.compile(r"cline: caught up with ")
 _INHERITED_DROPPED = ("JOURNAL_STREAM", "NOTIFY_SOCKET", "INVOCATION_ID", "WATCHDOG_USEC", "WATCHDOG_PID")
 
 
@@ -153,6 +155,19 @@ class Capture:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no log line matching {pattern.pattern!r} in {timeout:g} s; log: {self.log_path}")
             time.sleep(0.01)
+
+    def wait_stored(self, db: Path, session_ids: Sequence[str], timeout: float) -> None:
+        """Wait for the start-up catch-up (its per-session lines are DEBUG), then check that
+        it stored every one of ``session_ids``."""
+        self.wait_for(_CAUGHT_UP, timeout)
+        store = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            stored = {row[0] for row in store.execute("SELECT id FROM sessions")}
+        finally:
+            store.close()
+        missing = [session_id for session_id in session_ids if session_id not in stored]
+        if missing:
+            raise RuntimeError(f"capture caught up without storing {', '.join(missing)}; log: {self.log_path}")
 
     def cpu_seconds(self) -> float:
         times = self.ps.cpu_times()
