@@ -39,7 +39,7 @@ def store_sessions(db: Path) -> dict[str, dict[str, Any]]:
     """Every stored session as its JSON export, and its history entries."""
     found = {}
     for (session_id,) in _read(db, "SELECT id FROM sessions"):
-        envelope = orjson.loads(export_session(db, session_id, "json"))
+        envelope = orjson.loads(export_session(db, session_id, "json").content)
         history = [
             (kind, record_id, orjson.loads(record), record_digest, reason, replaced_at)
             for kind, record_id, record, record_digest, reason, replaced_at in _read(
