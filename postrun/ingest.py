@@ -31,6 +31,7 @@ from postrun.agents.cline import (
     read_session,
     resolve_targets,
     snapshot_from_settings,
+    workspace_root,
 )
 from postrun.agents.cline.locate import MESSAGES_SUFFIX
 from postrun.errors import (
@@ -302,8 +303,9 @@ class Ingester:
         where = str(files.location.messages)
         session_id = files.location.session_id
         try:
+            # Checked before mapping: an excluded session costs a read, never a mapping.
+            self._check_excluded(workspace_root(files.manifest), session_id)
             mapped, cache = map_session(files, approvals, cache, _StoredHelpers(self.database, session_id))
-            self._check_excluded(mapped.session["workspace"]["root"], mapped.id)
             mapped = flag_session(mapped, self.flag_memo)
             mapped.validate()
         except SchemaError as exc:

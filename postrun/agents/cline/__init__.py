@@ -39,7 +39,7 @@ from postrun.agents.cline.locate import (
     resolve_targets,
     session_id_for_event,
 )
-from postrun.agents.cline.mapping import AGENT, MappingCache, map_session
+from postrun.agents.cline.mapping import AGENT, MappingCache, map_session, workspace_root
 
 __all__ = [
     "AGENT",
@@ -60,4 +60,5 @@ __all__ = [
     "session_fingerprint",
     "session_id_for_event",
     "snapshot_from_settings",
+    "workspace_root",
 ]

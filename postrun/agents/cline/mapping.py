@@ -329,6 +329,12 @@ def _turn_records(session_id: str, opened_turns: list[dict[str, Any]], rows: lis
     return turns
 
 
+def workspace_root(manifest: dict[str, Any] | None) -> str:
+    """The session's working directory: ``workspace_root``, else ``cwd``, else empty."""
+    manifest = manifest or {}
+    return _text(manifest.get("workspace_root")) or _text(manifest.get("cwd")) or ""
+
+
 def _session_record(
     files: SessionFiles,
     transcript: Transcript,
@@ -344,7 +350,7 @@ def _session_record(
     format_version = _version(document.get("version"))
     if format_version is not None:
         agent["format_version"] = format_version
-    workspace: dict[str, Any] = {"root": _text(manifest.get("workspace_root")) or _text(manifest.get("cwd")) or ""}
+    workspace: dict[str, Any] = {"root": workspace_root(manifest)}
     repo = _text(_dict(metadata.get("git")).get("url"))
     if repo is not None:
         workspace["repo"] = repo
