@@ -98,6 +98,9 @@ class Database:
             raise StoreError(str(path), f"cannot open the store ({describe_sqlite_error(exc)})") from None
         except OSError as exc:
             raise StoreError(str(path), f"cannot create the store ({exc.strerror or exc})") from None
+        # Before the first read: a reader that meets another connection's lock (a writer, or
+        # the last one's checkpoint on close) waits for it rather than failing at once.
+        connection.set_busy_timeout(BUSY_TIMEOUT_MS)
         database = cls(path, connection)
         try:
             database._require_postrun_schema()
@@ -125,7 +128,6 @@ class Database:
 
     def _configure(self) -> None:
         connection = self.connection
-        connection.set_busy_timeout(BUSY_TIMEOUT_MS)
         # The write lock is taken at BEGIN, so the busy timeout applies there and a
         # reader never has to upgrade to a writer mid-transaction.
         connection.transaction_mode = "IMMEDIATE"

@@ -12,6 +12,7 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
+from postrun.errors import PostrunError
 from postrun.web import data
 
 MAX_STREAMS = 32
@@ -35,7 +36,12 @@ async def events(request: Request) -> Response:
             quiet = 0.0
             while not config.stopping:
                 await anyio.sleep(config.poll_seconds)
-                current = await marker()
+                try:
+                    current = await marker()
+                except PostrunError:
+                    # A store busy past the timeout, or being restored, counts as unchanged and
+                    # is looked at again on the next tick: the stream and the page stay as they are.
+                    current = last
                 if current != last:
                     last = current
                     quiet = 0.0

@@ -5,6 +5,7 @@ GET never changes the store. Bad query values are a 400 with one line.
 
 from __future__ import annotations
 
+import logging
 import urllib.parse
 from collections.abc import Mapping
 from datetime import date, timedelta
@@ -24,6 +25,8 @@ from postrun.views import export_session, search_steps
 from postrun.web import charts, data, present
 from postrun.web.auth import origin_allowed
 from postrun.web.diff import cut, highlighted_diff
+
+_log = logging.getLogger(__name__)
 
 _FORM_BYTES = 16 * 1024
 # A page answers at once even for a word in every other step: it ranks the newest matches only.
@@ -310,6 +313,8 @@ def _not_found(request: Request, exc: Exception) -> Response:
 
 
 def _failed(request: Request, exc: Exception) -> Response:
+    # The page shows the one line; serve's log keeps it too, with the route it failed on.
+    _log.error("%s %s: %s", request.method, request.url.path, exc)
     return PlainTextResponse(f"error: {exc}\n", 500)
 
 

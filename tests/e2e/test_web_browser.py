@@ -81,6 +81,10 @@ def open_signed_in(browser: Browser, server: ServeProcess) -> Watched:
     watched = Watched(page)
     page.on("console", lambda message: watched.errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: watched.errors.append(str(error)))
+    page.on(
+        "response",
+        lambda answer: watched.errors.append(f"{answer.status} {answer.url}") if answer.status >= 500 else None,
+    )
 
     def guard(route: Any) -> None:
         if route.request.url.startswith(server.url):

@@ -246,6 +246,22 @@ def test_a_reader_sees_committed_data_while_a_writer_holds_the_lock(db_path: Pat
     assert seen == [1]
 
 
+def test_opening_waits_for_a_lock_held_on_the_whole_file(db_path: Path) -> None:
+    # The first read (proving the file is a store) meets the lock: it must wait the busy
+    # timeout like every later statement, not fail at once (the review app's pages did).
+    Database.open(db_path).close()
+    holder = apsw.Connection(str(db_path))
+    holder.execute("pragma locking_mode=exclusive")
+    holder.execute("BEGIN EXCLUSIVE")
+    release = threading.Timer(0.5, holder.close)
+    release.start()
+    try:
+        with Database.open(db_path, create=False) as reader:
+            assert reader.user_version() == STORE_VERSION
+    finally:
+        release.join(10)
+
+
 text_without_surrogates = st.text(st.characters(blacklist_categories=("Cs",)), max_size=200)
 
 
