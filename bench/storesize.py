@@ -1,7 +1,8 @@
 """6. Store size: the store's files (db, wal, shm) per stored step and per MB of source.
 
 The split by table comes from SQLite's ``dbstat`` virtual table, read through a read-only
-connection.
+connection. The vault's raw copies (its ``raw_*`` tables and their indexes) are counted
+apart, so records and index have their own figure.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
+
+RAW_COPY_TABLES = ("raw_", "sqlite_autoindex_raw_")
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,12 +24,25 @@ class StoreSize:
     by_table: tuple[tuple[str, int], ...]  # (table or index, bytes), largest first
 
     @property
+    def raw_copies_bytes(self) -> int:
+        return sum(size for name, size in self.by_table if name.startswith(RAW_COPY_TABLES))
+
+    @property
+    def records_bytes(self) -> int:
+        """The store's files without the vault's pages: records, history and search index."""
+        return self.store_bytes - self.raw_copies_bytes
+
+    @property
     def bytes_per_step(self) -> float:
         return self.store_bytes / self.steps
 
     @property
     def bytes_per_source_mb(self) -> float:
         return self.store_bytes / (self.source_bytes / 2**20)
+
+    @property
+    def records_bytes_per_source_mb(self) -> float:
+        return self.records_bytes / (self.source_bytes / 2**20)
 
 
 def store_files_bytes(db: Path) -> int:

@@ -9,6 +9,7 @@ import apsw
 import orjson
 
 from postrun.records import StepRow, StoredActor
+from postrun.store import codec
 from postrun.store.db import Database
 
 
@@ -36,7 +37,7 @@ def stored_actor(database: Database, session_id: str, actor_id: str) -> StoredAc
         return None
     prefix = f"{actor_id}/"
     steps = tuple(
-        StepRow.stored(record)
+        StepRow.stored(codec.unpack(record))
         for (record,) in database.execute(
             "SELECT record FROM steps WHERE session_id = ? AND id >= ? AND id < ? ORDER BY seq",
             (session_id, prefix, f"{actor_id}0"),  # "0" follows "/"

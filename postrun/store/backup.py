@@ -24,6 +24,7 @@ import apsw
 
 from postrun.capture.lock import CaptureLock
 from postrun.errors import AlreadyRunning, PostrunError, StoreError
+from postrun.store import codec
 from postrun.store.db import STORE_VERSION, Database, describe_sqlite_error
 
 _FILE_MODE = 0o600
@@ -66,6 +67,7 @@ def verify_backup(path: Path) -> BackupCounts:
         )
     except apsw.Error as exc:
         raise StoreError(where, f"cannot open the backup ({describe_sqlite_error(exc)})") from None
+    codec.register(connection)  # the integrity check evaluates an index over compressed records
     try:
         return _counts(connection, path, size)
     except apsw.Error as exc:

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from postrun.errors import NotFound
+from postrun.store import codec
 from postrun.store.db import Database
 from postrun.store.query import _TITLE_SQL
 from postrun.store.verdicts import Verdict, current_verdicts
@@ -21,7 +22,7 @@ from postrun.timestamps import utc_iso
 
 PAGE_SIZE = 50
 _STAMP_SLACK = timedelta(minutes=1)  # far beyond the store's busy timeout
-_FLAGGED = "json_array_length(st.record, '$.flags') > 0"  # the steps_flagged index's own condition
+_FLAGGED = "json_array_length(postrun_record(st.record), '$.flags') > 0"  # the steps_flagged index's own condition
 _LATEST_VERDICT = "(SELECT v.state FROM verdicts v WHERE v.session_id = s.id ORDER BY v.id DESC LIMIT 1)"
 
 
@@ -198,7 +199,7 @@ def load_step(database: Database, session_id: str, step_id: str) -> dict[str, An
     row = database.execute("SELECT record FROM steps WHERE session_id = ? AND id = ?", (session_id, step_id)).fetchone()
     if row is None:
         raise NotFound("", f"no step {step_id} in session {session_id}")
-    record: dict[str, Any] = orjson.loads(row[0])
+    record: dict[str, Any] = codec.load(row[0])
     return record
 
 
@@ -222,7 +223,7 @@ def file_edits(database: Database, workspace: str, *, since_utc: str | None, lim
         """,
         (workspace, since_utc, limit),
     )
-    return [FileEdit(session_id, title, orjson.loads(record)) for session_id, title, record in rows]
+    return [FileEdit(session_id, title, codec.load(record)) for session_id, title, record in rows]
 
 
 @dataclass(frozen=True, slots=True)

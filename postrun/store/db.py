@@ -18,6 +18,7 @@ import apsw
 
 from postrun.errors import StoreError, StoreTooNewError
 from postrun.paths import ensure_private_dir
+from postrun.store import codec
 from postrun.store.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 5000
@@ -136,6 +137,7 @@ class Database:
             raise StoreError(str(self.path), f"cannot switch the store to WAL mode (got {mode})")
         connection.execute("pragma synchronous=normal")
         connection.execute("pragma foreign_keys=on")
+        codec.register(connection)
 
     def _migrate(self) -> None:
         version = self.user_version()

@@ -195,4 +195,51 @@ CREATE TABLE tombstones (
 ) STRICT;
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _VAULT, _REVIEW, _HELPER_METRICS, _VAULT_DICTIONARY, _MIRROR, _FLAGS)
+# Step records kept zstd-compressed (``postrun.store.codec``), and a search index without
+# its own copy of the text: an external-content FTS5 table whose text comes from the
+# steps through a view. The steps table is rebuilt (a column's type cannot change in
+# place), with its indexes (the review app's flagged-steps index reads the flags through
+# postrun_record); history keeps its JSON text. The search index is rebuilt from the steps.
+_COMPACT_STEPS = """
+CREATE TABLE steps_packed (
+    rowid INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions (id),
+    id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    turn_id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    content_status TEXT NOT NULL,
+    at TEXT NOT NULL,
+    record BLOB NOT NULL,            -- canonical JSON, zstd (postrun_record(record) is the text)
+    digest TEXT NOT NULL,
+    UNIQUE (session_id, id)
+) STRICT;
+INSERT INTO steps_packed
+    SELECT rowid, session_id, id, seq, turn_id, type, outcome, content_status, at, postrun_pack(record), digest
+      FROM steps ORDER BY rowid;
+DROP TABLE step_search;
+DROP TABLE steps;
+ALTER TABLE steps_packed RENAME TO steps;
+CREATE INDEX steps_by_seq ON steps (session_id, seq);
+CREATE INDEX steps_digests ON steps (session_id, id, digest);
+CREATE INDEX steps_failed ON steps (session_id) WHERE outcome = 'failed';
+CREATE INDEX steps_flagged ON steps (session_id) WHERE json_array_length(postrun_record(record), '$.flags') > 0;
+CREATE VIEW step_search_text (step_rowid, body) AS SELECT rowid, postrun_search_text(record) FROM steps;
+CREATE VIRTUAL TABLE step_search USING fts5 (
+    body, content = 'step_search_text', content_rowid = 'step_rowid', tokenize = 'unicode61 remove_diacritics 2'
+);
+INSERT INTO step_search (step_search) VALUES ('rebuild');
+"""
+
+MIGRATIONS: tuple[str, ...] = (
+    _V1,
+    _V2,
+    _VAULT,
+    _REVIEW,
+    _HELPER_METRICS,
+    _VAULT_DICTIONARY,
+    _MIRROR,
+    _FLAGS,
+    _COMPACT_STEPS,
+)

@@ -157,7 +157,7 @@ _SESSION_COLUMNS = (
     "agent, record, digest, started_at, ended_at, model, provider, cline_title, cline_status, git_branch,"
     " captured_on, ingested_at, updated_at"
 )
-_STEP_COLUMNS = "id, seq, turn_id, at, record, digest"
+_STEP_COLUMNS = "id, seq, turn_id, at, postrun_record(record), digest"  # the record as its JSON text
 
 
 def read_changes(database: Database, session_ids: Sequence[str], known: Mapping[str, Known]) -> list[Change]:

@@ -12,6 +12,7 @@ import orjson
 
 from postrun.errors import NotFound, PostrunError, UsageError
 from postrun.schema import SCHEMA_VERSION
+from postrun.store import codec
 from postrun.store.db import Database
 from postrun.text import one_line
 from postrun.timestamps import normalize_timestamp
@@ -19,10 +20,10 @@ from postrun.timestamps import normalize_timestamp
 # The title: the first prompt's text, else the agent's own title (cline_title).
 _TITLE_SQL = """
     coalesce(
-      (SELECT json_extract(st.record, '$.payload.text') FROM steps st
+      (SELECT json_extract(postrun_record(st.record), '$.payload.text') FROM steps st
         WHERE st.session_id = s.id AND st.type = 'message'
-          AND json_extract(st.record, '$.payload.role') = 'user'
-          AND trim(coalesce(json_extract(st.record, '$.payload.text'), '')) != ''
+          AND json_extract(postrun_record(st.record), '$.payload.role') = 'user'
+          AND trim(coalesce(json_extract(postrun_record(st.record), '$.payload.text'), '')) != ''
         ORDER BY st.seq LIMIT 1),
       s.cline_title, '')
 """
@@ -161,7 +162,7 @@ def load_envelope(database: Database, session_id: str) -> dict[str, Any]:
         raise no_session(session_id, database.path)
 
     def records(sql: str) -> list[dict[str, Any]]:
-        return [orjson.loads(text) for (text,) in database.execute(sql, (session_id,))]
+        return [codec.load(stored) for (stored,) in database.execute(sql, (session_id,))]
 
     segments = records("SELECT record FROM segments WHERE session_id = ? ORDER BY idx")
     actors = records("SELECT record FROM actors WHERE session_id = ? ORDER BY id <> 'root', id")  # the root first
@@ -296,8 +297,11 @@ def search_query(
 
 
 # The step's actor and its label (a helper's task or name).
-_ACTOR_COLUMNS = "json_extract(st.record, '$.actor_id'), json_extract(a.record, '$.label')"
-_ACTOR_JOIN = "LEFT JOIN actors a ON a.session_id = st.session_id AND a.id = json_extract(st.record, '$.actor_id')"
+_ACTOR_COLUMNS = "json_extract(postrun_record(st.record), '$.actor_id'), json_extract(a.record, '$.label')"
+_ACTOR_JOIN = (
+    "LEFT JOIN actors a ON a.session_id = st.session_id"
+    " AND a.id = json_extract(postrun_record(st.record), '$.actor_id')"
+)
 _HAS_FLAG_SQL = """
     (?7 IS NULL OR EXISTS (SELECT 1 FROM step_flags f
                             WHERE f.session_id = st.session_id AND f.step_id = st.id AND (?7 = 'any' OR f.kind = ?7)))
@@ -307,7 +311,7 @@ _FLAGGED_SQL = f"""
     SELECT st.session_id, st.id, st.seq, st.at, st.type, st.outcome,
            (SELECT group_concat(json_extract(j.value, '$.severity') || ' ' || json_extract(j.value, '$.kind')
                                 || ': ' || json_extract(j.value, '$.reason'), ' | ')
-              FROM json_each(st.record, '$.flags') j
+              FROM json_each(postrun_record(st.record), '$.flags') j
              WHERE ?7 = 'any' OR json_extract(j.value, '$.kind') = ?7),
            {_ACTOR_COLUMNS}
       FROM steps st

@@ -9,6 +9,7 @@ from __future__ import annotations
 import orjson
 
 from postrun.records import MappedSession, SessionExtras, StepRow
+from postrun.store import codec
 from postrun.store.db import Database
 from postrun.store.query import load_envelope
 from postrun.store.write import decode_source_files
@@ -41,8 +42,10 @@ def stored_mapped_session(database: Database, session_id: str) -> MappedSession:
         actors=envelope["actors"],
         turns=envelope["turns"],
         steps=[
-            StepRow.stored(blob)
-            for (blob,) in database.execute("SELECT record FROM steps WHERE session_id = ? ORDER BY seq", (session_id,))
+            StepRow.stored(codec.unpack(stored))
+            for (stored,) in database.execute(
+                "SELECT record FROM steps WHERE session_id = ? ORDER BY seq", (session_id,)
+            )
         ],
         extras=SessionExtras(model, provider, title, status, branch),
         approvals=orjson.loads(approvals),

@@ -10,7 +10,7 @@ keeps its first. A session whose files disappear is never deleted.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -20,14 +20,12 @@ import orjson
 from postrun.records import MappedSession, RawFile, SourceFile, StepRow, canonical_json, digest
 from postrun.store import outbox, vault
 from postrun.store.actors import write_actor_metrics
+from postrun.store.codec import indexed_text, pack, unpack
 from postrun.store.db import Database
 from postrun.store.flags import remove_step_flags, write_step_flags
 from postrun.timestamps import normalize_timestamp, utc_iso
 
 IngestStatus = Literal["ingested", "updated", "unchanged"]
-
-# Search indexes this much of each large field; the record itself is stored whole.
-SEARCH_FIELD_CHARS = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,22 +64,6 @@ def _encode_source_files(files: Iterable[SourceFile]) -> str:
     ).decode()
 
 
-def search_body(record: Mapping[str, Any]) -> str:
-    """The text a step is found by: command, output, text, path, tool name (bounded)."""
-    payload = record["payload"]
-    parts: list[str] = []
-    for key in ("tool_name", "command", "path", "text", "stdout", "stderr", "old_string", "new_string"):
-        value = payload.get(key)
-        if isinstance(value, str) and value:
-            parts.append(value[:SEARCH_FIELD_CHARS])
-    if "raw" in payload:
-        parts.append(orjson.dumps(payload["raw"]).decode()[:SEARCH_FIELD_CHARS])
-    error = record.get("error")
-    if error:
-        parts.append(str(error.get("message", ""))[:SEARCH_FIELD_CHARS])
-    return "\n".join(parts)
-
-
 class _Writer:
     def __init__(self, database: Database, session_id: str, now: str) -> None:
         self.connection = database.connection
@@ -102,48 +84,57 @@ class _Writer:
         # Only ids and digests: a re-ingest after one new message compares thousands of
         # unchanged steps, and looks up the rowid of the few that changed.
         stored: dict[str, str] = dict(execute("SELECT id, digest FROM steps WHERE session_id = ?", (self.session_id,)))
+        added: list[StepRow] = []
         for row in rows:
-            record = row.record
             previous = stored.pop(row.id, None)
             if previous == row.digest:
                 continue
-            values = (
-                record["seq"],
-                record["turn_id"],
-                record["type"],
-                record["outcome"],
-                record["content_status"],
-                normalize_timestamp(record["at"]),
-                row.blob.decode(),
-                row.digest,
-            )
             if previous is None:
-                rowid = execute(
-                    "INSERT INTO steps (session_id, id, seq, turn_id, type, outcome, content_status, at,"
-                    " record, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING rowid",
-                    (self.session_id, row.id, *values),
-                ).get
-            else:
-                rowid = self._rowid(row.id)
-                self._step_to_history(rowid, "changed")
-                execute(
-                    "UPDATE steps SET seq = ?, turn_id = ?, type = ?, outcome = ?, content_status = ?,"
-                    " at = ?, record = ?, digest = ? WHERE rowid = ?",
-                    (*values, rowid),
-                )
-                execute("DELETE FROM step_search WHERE rowid = ?", (rowid,))
-            execute("INSERT INTO step_search (rowid, body) VALUES (?, ?)", (rowid, search_body(record)))
-            if record["flags"] or previous is not None:
-                replace = previous is not None
-                write_step_flags(self.connection, self.session_id, row.id, record["flags"], replace=replace)
+                added.append(row)
+                continue
+            rowid = self._rowid(row.id)
+            self._step_to_history(rowid, "changed")
+            # The index's text comes from the steps row: unindex the old text before it changes.
+            execute("DELETE FROM step_search WHERE rowid = ?", (rowid,))
+            execute(
+                "UPDATE steps SET seq = ?, turn_id = ?, type = ?, outcome = ?, content_status = ?,"
+                " at = ?, record = ?, digest = ? WHERE rowid = ?",
+                (*_step_columns(row), rowid),
+            )
+            execute("INSERT INTO step_search (rowid, body) VALUES (?, ?)", (rowid, indexed_text(row.blob)))
+            write_step_flags(self.connection, self.session_id, row.id, row.record["flags"], replace=True)
             self.rows += 1
+        if added:
+            self._insert_steps(added)
         for step_id in stored:
             rowid = self._rowid(step_id)
             self._step_to_history(rowid, "removed")
-            execute("DELETE FROM steps WHERE rowid = ?", (rowid,))
             execute("DELETE FROM step_search WHERE rowid = ?", (rowid,))
+            execute("DELETE FROM steps WHERE rowid = ?", (rowid,))
             remove_step_flags(self.connection, self.session_id, step_id)
             self.rows += 1
+
+    def _insert_steps(self, added: list[StepRow]) -> None:
+        """New steps in two ``executemany`` (rows, then their index entries), and their flags.
+
+        The rowids are chosen here, as SQLite would (after the largest): this transaction
+        holds the write lock, so no other writer can take them.
+        """
+        first = int(self.connection.execute("SELECT coalesce(max(rowid), 0) + 1 FROM steps").get)
+        session_id = self.session_id
+        self.connection.executemany(
+            "INSERT INTO steps (rowid, session_id, id, seq, turn_id, type, outcome, content_status, at, record, digest)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(first + i, session_id, row.id, *_step_columns(row)) for i, row in enumerate(added)],
+        )
+        self.connection.executemany(
+            "INSERT INTO step_search (rowid, body) VALUES (?, ?)",
+            [(first + i, indexed_text(row.blob)) for i, row in enumerate(added)],
+        )
+        for row in added:
+            if row.record["flags"]:
+                write_step_flags(self.connection, session_id, row.id, row.record["flags"], replace=False)
+        self.rows += len(added)
 
     def _rowid(self, step_id: str) -> int:
         return int(
@@ -156,7 +147,7 @@ class _Writer:
         for step_id, record, record_digest in self.connection.execute(
             "SELECT id, record, digest FROM steps WHERE rowid = ?", (rowid,)
         ):
-            self.keep_history("step", step_id, record, record_digest, reason)
+            self.keep_history("step", step_id, unpack(record).decode(), record_digest, reason)
 
     def sync_keyed(self, table: str, kind: str, key_column: str, records: list[tuple[Any, dict[str, Any]]]) -> None:
         """Upsert small records (segments, actors, turns) keyed by ``key_column``."""
@@ -189,6 +180,20 @@ class _Writer:
             self.keep_history(kind, str(key), record, stored_digest, "removed")
             execute(f"DELETE FROM {table} WHERE session_id = ? AND {key_column} = ?", (self.session_id, key))
             self.rows += 1
+
+
+def _step_columns(row: StepRow) -> tuple[Any, ...]:
+    record = row.record
+    return (
+        record["seq"],
+        record["turn_id"],
+        record["type"],
+        record["outcome"],
+        record["content_status"],
+        normalize_timestamp(record["at"]),
+        pack(row.blob),
+        row.digest,
+    )
 
 
 def upsert_session(

@@ -9,6 +9,7 @@ from pathlib import Path
 import apsw
 import pytest
 
+from postrun.store import codec
 from tests.conftest import run_postrun
 from tests.reliability.kit import Synthetic, read_records, store_problems, synthetic_id
 from tests.support.capture_process import CaptureProcess
@@ -30,6 +31,7 @@ def refused(*args: str, env: dict[str, str], code: int) -> str:
 
 def delete_records(db: Path, session_id: str) -> None:
     connection = apsw.Connection(str(db))
+    codec.register(connection)  # the search index reads a step's text through them to unindex it
     with connection:
         rowids = [row[0] for row in connection.execute("SELECT rowid FROM steps WHERE session_id = ?", (session_id,))]
         connection.executemany("DELETE FROM step_search WHERE rowid = ?", [(r,) for r in rowids])

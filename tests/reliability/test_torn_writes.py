@@ -190,7 +190,10 @@ def dump_store(db: Path) -> list[tuple[str, list[str]]]:
     """Every row of every table, as text: equal dumps mean nothing at all was written."""
     import apsw
 
+    from postrun.store import codec
+
     connection = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    codec.register(connection)  # the search table reads its text from the steps through them
     try:
         with connection:
             tables = [

@@ -20,6 +20,7 @@ import pytest
 
 from postrun.agents.cline import SessionLocation
 from postrun.ingest import Ingester
+from postrun.store import codec
 from postrun.store.backup import verify_backup
 from postrun.store.db import Database
 from tests.conftest import postrun_command, run_postrun
@@ -92,6 +93,7 @@ def test_kill_during_reingest_leaves_whole_sessions_and_a_rerun_converges(histor
     rng = random.Random(12)
     for round_ in range(4):
         connection = apsw.Connection(str(db))
+        codec.register(connection)  # the search index reads a step's text through them to unindex it
         with connection:  # the records go; the raw copies stay
             for table in ("step_search", "steps", "turns", "actors", "segments", "history", "sessions"):
                 connection.execute(f"DELETE FROM {table}")

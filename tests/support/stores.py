@@ -6,7 +6,10 @@ from pathlib import Path
 
 import apsw
 
+from postrun.store import codec
 from postrun.store.migrations import MIGRATIONS
+
+_STEP_COLUMNS = "rowid, session_id, id, seq, turn_id, type, outcome, content_status, at, record, digest"
 
 
 def downgrade_store(path: Path, version: int) -> None:
@@ -19,6 +22,14 @@ def downgrade_store(path: Path, version: int) -> None:
     for migration in MIGRATIONS[:version]:
         scratch.execute(migration)
     kept = {name for (name,) in scratch.execute("SELECT name FROM sqlite_schema")}
+    # The steps table and its search index as that version made them (before records were compressed).
+    step_schema = [
+        str(sql)
+        for (sql,) in scratch.execute(
+            "SELECT sql FROM sqlite_schema WHERE tbl_name IN ('steps', 'step_search') AND sql IS NOT NULL"
+            " ORDER BY type = 'index'"
+        )
+    ]
     columns = {
         table: {row[1] for row in scratch.execute(f'pragma table_info("{table}")')}
         for (table,) in scratch.execute(
@@ -27,6 +38,8 @@ def downgrade_store(path: Path, version: int) -> None:
     }
     scratch.close()
     connection = apsw.Connection(str(path))
+    if "step_search_text" not in kept:
+        _uncompress_steps(connection, step_schema)
     objects = connection.execute("SELECT type, name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'").fetchall()
     for kind in ("table", "index"):
         for found_kind, name in objects:
@@ -38,3 +51,19 @@ def downgrade_store(path: Path, version: int) -> None:
                 connection.execute(f'ALTER TABLE "{table}" DROP COLUMN "{row[1]}"')
     connection.execute(f"pragma user_version={version}")
     connection.close()
+
+
+def _uncompress_steps(connection: apsw.Connection, step_schema: list[str]) -> None:
+    """Records as JSON text and a search index with its own copy of the text, rows kept."""
+    codec.register(connection)
+    with connection:
+        texts = connection.execute("SELECT step_rowid, body FROM step_search_text").fetchall()
+        steps = connection.execute(
+            "SELECT rowid, session_id, id, seq, turn_id, type, outcome, content_status, at, postrun_record(record),"
+            " digest FROM steps"
+        ).fetchall()
+        connection.execute("DROP TABLE step_search; DROP VIEW step_search_text; DROP TABLE steps")
+        for sql in step_schema:
+            connection.execute(sql)
+        connection.executemany(f"INSERT INTO steps ({_STEP_COLUMNS}) VALUES ({', '.join('?' * 11)})", steps)
+        connection.executemany("INSERT INTO step_search (rowid, body) VALUES (?, ?)", texts)
