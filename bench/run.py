@@ -23,7 +23,7 @@ from pathlib import Path
 
 import orjson
 
-from bench import cold, daemon, live, peer, report, storesize, warm
+from bench import cold, daemon, live, peer, report, sqlitefloor, storesize, warm
 from bench.history import HISTORY_END_MS, MESSAGES_PER_TURN, SessionWriter, open_session, write_history
 from bench.machine import describe
 from bench.noise import CpuMark, others_share
@@ -185,6 +185,8 @@ def measure(profile: Profile, seed: int, workdir: Path, command: str, *, peer_na
     with phase(f"1 cold ingest: {described}; {profile.cold_runs} runs{then_peer}"):
         cold_result = cold.measure_cold(history.written, env, runs=profile.cold_runs, peer=peer_tool)
         store_result = storesize.measure_store(db, source_bytes=history.bytes)
+        first_slice = [s.session_id for s in history.written[0 :: profile.cold_runs]]
+        sqlite_seconds = sqlitefloor.sqlite_floor(db, first_slice, scratch=workdir / "sqlite-floor")
     with phase(f"2 warm start: {profile.warm_runs} runs"):
         warm_result = warm.measure_warm(env, runs=profile.warm_runs, scratch=workdir)
     with phase(f"5 idle capture: {profile.idle_seconds:g} s"):
@@ -233,6 +235,7 @@ def measure(profile: Profile, seed: int, workdir: Path, command: str, *, peer_na
         + ", ".join(f"{k} {v}" for k, v in dataclasses.asdict(profile).items() if k != "name"),
         history=described,
         cold=cold_result,
+        sqlite_floor_seconds=sqlite_seconds,
         warm=warm_result,
         store=store_result,
         live_events=live_results[0],
