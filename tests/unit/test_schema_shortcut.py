@@ -1,0 +1,81 @@
+"""The plain checks that spare mapped steps the models accept only what the models accept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from postrun import schema
+from tests.support.builders import command_step, message_step
+from tests.unit.cline.kit import CASES, map_case_dir
+
+_EDIT = {**message_step(2, ""), "type": "edit", "payload": {"path": "src/a.py", "is_full_write": False}}
+_READ = {**message_step(3, ""), "type": "read", "payload": {"path": "a.py", "range": [1, 9]}}
+_OTHER = {**message_step(4, ""), "type": "other", "payload": {"tool_name": "mcp", "raw": {"input": {"q": 1}}}}
+_FLAG = {"kind": "failed", "severity": "info", "reason": "exit 1"}
+VALID = [message_step(0, "hi"), command_step(1, "false", "", exit_code=1), _EDIT, _READ, _OTHER]
+
+# Values that break a field one way or another: wrong types, nulls, bools for ints, empties,
+# lone surrogates (refused by the constrained strings only), huge ints, bad times.
+_ODD = st.sampled_from(
+    [None, True, False, 0, -1, 2**70, 1.5, "", "x", "\ud800", "é", "turn:1", "2026-09-21T14:13:20Z",
+     "2026-09-21 14:13:20", "inline", "warn", "conversation", [], ["x"], [None], [1, 2], [1, True], {},
+     {"type": "t", "message": "m"}, {"type": "", "message": "m"}, dict(_FLAG), {**_FLAG, "severity": "high"},
+     [dict(_FLAG)], [{**_FLAG, "extra": 1}], {"q": 1}, {1: "x"}, {"\ud800": 1}, {"": 1}]
+)  # fmt: skip
+
+
+def _keys(record: dict[str, Any]) -> st.SearchStrategy[str]:
+    nested = [key for key in ("payload", "error") if isinstance(record.get(key), dict)]
+    return st.sampled_from([*record, "extra", "error", *(f"{key}.{k}" for key in nested for k in record[key])]) | (
+        st.sampled_from([f"payload.{k}" for k in ("text", "stdout", "exit_code", "path", "range", "raw")])
+    )
+
+
+@st.composite
+def _steps(draw: st.DrawFn) -> dict[str, Any]:
+    record = _copy(draw(st.sampled_from(VALID)))
+    for _ in range(draw(st.integers(0, 3))):
+        key = draw(_keys(record))
+        change = draw(st.sampled_from(["set", "delete"]))
+        holder, _, name = key.rpartition(".")
+        target = record[holder] if holder and isinstance(record.get(holder), dict) else record
+        name = name or key
+        if change == "delete":
+            target.pop(name, None)
+        else:
+            target[name] = draw(_ODD)
+    if draw(st.booleans()):
+        record["type"] = draw(st.sampled_from(["command", "edit", "read", "message", "other", "Other", "x"]))
+    return record
+
+
+def _copy(record: dict[str, Any]) -> dict[str, Any]:
+    return {key: _copy(value) if isinstance(value, dict) else value for key, value in record.items()}
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_steps())
+def test_a_step_the_plain_checks_accept_is_one_the_models_accept(step: dict[str, Any]) -> None:
+    if schema.plainly_valid_step(step):
+        assert schema.model_problems("step", step) == []
+    assert schema.record_problems("step", step) == (
+        [] if schema.plainly_valid_step(step) else schema.model_problems("step", step)
+    )
+
+
+def test_every_step_mapped_from_the_fixtures_takes_the_shortcut() -> None:
+    steps = [row.record for case in CASES for mapped in _mapped(case / "data") for row in mapped.steps]
+    assert len(steps) > 100
+    assert [step["id"] for step in steps if not schema.plainly_valid_step(step)] == []
+    assert all(schema.model_problems("step", step) == [] for step in steps)
+    flagged = {**steps[0], "flags": [dict(_FLAG)]}
+    assert schema.plainly_valid_step(flagged)
+
+
+def _mapped(data: Path) -> list[Any]:
+    mapped, _log = map_case_dir(data)
+    return list(mapped.values())
