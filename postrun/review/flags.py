@@ -429,8 +429,12 @@ def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
 
 
 def _secret_flags(step: Mapping[str, Any]) -> list[Flag]:
+    texts = list(step_texts(step))
+    # One quick look at all of them first: most steps hold no keyword of any rule.
+    if not secrets.may_hold_secrets("\n".join(text for _, text in texts)):
+        return []
     found = []
-    for where, text in step_texts(step):
+    for where, text in texts:
         by_rule: dict[secrets.SecretRule, list[secrets.Secret]] = {}
         for secret in secrets.find_secrets(text):
             by_rule.setdefault(secret.rule, []).append(secret)

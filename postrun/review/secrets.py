@@ -301,20 +301,44 @@ def _keywords() -> tuple[tuple[str, ...], ahocorasick_rs.BytesAhoCorasick]:
     return keywords, ahocorasick_rs.BytesAhoCorasick([keyword.encode() for keyword in keywords])
 
 
+@functools.cache
+def _any_keyword() -> ahocorasick_rs.BytesAhoCorasick:
+    """The same keywords, leftmost-first: it finds a match wherever any keyword occurs, and its
+    vectorized search makes a text without one about 14 times cheaper than the overlapping pass."""
+    keywords, _ = _keywords()
+    return ahocorasick_rs.BytesAhoCorasick(
+        [keyword.encode() for keyword in keywords], matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST
+    )
+
+
+def _lowered(text: str) -> str:
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a few characters lower-case to two: positions would drift
+        lowered = "".join(char.lower() if len(char.lower()) == 1 else char for char in text)
+    return lowered
+
+
+def may_hold_secrets(text: str) -> bool:
+    """False when no rule can match anywhere in ``text`` (no keyword occurs in it).
+
+    Cheap, for many texts joined into one: a keyword in one of them is a keyword in the
+    whole (keywords are ASCII, and an ASCII letter lower-cases the same everywhere).
+    """
+    return bool(_any_keyword().find_matches_as_indexes(text.lower().encode("utf-8", "surrogatepass")))
+
+
 def find_secrets(text: str) -> list[Secret]:
     """The secrets in ``text``, in order, without overlaps (the first rule's match wins)."""
     if len(text) < 8:
         return []
-    lowered = text.lower()
-    if len(lowered) != len(text):  # a few characters lower-case to two: positions would drift
-        lowered = "".join(char.lower() if len(char.lower()) == 1 else char for char in text)
-    # One pass for all keywords (a membership test per keyword costs 40 passes); most text
-    # holds none, and then no rule runs.
-    keywords, automaton = _keywords()
-    hits = automaton.find_matches_as_indexes(lowered.encode("utf-8", "surrogatepass"), overlapping=True)
-    present = {keywords[index] for index, _, _ in hits}
-    if not present:
+    lowered = _lowered(text)
+    encoded = lowered.encode("utf-8", "surrogatepass")
+    # Most text holds no keyword, and then no rule runs; the quick pass tells.
+    if not _any_keyword().find_matches_as_indexes(encoded):
         return []
+    # One pass for all keywords present (a membership test per keyword costs 40 passes).
+    keywords, automaton = _keywords()
+    present = {keywords[index] for index, _, _ in automaton.find_matches_as_indexes(encoded, overlapping=True)}
     found: list[Secret] = []
     for rule in rules():
         wanted = [keyword for keyword in rule.keywords if keyword in present]

@@ -6,8 +6,17 @@ import importlib
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from postrun.review.secrets import DETECT_SECRETS_PATTERNS, DETECT_SECRETS_VERSION, find_secrets, mask, rules
+from postrun.review.secrets import (
+    DETECT_SECRETS_PATTERNS,
+    DETECT_SECRETS_VERSION,
+    find_secrets,
+    mask,
+    may_hold_secrets,
+    rules,
+)
 from tests.support.secret_samples import SAMPLES
 
 
@@ -82,3 +91,15 @@ def test_copied_rules_are_detect_secrets_own() -> None:
     for name, patterns in DETECT_SECRETS_PATTERNS.items():
         shipped = [(p.pattern, p.flags & ~re.UNICODE) for p in by_name[name]().denylist]
         assert shipped == list(patterns), name
+
+
+_PIECES = [text for _, text in SAMPLES.values()] + ["Token=", "PASSW", "K", "İ", "ſ", "Σ", "\ud800", " ", "-", "ey"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_PIECES) | st.text(max_size=12), max_size=6).map("".join), max_size=4))
+def test_the_quick_look_never_misses_text_a_rule_matches(texts: list[str]) -> None:
+    # Flags look at all of a step's texts joined once, and skip the rules when nothing is there.
+    if any(find_secrets(text) for text in texts):
+        assert may_hold_secrets("\n".join(texts))
+    assert not may_hold_secrets("plain build output\n" * 200)
