@@ -8,6 +8,7 @@ deletion while ``bash -c "rm -rf /"`` is.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -393,14 +394,29 @@ def step_flags(step: Mapping[str, Any], workspace_root: str) -> list[Flag]:
 
 
 def _command_flags(line: str) -> list[Flag]:
+    found = _line_flags(line) if len(line) <= _CACHED_LINE_CHARS else _flags_of_line(line)
+    return [_flag(kind, severity, reason) for kind, severity, reason in found]
+
+
+# Agents run the same commands again and again (tests, builds, git status); parsing and
+# testing one costs about 15 µs. Longer lines (heredocs, scripts) rarely repeat.
+_CACHED_LINE_CHARS = 1024
+
+
+@functools.lru_cache(maxsize=1024)
+def _line_flags(line: str) -> tuple[tuple[str, Severity, str], ...]:
+    return _flags_of_line(line)
+
+
+def _flags_of_line(line: str) -> tuple[tuple[str, Severity, str], ...]:
     found = []
     for command in split_commands(line):
         argv = unwrapped(command.argv)
         for rule in COMMAND_RULES:
             matched = rule.test(command, argv)
             if matched is not None:
-                found.append(_flag(rule.kind, rule.severity, f"{rule.name}: {matched}"))
-    return found
+                found.append((rule.kind, rule.severity, f"{rule.name}: {matched}"))
+    return tuple(found)
 
 
 def _failure(step: Mapping[str, Any]) -> str:

@@ -74,7 +74,7 @@ def read_session(location: SessionLocation, *, max_bytes: int) -> SessionFiles:
     _refuse_outside(location, location.messages)
     raw: list[RawFile] = []
     try:
-        messages = _read(location, messages_fingerprint, "messages", max_bytes, raw)
+        messages = _read(location, location.messages, messages_fingerprint, "messages", max_bytes, raw)
     except NotFound:
         raise SourceError(str(location.messages), "no messages file") from None
     source_files = [messages_fingerprint]
@@ -83,7 +83,7 @@ def read_session(location: SessionLocation, *, max_bytes: int) -> SessionFiles:
     if manifest_fingerprint is not None:
         _refuse_outside(location, location.manifest)
         try:
-            parsed = _read(location, manifest_fingerprint, "manifest", max_bytes, raw)
+            parsed = _read(location, location.manifest, manifest_fingerprint, "manifest", max_bytes, raw)
         except NotFound:
             parsed = None  # removed between stat and read: as if it never existed
         else:
@@ -116,7 +116,7 @@ def _read_side(
         if fingerprint is None:
             return None
         _refuse_outside(location, path)
-        document = _read(location, fingerprint, kind, max_bytes, raw)
+        document = _read(location, path, fingerprint, kind, max_bytes, raw)
     except NotFound:
         return None  # removed between listing and reading: as if it never existed
     except SourceError as exc:
@@ -165,9 +165,10 @@ def parse_session(location: SessionLocation, raw: Sequence[RawFile]) -> SessionF
     return _with_sides(SessionFiles(location, messages, manifest, lead, tuple(kept)), helpers, compaction)
 
 
-def _read(location: SessionLocation, fingerprint: SourceFile, kind: str, max_bytes: int, raw: list[RawFile]) -> Any:
+def _read(
+    location: SessionLocation, path: Path, fingerprint: SourceFile, kind: str, max_bytes: int, raw: list[RawFile]
+) -> Any:
     """Parse one file, adding its bytes to ``raw`` (named from the data folder, as the vault keeps them)."""
-    path = Path(fingerprint.path)
     data = read_bytes(path, max_bytes=max_bytes)
     parsed = parse_json(data, str(path), kind)
     raw.append(RawFile(path.relative_to(location.data_dir).as_posix(), data, fingerprint))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from postrun.agents.cline import SessionLocation, list_sessions, resolve_targets, session_id_for_event
-from postrun.agents.cline.locate import helper_transcripts, is_safe_name
+from postrun.agents.cline.locate import helper_transcripts, is_safe_name, leads_outside
 from postrun.errors import NotFound, SourceError, UsageError
 
 
@@ -232,3 +232,27 @@ def test_session_id_for_event(relative: str, expected: str | None) -> None:
 def test_session_id_for_event_outside_the_root() -> None:
     assert session_id_for_event(Path("/data/sessions"), "/elsewhere/s1/s1.json") is None
     assert session_id_for_event(Path("/data/sessions"), Path("/data/sessions-old/s1/s1.json")) is None
+
+
+def test_leads_outside_follows_a_symlinked_file_folder_or_root(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    inside = make_session(root, "s1")
+    outside = make_session(tmp_path / "elsewhere", "s2")
+    (root / "s3").mkdir()
+    (root / "s3" / "file").symlink_to(outside.messages)
+    (root / "s4").symlink_to(outside.folder)
+    (root / "s5").mkdir()
+    (root / "s5" / "file").symlink_to(inside.messages)
+    root_link = tmp_path / "root-link"
+    root_link.symlink_to(root)
+    assert not leads_outside(inside.messages, root)
+    assert leads_outside(root / "s3" / "file", root)
+    assert leads_outside(root / "s4" / outside.messages.name, root)
+    assert not leads_outside(root / "s5" / "file", root)
+    assert not leads_outside(root_link / "s1" / inside.messages.name, root_link)
+    assert not leads_outside(root_link / "s1" / inside.messages.name, root)
+    assert leads_outside(root / "s1" / ".." / ".." / "elsewhere" / "s2" / outside.messages.name, root)
+    assert leads_outside(root / ".." / "elsewhere" / outside.messages.name, root)
+    (tmp_path / "top").write_text("")
+    assert leads_outside(root / ".." / "top", root)
+    assert not leads_outside(root / "s1" / "missing", root)  # not there (yet): inside by its path
