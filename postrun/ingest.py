@@ -14,7 +14,7 @@ import socket
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -44,7 +44,7 @@ from postrun.errors import (
     SourceError,
     StoreError,
 )
-from postrun.records import RawFile, StoredActor
+from postrun.records import MappedSession, RawFile, StoredActor
 from postrun.review.apply import FlagMemo, flag_session
 from postrun.review.exclude import Exclusions
 from postrun.review.flags import RULES_VERSION
@@ -56,6 +56,7 @@ from postrun.store.flags import set_rules_version, stored_rules_version
 from postrun.store.forget import is_forgotten, lift_tombstone
 from postrun.store.remap import session_ids, stored_mapped_session
 from postrun.store.write import StoredState, UpsertResult, stored_state, upsert_session
+from postrun.timestamps import utc_iso
 
 _NOW_UTC: Callable[[], datetime] = functools.partial(datetime.now, UTC)
 
@@ -192,9 +193,14 @@ class Ingester:
         keep_raw: bool = True,
         exclusions: Exclusions | None = None,
         flag_memo: FlagMemo | None = None,
+        raw_copy_seconds: float = 0.0,
     ) -> None:
         self.database = database
         self.keep_raw = keep_raw
+        self.raw_copy_seconds = raw_copy_seconds
+        # Open sessions whose copies a live ingest left behind their records, with the time of
+        # their newest copy (see ``copies_due``).
+        self.behind: dict[str, str] = {}
         self.max_bytes = max_bytes
         self.clock = clock
         self.timer = timer
@@ -203,16 +209,24 @@ class Ingester:
         self.flag_memo = flag_memo
 
     def ingest(
-        self, location: SessionLocation, cache: MappingCache | None = None, *, force: bool = False
+        self, location: SessionLocation, cache: MappingCache | None = None, *, force: bool = False, live: bool = False
     ) -> tuple[IngestOutcome, MappingCache]:
         """Ingest one session. Raises PostrunError (NotParseableYet for a torn file, Forgotten
         for a tombstoned one unless ``force``, Excluded for an excluded workspace); on any error
-        the stored session is left exactly as it was."""
+        the stored session is left exactly as it was.
+
+        A ``live`` ingest of an open session copies its files to the vault at most every
+        ``raw_copy_seconds``; any other ingest copies them whenever they changed."""
         with collector_paused():
-            return self._ingest(location, cache, force)
+            return self._ingest(location, cache, force, live)
+
+    def copies_due(self, *, everything: bool = False) -> list[str]:
+        """The sessions in ``behind`` whose newest copy is ``raw_copy_seconds`` old (``everything``: all)."""
+        cutoff = utc_iso(self.clock() - timedelta(seconds=self.raw_copy_seconds))
+        return [session_id for session_id, copied in self.behind.items() if everything or copied <= cutoff]
 
     def _ingest(
-        self, location: SessionLocation, cache: MappingCache | None, force: bool
+        self, location: SessionLocation, cache: MappingCache | None, force: bool, live: bool
     ) -> tuple[IngestOutcome, MappingCache]:
         started = self.timer()
         session_id = location.session_id
@@ -231,7 +245,7 @@ class Ingester:
             approvals, settings_file = approval_source(location.data_dir, files.client_source, max_bytes=self.max_bytes)
             if settings_file is not None:
                 raw.append(settings_file)
-        outcome, cache = self._store(files, approvals, raw, cache, started)
+        outcome, cache = self._store(files, approvals, raw, cache, started, live=live)
         if forgotten:
             outcome = replace(outcome, revived=lift_tombstone(self.database, session_id))
         return outcome, cache
@@ -265,7 +279,9 @@ class Ingester:
                     (f.path, f.size, f.mtime_ns) for f in files.source_files
                 }:
                     raise PostrunError(
-                        f"session {session_id}", "its raw copies are older than its records (keep_raw was off)"
+                        f"session {session_id}",
+                        "its raw copies are older than its records (keep_raw was off, or the session is"
+                        " open and its next copy not taken yet: see raw_copy_seconds)",
                     )
                 approvals = state.approvals
             else:
@@ -299,6 +315,8 @@ class Ingester:
         raw: Sequence[RawFile],
         cache: MappingCache | None,
         started: float,
+        *,
+        live: bool = False,
     ) -> tuple[IngestOutcome, MappingCache]:
         where = str(files.location.messages)
         session_id = files.location.session_id
@@ -310,6 +328,8 @@ class Ingester:
             mapped.validate()
         except SchemaError as exc:
             raise SourceError(where, f"maps to invalid records: {exc.problems[0]}") from None
+        now = self.clock()
+        copy = self.keep_raw and not (live and self._defer_copy(mapped, now))
         if mapped.unread:
             # What could not be read stays as it was stored: its fingerprint (so the records say
             # which version they hold, and the next start-up reads it again) and its raw copy.
@@ -317,21 +337,37 @@ class Ingester:
             state = self._stored_state(session_id)
             before = [f for f in state.source_files if f.path in unread] if state is not None else []
             mapped = dataclasses.replace(mapped, source_files=(*mapped.source_files, *before))
-            if self.keep_raw:
+            if copy:
                 raw = [*raw, *self._vault_copies(session_id, unread)]
         try:
-            result = upsert_session(
-                self.database, mapped, now=self.clock(), captured_on=self.hostname, raw=raw if self.keep_raw else ()
-            )
+            result = upsert_session(self.database, mapped, now=now, captured_on=self.hostname, raw=raw if copy else ())
         except apsw.TooBigError:
             # This session's own content is beyond SQLite's limits: a fault of the session
             # (logged once, retried when it changes), not of the store.
             raise SourceError(where, "a value is too large for the store (SQLite's limit)") from None
         except apsw.Error as exc:
             raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+        if copy:
+            self.behind.pop(session_id, None)
         elapsed_ms = (self.timer() - started) * 1000
         values = {f.name: getattr(result, f.name) for f in fields(result)}
         return IngestOutcome(**values, elapsed_ms=elapsed_ms, unread=mapped.unread), cache
+
+    def _defer_copy(self, mapped: MappedSession, now: datetime) -> bool:
+        """True when this ingest leaves the open session's copies behind its records (its newest
+        copy is recent); remembered in ``behind`` so the capture copies it later."""
+        if self.raw_copy_seconds <= 0 or "ended_at" in mapped.session:
+            return False
+        try:
+            copied = vault.last_copied(self.database, mapped.id)
+        except apsw.Error as exc:
+            raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+        # Compressing a large transcript again after every message costs more than all the
+        # rest of its re-ingest: a copy at most every ``raw_copy_seconds`` while it is written.
+        if copied is None or copied <= utc_iso(now - timedelta(seconds=self.raw_copy_seconds)):
+            return False
+        self.behind[mapped.id] = copied
+        return True
 
     def _check_excluded(self, workspace_root: str, session_id: str) -> None:
         pattern = self.exclusions.matching(workspace_root) if self.exclusions is not None else None

@@ -110,6 +110,8 @@ class Settings(BaseSettings):
     full_sweep_minutes: PositiveNumber = 5
     max_file_mb: Annotated[int, Field(gt=0)] = 512
     keep_raw: bool = True  # False: no raw copies of the agent's files (records only)
+    # A session being written is copied to the vault at most this often (0: at every ingest).
+    raw_copy_seconds: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 300
     mirror_url: MirrorUrl | None = None  # the team mirror (PostgreSQL); None: no mirror
     # Workspace roots (globs) whose sessions are never recorded.
     exclude: Annotated[tuple[str, ...], BeforeValidator(_glob_list)] = ()

@@ -23,6 +23,7 @@ from postrun.errors import NotFound, PostrunError
 from postrun.records import SourceFile
 from postrun.store.capture_state import stored_fingerprints
 from postrun.store.db import Database
+from postrun.store.vault import copies_behind
 
 ACTIVE_SECONDS = 24 * 3600  # a session changed this recently is polled every tick
 
@@ -51,8 +52,12 @@ class CatchUpPlan:
     watch_first: tuple[str, ...] = ()  # open or recent sessions, most recently changed first
 
 
-def plan_catch_up(root: Path, database: Database, *, wall_now: float) -> CatchUpPlan:
+def plan_catch_up(root: Path, database: Database, *, wall_now: float, keep_raw: bool = True) -> CatchUpPlan:
     """Which sessions in the root need ingesting (stat only: no session file is read).
+
+    With ``keep_raw``, an open session whose raw copies are behind its records (a live ingest
+    copies it at most every ``raw_copy_seconds``; capture may have been killed since) is read
+    again, so the vault catches up with the files.
 
     Raises PostrunError when the root exists but cannot be listed.
     """
@@ -79,7 +84,8 @@ def plan_catch_up(root: Path, database: Database, *, wall_now: float) -> CatchUp
         if stored is not None:
             if stored.open:
                 stored_open.add(session_id)
-            if files and same_files(stored.source_files, files):
+            behind = keep_raw and stored.open and copies_behind(database, session_id, stored.source_files)
+            if files and same_files(stored.source_files, files) and not behind:
                 unchanged.add(session_id)
         if session_id in recent or session_id in stored_open:
             active_mtimes[session_id] = mtime

@@ -145,6 +145,7 @@ class IngestJob:
         database: Database,
         max_bytes: int,
         keep_raw: bool = True,
+        raw_copy_seconds: float = 0.0,
         book: SessionBook,
         caches: MappingCaches,
         logger: logging.Logger,
@@ -157,6 +158,7 @@ class IngestJob:
         self.database: Database | None = database
         self.max_bytes = max_bytes
         self.keep_raw = keep_raw
+        self.raw_copy_seconds = raw_copy_seconds
         self.exclusions = exclusions
         self.ingester = self._ingester(database)
         self.book = book
@@ -167,7 +169,9 @@ class IngestJob:
         self.faults = StoreFaults(db_path, logger)
         self.host = host
 
-    def run(self, due: Due) -> JobResult:
+    def run(self, due: Due, *, copy: bool = False) -> JobResult:
+        """Ingest the session if its files changed since the last read (``copy``: read it anyway,
+        to copy files a live ingest left behind its records into the vault)."""
         session_id = due.session_id
         location = SessionLocation.in_root(self.root, session_id)
         try:
@@ -180,13 +184,14 @@ class IngestJob:
         if not self._store_ready(due):
             return JobResult("store")
         key = fingerprint_key(files)
-        if self.book.was_read_at(session_id, key):
+        if not copy and self.book.was_read_at(session_id, key):
             self.logger.debug(f"cline {session_id}: not read: files unchanged since the last read (on {due.reason})")
             return JobResult("skipped")
         assert self.database is not None
         started = time.thread_time()
         try:
-            outcome, cache = self.ingester.ingest(location, self.caches.get(session_id))
+            live = due.reason != "startup" and not copy
+            outcome, cache = self.ingester.ingest(location, self.caches.get(session_id), live=live)
         except NotRecorded as exc:
             self.book.read(session_id, key)  # looked at again only when its files change
             if self.host.report_once(session_id, ("not recorded", type(exc).__name__)):
@@ -257,6 +262,18 @@ class IngestJob:
             self.logger.error(f"cline {session_id}: {message}")
         return JobResult("failed", cost)
 
+    def copy_behind(self, *, everything: bool = False, until: float | None = None) -> None:
+        """Copy into the vault the open sessions whose newest copy is ``raw_copy_seconds`` old and
+        behind their records (``everything``: all that are behind, as capture stops), until the
+        ``time.monotonic()`` deadline ``until``; what is left is copied at the next start-up."""
+        for session_id in self.ingester.copies_due(everything=everything):
+            if until is not None and time.monotonic() >= until:
+                return
+            # Tried once: gone, torn or failing files have nothing to copy, and their next
+            # change is ingested (and copied when due) anyway.
+            self.ingester.behind.pop(session_id, None)
+            self.run(Due(session_id, "poll"), copy=True)
+
     def check_store(self) -> None:
         """Housekeeping between ingests: notice a removed store even when nothing changes."""
         self._store_ready(None)
@@ -282,7 +299,7 @@ class IngestJob:
         self.ingester = self._ingester(database)
         self.caches.clear()
         self.book.forget_reads()
-        plan = plan_catch_up(self.root, database, wall_now=self.wall())
+        plan = plan_catch_up(self.root, database, wall_now=self.wall(), keep_raw=self.keep_raw)
         self.book.load(plan)
         self.host.catch_up(plan.changed)
         self.logger.info(f"cline: catching up {len(plan.changed)} sessions into the new store")
@@ -295,6 +312,7 @@ class IngestJob:
             keep_raw=self.keep_raw,
             exclusions=self.exclusions,
             flag_memo=FlagMemo(CACHE_LIMIT),
+            raw_copy_seconds=self.raw_copy_seconds,
         )
 
     def refresh_flags(self, progress: Progress | None) -> None:

@@ -91,6 +91,7 @@ class Capture:
             database=database,
             max_bytes=settings.max_bytes,
             keep_raw=settings.keep_raw,
+            raw_copy_seconds=settings.raw_copy_seconds,
             book=self.book,
             caches=self.caches,
             logger=self.logger,
@@ -112,7 +113,7 @@ class Capture:
         state = root_state(self.root)  # before listing: a folder created meanwhile is listed again
         if self.watcher is not None:
             self.watcher.sync(None if state is None else state[:2])  # events from here on are hints
-        plan = plan_catch_up(self.root, database, wall_now=time.time())
+        plan = plan_catch_up(self.root, database, wall_now=time.time(), keep_raw=settings.keep_raw)
         self.book.load(plan)
         self.poller.prime(state if plan.root_found else None, plan.present, plan.skipped)
         if self.watcher is not None:
@@ -149,6 +150,8 @@ class Capture:
         """Stop hints, let the ingest in progress finish (within ``grace`` seconds; None: however
         long it takes, unless ``hurry()`` turns true), close the store. False when the ingest did
         not finish in time."""
+        # Copies left behind are taken within the same grace; the next start-up takes the rest.
+        copies_until = time.monotonic() + (STOP_GRACE_SECONDS if grace is None else grace)
         if self.poller is not None:
             self.poller.stop()
         if self.watcher is not None:
@@ -161,6 +164,7 @@ class Capture:
         if self.context.progress is not None:
             self.context.progress.finish()
         if finished and self.job is not None:
+            self.job.copy_behind(everything=True, until=copies_until)
             self.job.close()
         return finished
 
@@ -227,6 +231,7 @@ class Capture:
         """On the ingest thread, every few seconds: the store file and the lock file are still ours."""
         if self.job is not None:
             self.job.check_store()
+            self.job.copy_behind()
         with self._info_lock:
             if self.lock.info is None or self.lock.still_in_place():
                 return

@@ -73,7 +73,7 @@ def run_once(context: CaptureContext, signals: Signals | None = None) -> OnceSum
         progress = context.progress
         try:
             assert job.database is not None
-            plan = plan_catch_up(settings.cline_dir, job.database, wall_now=time.time())
+            plan = plan_catch_up(settings.cline_dir, job.database, wall_now=time.time(), keep_raw=settings.keep_raw)
             if not plan.root_found:
                 logger.warning(f"cline: {settings.cline_dir} does not exist; nothing to ingest")
             for entry in plan.skipped:

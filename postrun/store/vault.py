@@ -6,7 +6,9 @@ per session in ``raw_files``. Per file the newest version is kept; the version b
 is kept too, with when it was replaced, unless the new one only extends it (see
 :func:`extends`). A file that disappears from the session keeps its last version, marked
 replaced. Copies are written by the caller's transaction, next to the records they were
-mapped into, so records and copies never disagree.
+mapped into, so a copy is always of files the records were mapped from. The live re-ingests
+of an open session may leave its copies behind its records for a while (``raw_copy_seconds``,
+see ``Ingester.ingest``): ``copies_behind`` tells, so that the capture copies them later.
 
 Versions of a session: every change that kept an earlier file version closes one; the
 newest files are the last version. Version ``n`` is the session's files as they were just
@@ -16,7 +18,7 @@ before the ``n``-th such change (files that only grew since are given in their n
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import apsw
@@ -145,6 +147,25 @@ def keep(connection: apsw.Connection, session_id: str, files: Sequence[RawFile],
         _replace(connection, current[name].id, generation, now)
         rows += 1
     return rows
+
+
+def last_copied(database: Database, session_id: str) -> str | None:
+    """When the session's newest copies were taken (None: the vault keeps nothing of it)."""
+    found = database.execute(
+        "SELECT max(read_at) FROM raw_files WHERE session_id = ? AND until IS NULL AND NOT settings", (session_id,)
+    ).get
+    return None if found is None else str(found)
+
+
+def copies_behind(database: Database, session_id: str, source_files: Iterable[SourceFile]) -> bool:
+    """True when the newest copies are not of the files the records were last stored from."""
+    kept = set(
+        database.execute(
+            "SELECT path, size, mtime_ns FROM raw_files WHERE session_id = ? AND until IS NULL AND NOT settings",
+            (session_id,),
+        )
+    )
+    return kept != {(f.path, f.size, f.mtime_ns) for f in source_files}
 
 
 def _next_generation(connection: apsw.Connection, session_id: str) -> int:

@@ -268,6 +268,7 @@ def test_non_utf8_file(home: Path, tmp_path: Path) -> None:
         ("debounce_seconds = -1", "debounce_seconds: must be greater than 0 (got -1)"),
         ("full_sweep_minutes = 0", "full_sweep_minutes: must be greater than 0 (got 0)"),
         ("full_sweep_minutes = inf", "full_sweep_minutes: expected a finite number (got inf)"),
+        ("raw_copy_seconds = -5", "raw_copy_seconds: must be greater than or equal to 0 (got -5)"),
         ("max_file_mb = 1.5", "max_file_mb: expected a whole number (got 1.5)"),
         ('use_events = "no"', "use_events: expected true or false (got 'no')"),
         ('log_level = "trace"', "log_level: expected 'DEBUG', 'INFO', 'WARNING' or 'ERROR' (got 'trace')"),
@@ -383,6 +384,7 @@ def test_describe_lists_every_key_with_value_and_source(home: Path, tmp_path: Pa
         "full_sweep_minutes",
         "max_file_mb",
         "keep_raw",
+        "raw_copy_seconds",
         "mirror_url",
         "exclude",
     ]
@@ -397,6 +399,7 @@ def test_describe_lists_every_key_with_value_and_source(home: Path, tmp_path: Pa
     assert by_key["log_level"] == ConfigValue("log_level", "INFO", "default")
     assert by_key["max_file_mb"] == ConfigValue("max_file_mb", "512", "default")
     assert by_key["keep_raw"] == ConfigValue("keep_raw", "true", "default")
+    assert by_key["raw_copy_seconds"] == ConfigValue("raw_copy_seconds", "300", "default")
 
 
 # --- the model itself ----------------------------------------------------------------------
