@@ -563,12 +563,12 @@ import postrun.ingest
 from postrun.cli import main
 marker, release = pathlib.Path(sys.argv.pop(1)), pathlib.Path(sys.argv.pop(1))
 real = postrun.ingest.Ingester.ingest
-def slow(self, location, cache=None):
+def slow(self, location, cache=None, **options):
     marker.write_text(location.session_id)
     deadline = time.monotonic() + 60
     while not release.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
-    return real(self, location, cache)
+    return real(self, location, cache, **options)
 postrun.ingest.Ingester.ingest = slow
 sys.argv[0] = "postrun"
 main()
