@@ -2,7 +2,7 @@
 
 Every step the adapter mapped (the lead's and helpers' alike) gets the flags of
 ``step_flags``; a step whose flags are unchanged keeps its row (and digest) as it was.
-A capture re-ingests a live session after each message, so the flags of the steps it
+A capture re-ingests a live session after each message, so the flagged rows of the steps it
 already flagged are remembered per session (bounded) instead of recomputed.
 """
 
@@ -13,28 +13,31 @@ from collections import OrderedDict
 from dataclasses import replace
 
 from postrun.records import MappedSession, StepRow
-from postrun.review.flags import Flag, step_flags
+from postrun.review.flags import step_flags
 
-MEMO_SESSIONS = 8  # sessions whose step flags are remembered (the ones changing right now)
+MEMO_SESSIONS = 8  # sessions whose flagged steps are remembered (the ones changing right now)
 
 
 class FlagMemo:
-    """Each recent session's flags by the digest of the step as the adapter mapped it."""
+    """Each recent session's flagged rows by the digest of the step as the adapter mapped it.
+
+    A row without flags is the adapter's own (which its mapping cache holds anyway), so
+    remembering it costs no memory."""
 
     def __init__(self, limit: int = MEMO_SESSIONS) -> None:
         self.limit = limit
         self._lock = threading.Lock()
-        self._sessions: OrderedDict[str, dict[str, list[Flag]]] = OrderedDict()
+        self._sessions: OrderedDict[str, dict[str, StepRow]] = OrderedDict()
 
-    def take(self, session_id: str) -> dict[str, list[Flag]]:
+    def take(self, session_id: str) -> dict[str, StepRow]:
         with self._lock:
             return self._sessions.pop(session_id, {})
 
-    def keep(self, session_id: str, flags: dict[str, list[Flag]]) -> None:
+    def keep(self, session_id: str, rows: dict[str, StepRow]) -> None:
         if self.limit <= 0:
             return
         with self._lock:
-            self._sessions[session_id] = flags
+            self._sessions[session_id] = rows
             while len(self._sessions) > self.limit:
                 self._sessions.popitem(last=False)
 
@@ -43,15 +46,15 @@ def flag_session(mapped: MappedSession, memo: FlagMemo | None = None) -> MappedS
     """``mapped`` with every step's ``flags`` set by the rules."""
     root = str(mapped.session["workspace"]["root"])
     known = memo.take(mapped.id) if memo is not None else {}
-    seen: dict[str, list[Flag]] = {}
+    seen: dict[str, StepRow] = {}
     rows: list[StepRow] = []
     for row in mapped.steps:
-        flags = known.get(row.digest)
-        if flags is None:
-            flags = step_flags(row.record, root)
-        seen[row.digest] = flags
-        # The rules only make valid v1.2 flags, so the row is re-serialized, not re-validated.
-        rows.append(row.with_fields(flags=flags))
+        flagged = known.get(row.digest)
+        if flagged is None:
+            # The rules only make valid v1.2 flags, so the row is re-serialized, not re-validated.
+            flagged = row.with_fields(flags=step_flags(row.record, root))
+        seen[row.digest] = flagged
+        rows.append(flagged)
     if memo is not None:
         memo.keep(mapped.id, seen)
     return replace(mapped, steps=rows)

@@ -85,9 +85,11 @@ def test_ingest_line_and_no_second_read_of_unchanged_files(job: tuple[IngestJob,
     reads: list[str] = []
     ingest = ingest_job.ingester.ingest
 
-    def counted(location: SessionLocation, cache: MappingCache | None = None) -> tuple[IngestOutcome, MappingCache]:
+    def counted(
+        location: SessionLocation, cache: MappingCache | None = None, **options: bool
+    ) -> tuple[IngestOutcome, MappingCache]:
         reads.append(location.session_id)
-        return ingest(location, cache)
+        return ingest(location, cache, **options)
 
     ingest_job.ingester.ingest = counted
     assert ingest_job.run(Due(BASIC, "poll")).outcome == "ingested"

@@ -1,0 +1,42 @@
+"""The flags of a live session's re-ingest: rows remembered by the memo, the output unchanged."""
+
+from __future__ import annotations
+
+from postrun.records import MappedSession
+from postrun.review.apply import FlagMemo, flag_session
+from tests.unit.cline.kit import T0, answer, call, mapped_session, message, prompt
+
+
+def session(command: str) -> MappedSession:
+    result = [{"query": command, "result": "", "success": True}]
+    return mapped_session(
+        [
+            prompt("u1", "clean up"),
+            message("a1", "assistant", [call("c1", "run_commands", {"commands": [command]})], ts=T0 + 1000),
+            message("r1", "user", [answer("c1", result, name="run_commands")], ts=T0 + 2000),
+            message("a2", "assistant", [{"type": "text", "text": "done"}], ts=T0 + 3000),
+        ]
+    )
+
+
+def blobs(mapped: MappedSession) -> list[bytes]:
+    return [row.blob for row in mapped.steps]
+
+
+def test_a_re_ingest_hands_back_the_rows_already_flagged_as_they_were() -> None:
+    mapped = session("sudo rm -rf /var")
+    memo = FlagMemo()
+    first = flag_session(mapped, memo)
+    again = flag_session(mapped, memo)
+    assert blobs(again) == blobs(first) == blobs(flag_session(mapped))
+    assert any(row.record["flags"] for row in first.steps)  # the command is flagged
+    # Nothing flagged or serialized again: the very rows of the first pass.
+    assert all(now is before for now, before in zip(again.steps, first.steps, strict=True))
+
+
+def test_a_step_that_changed_is_flagged_again() -> None:
+    memo = FlagMemo()
+    flag_session(session("sudo rm -rf /var"), memo)
+    changed = session("ls")
+    assert blobs(flag_session(changed, memo)) == blobs(flag_session(changed))
+    assert not any(row.record["flags"] for row in flag_session(changed, memo).steps)
