@@ -265,7 +265,10 @@ class IngestJob:
     def copy_behind(self, *, everything: bool = False, until: float | None = None) -> None:
         """Copy into the vault the open sessions whose newest copy is ``raw_copy_seconds`` old and
         behind their records (``everything``: all that are behind, as capture stops), until the
-        ``time.monotonic()`` deadline ``until``; what is left is copied at the next start-up."""
+        ``time.monotonic()`` deadline ``until``; what is left is copied at the next start-up.
+        Nothing is copied into a store that replaced the one the records are in."""
+        if self.database is None or self.database.identity_changed():
+            return
         for session_id in self.ingester.copies_due(everything=everything):
             if until is not None and time.monotonic() >= until:
                 return

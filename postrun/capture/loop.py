@@ -164,7 +164,8 @@ class Capture:
         if self.context.progress is not None:
             self.context.progress.finish()
         if finished and self.job is not None:
-            self.job.copy_behind(everything=True, until=copies_until)
+            if not self._lost_lock:  # another capture owns the store now
+                self.job.copy_behind(everything=True, until=copies_until)
             self.job.close()
         return finished
 

@@ -214,3 +214,20 @@ def test_the_capture_copies_what_it_left_behind_at_stop_and_at_the_next_start(ro
         assert plan_catch_up(root, database, wall_now=time.time()).changed == ()
     finally:
         job.close()
+
+
+def test_copies_left_behind_never_go_into_a_store_that_replaced_theirs(root: Path, tmp_path: Path) -> None:
+    db_path = tmp_path / "store" / "postrun.db"
+    session = grown(Synthetic(synthetic_id(20), seed=20), root)
+    job = job_over(root, Database.open(db_path), db_path)
+    try:
+        job.run(Due(session.session_id, "startup"))
+        grown(session, root)
+        job.run(Due(session.session_id, "event"))
+        assert job.ingester.copies_due(everything=True) == [session.session_id]
+        for path in db_path.parent.iterdir():
+            path.unlink()
+        job.copy_behind(everything=True)
+        assert list(db_path.parent.iterdir()) == []  # no new store made at stop: its start-up catches up
+    finally:
+        job.close()
