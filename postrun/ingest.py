@@ -22,20 +22,15 @@ import apsw
 
 from postrun.agents.cline import (
     MappingCache,
-    SessionFiles,
     SessionLocation,
     Skipped,
-    approval_source,
-    map_session,
     parse_session,
     read_session,
     resolve_targets,
     snapshot_from_settings,
-    workspace_root,
 )
 from postrun.agents.cline.locate import MESSAGES_SUFFIX
 from postrun.errors import (
-    Excluded,
     Forgotten,
     NotFound,
     NotParseableYet,
@@ -44,21 +39,26 @@ from postrun.errors import (
     SourceError,
     StoreError,
 )
+from postrun.mapper import Known, MapRules, Prepared, internal_error, map_files, mapped_in_order, prepare
 from postrun.records import MappedSession, RawFile, StoredActor
 from postrun.review.apply import FlagMemo, flag_session
 from postrun.review.exclude import Exclusions
 from postrun.review.flags import RULES_VERSION
-from postrun.schema import SchemaError
-from postrun.store import vault
+from postrun.store import codec, vault
 from postrun.store.actors import stored_actor
-from postrun.store.db import Database, describe_sqlite_error
+from postrun.store.db import BUSY_TIMEOUT_MS, Database, describe_sqlite_error
 from postrun.store.flags import set_rules_version, stored_rules_version
-from postrun.store.forget import is_forgotten, lift_tombstone
+from postrun.store.forget import is_forgotten, lift_tombstone, tombstone_ids
 from postrun.store.remap import session_ids, stored_mapped_session
 from postrun.store.write import StoredState, UpsertResult, stored_state, upsert_session
 from postrun.timestamps import utc_iso
 
 _NOW_UTC: Callable[[], datetime] = functools.partial(datetime.now, UTC)
+# A catch-up stores many sessions per transaction (one commit, and one flush of the search
+# index, per batch instead of per session), committed after this long or this much source:
+# the batch holds the store's write lock, and another writer waits at most the busy timeout.
+BATCH_SECONDS = 0.5
+BATCH_SOURCE_BYTES = 64 * 2**20
 
 
 @contextlib.contextmanager
@@ -205,8 +205,7 @@ class Ingester:
         self.clock = clock
         self.timer = timer
         self.hostname = hostname or socket.gethostname()
-        self.exclusions = exclusions
-        self.flag_memo = flag_memo
+        self.rules = MapRules(max_bytes, exclusions, flag_memo)
 
     def ingest(
         self, location: SessionLocation, cache: MappingCache | None = None, *, force: bool = False, live: bool = False
@@ -235,17 +234,11 @@ class Ingester:
         except apsw.Error as exc:
             raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
         if forgotten and not force:
-            raise Forgotten(session_id, "forgotten (postrun forget); `postrun ingest --force` brings it back")
+            raise _forgotten(session_id)
         files = read_session(location, max_bytes=self.max_bytes)
-        state = self._stored_state(session_id)
-        raw = list(files.raw)
-        if state is not None:
-            approvals = state.approvals
-        else:
-            approvals, settings_file = approval_source(location.data_dir, files.client_source, max_bytes=self.max_bytes)
-            if settings_file is not None:
-                raw.append(settings_file)
-        outcome, cache = self._store(files, approvals, raw, cache, started, live=live)
+        helpers = _StoredHelpers(self.database, session_id)
+        prepared, cache = prepare(files, self._stored_approvals(session_id), helpers, self.rules, cache)
+        outcome = self._store(location, prepared, started, live=live)
         if forgotten:
             outcome = replace(outcome, revived=lift_tombstone(self.database, session_id))
         return outcome, cache
@@ -289,8 +282,9 @@ class Ingester:
                 approvals = snapshot_from_settings(
                     files.client_source, None if settings is None else settings.data, settings.name if settings else ""
                 )
-            outcome, _ = self._store(files, approvals, (), None, started)  # the vault holds these already
-            return outcome
+            # The vault holds these already.
+            prepared, _ = map_files(files, approvals, (), _StoredHelpers(self.database, session_id), self.rules)
+            return self._store(location, prepared, started)
 
     def _vault_copies(self, session_id: str, paths: set[str]) -> list[RawFile]:
         """The vault's newest copies of files that could not be read this time: they stay the
@@ -308,26 +302,16 @@ class Ingester:
         except apsw.Error as exc:
             raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
 
+    def _stored_approvals(self, session_id: str) -> dict[str, Any] | None:
+        state = self._stored_state(session_id)
+        return None if state is None else state.approvals
+
     def _store(
-        self,
-        files: SessionFiles,
-        approvals: dict[str, Any],
-        raw: Sequence[RawFile],
-        cache: MappingCache | None,
-        started: float,
-        *,
-        live: bool = False,
-    ) -> tuple[IngestOutcome, MappingCache]:
-        where = str(files.location.messages)
-        session_id = files.location.session_id
-        try:
-            # Checked before mapping: an excluded session costs a read, never a mapping.
-            self._check_excluded(workspace_root(files.manifest), session_id)
-            mapped, cache = map_session(files, approvals, cache, _StoredHelpers(self.database, session_id))
-            mapped = flag_session(mapped, self.flag_memo)
-            mapped.validate()
-        except SchemaError as exc:
-            raise SourceError(where, f"maps to invalid records: {exc.problems[0]}") from None
+        self, location: SessionLocation, prepared: Prepared, started: float, *, live: bool = False
+    ) -> IngestOutcome:
+        mapped, raw = prepared.mapped, prepared.raw
+        session_id = location.session_id
+        where = str(location.messages)
         now = self.clock()
         copy = self.keep_raw and not (live and self._defer_copy(mapped, now))
         if mapped.unread:
@@ -338,7 +322,7 @@ class Ingester:
             before = [f for f in state.source_files if f.path in unread] if state is not None else []
             mapped = dataclasses.replace(mapped, source_files=(*mapped.source_files, *before))
             if copy:
-                raw = [*raw, *self._vault_copies(session_id, unread)]
+                raw = (*raw, *self._vault_copies(session_id, unread))
         try:
             result = upsert_session(self.database, mapped, now=now, captured_on=self.hostname, raw=raw if copy else ())
         except apsw.TooBigError:
@@ -351,7 +335,7 @@ class Ingester:
             self.behind.pop(session_id, None)
         elapsed_ms = (self.timer() - started) * 1000
         values = {f.name: getattr(result, f.name) for f in fields(result)}
-        return IngestOutcome(**values, elapsed_ms=elapsed_ms, unread=mapped.unread), cache
+        return IngestOutcome(**values, elapsed_ms=elapsed_ms, unread=mapped.unread)
 
     def _defer_copy(self, mapped: MappedSession, now: datetime) -> bool:
         """True when this ingest leaves the open session's copies behind its records (its newest
@@ -369,10 +353,170 @@ class Ingester:
         self.behind[mapped.id] = copied
         return True
 
-    def _check_excluded(self, workspace_root: str, session_id: str) -> None:
-        pattern = self.exclusions.matching(workspace_root) if self.exclusions is not None else None
-        if pattern is not None:
-            raise Excluded(session_id, f"not recorded: workspace {workspace_root} matches exclude {pattern!r}")
+    def ingest_all(
+        self, locations: Sequence[SessionLocation], *, force: bool = False
+    ) -> Iterator[IngestOutcome | IngestFailure]:
+        """Ingest every session of ``locations``, in order, many per transaction (``force``:
+        forgotten ones too).
+
+        Each session is all or nothing on its own (a savepoint): one that fails is rolled
+        back alone and the others of its transaction are kept. Results come out in order,
+        once the transaction holding them committed; a session not recorded (forgotten,
+        excluded) is a failure whose error is NotRecorded. A store fault (locked, full,
+        broken) stops the run: its failure names how many sessions were not stored, those
+        of the rolled-back transaction included.
+        """
+        batch = _Batch(self.database, self.timer)
+        position = 0  # of the next session to store
+        with collector_paused():
+            try:
+                forgotten = set(self._read(tombstone_ids))
+                with (
+                    self._reader() as reader,
+                    mapped_in_order(
+                        locations,
+                        lambda session_id: self._known(session_id, session_id in forgotten and not force),
+                        lambda session_id: _StoredHelpers(reader, session_id),
+                        self.rules,
+                    ) as results,
+                ):
+                    for location, mapped, mapped_ms in results:
+                        batch.open()
+                        batch.results.append(self._store_mapped(location, mapped, mapped_ms, force))
+                        if isinstance(mapped, Prepared):
+                            batch.source_bytes += sum(f.size for f in mapped.mapped.source_files)
+                        position += 1
+                        if batch.full():
+                            yield from batch.commit()
+                    yield from batch.commit()
+            except StoreError as exc:
+                yield from self._stopped(exc, locations, position, batch)
+            finally:
+                batch.roll_back()  # after any other error too: never leave the transaction open
+
+    def _read(self, read: Callable[[Database], list[str]]) -> list[str]:
+        try:
+            return read(self.database)
+        except apsw.Error as exc:
+            raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+
+    def _known(self, session_id: str, refused: bool) -> Known:
+        if refused:
+            return Known(None, _forgotten(session_id))
+        return Known(self._stored_approvals(session_id))
+
+    @contextlib.contextmanager
+    def _reader(self) -> Iterator[Database]:
+        """A read-only connection of the mapping thread's own (one connection, one thread)."""
+        try:
+            connection = apsw.Connection(str(self.database.path), flags=apsw.SQLITE_OPEN_READONLY)
+        except apsw.Error as exc:
+            raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+        try:
+            connection.set_busy_timeout(BUSY_TIMEOUT_MS)
+            codec.register(connection)
+            yield Database(self.database.path, connection)
+        finally:
+            connection.close()
+
+    def _stopped(
+        self, exc: StoreError, locations: Sequence[SessionLocation], position: int, batch: _Batch
+    ) -> Iterator[IngestFailure]:
+        """A store fault: every other session would fail the same way (each after the busy
+        timeout), so stop, and say how many were not tried and how many the rolled-back
+        transaction held."""
+        pending = batch.roll_back()
+        yield from (result for result in pending if isinstance(result, IngestFailure))
+        lost = sum(isinstance(result, IngestOutcome) for result in pending)
+        failed = locations[position].session_id if position < len(locations) else None
+        untried = len(locations) - position - (failed is not None)
+        reason = exc.reason
+        if untried:
+            reason += f"; {untried} more session(s) not tried"
+        if lost:
+            reason += f"; {lost} session(s) of the same transaction rolled back, not stored"
+        yield IngestFailure(failed, type(exc)(exc.where, reason))
+
+    def _store_mapped(
+        self, location: SessionLocation, mapped: Prepared | PostrunError, mapped_ms: float, force: bool
+    ) -> IngestOutcome | IngestFailure:
+        """Store what ``mapped_in_order`` gave; a session's own failure is kept as a result."""
+        started = self.timer() - mapped_ms / 1000
+        session_id = location.session_id
+        try:
+            if isinstance(mapped, PostrunError):
+                raise mapped
+            forgotten = self._read(lambda database: [session_id] if is_forgotten(database, session_id) else [])
+            if forgotten and not force:
+                raise _forgotten(session_id)  # forgotten since the run began
+            stored = self._stored_approvals(session_id)
+            if stored is not None and stored != mapped.mapped.approvals:
+                # Stored by someone else since it was mapped: its steps' decisions follow
+                # the snapshot the store kept.
+                files = read_session(location, max_bytes=self.max_bytes)
+                mapped, _ = prepare(files, stored, _StoredHelpers(self.database, session_id), self.rules)
+            outcome = self._store(location, mapped, started)
+            if forgotten:
+                outcome = replace(outcome, revived=lift_tombstone(self.database, session_id))
+            return outcome
+        except StoreError:
+            raise
+        except PostrunError as exc:
+            return IngestFailure(session_id, exc)
+        except Exception as exc:  # noqa: BLE001 - one bad session never stops the others
+            # Its savepoint was rolled back; the failure names the session.
+            return IngestFailure(session_id, internal_error(location, exc))
+
+
+def _forgotten(session_id: str) -> Forgotten:
+    return Forgotten(session_id, "forgotten (postrun forget); `postrun ingest --force` brings it back")
+
+
+class _Batch:
+    """Sessions stored in one transaction, reported once it committed."""
+
+    def __init__(self, database: Database, timer: Callable[[], float]) -> None:
+        self.database = database
+        self.timer = timer
+        self.results: list[IngestOutcome | IngestFailure] = []
+        self.source_bytes = 0
+        self._started: float | None = None
+        self._transaction = contextlib.ExitStack()
+
+    def open(self) -> None:
+        if self._started is None:
+            try:
+                self._transaction.enter_context(self.database.transaction())
+            except apsw.Error as exc:
+                raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+            self._started = self.timer()
+
+    def full(self) -> bool:
+        return self._started is not None and (
+            self.timer() - self._started >= BATCH_SECONDS or self.source_bytes >= BATCH_SOURCE_BYTES
+        )
+
+    def commit(self) -> list[IngestOutcome | IngestFailure]:
+        if self._started is not None:
+            self._started = None
+            self.source_bytes = 0
+            try:
+                self._transaction.close()
+            except apsw.Error as exc:
+                raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+        results, self.results = self.results, []
+        return results
+
+    def roll_back(self) -> list[IngestOutcome | IngestFailure]:
+        """Abandon the transaction (SQLite may have rolled it back already); the results it
+        held (its outcomes are now not stored)."""
+        results, self.results = self.results, []
+        if self._started is not None:
+            self._started = None
+            failure = StoreError(str(self.database.path), "rolled back")
+            with contextlib.suppress(apsw.Error, StoreError):
+                self._transaction.__exit__(StoreError, failure, None)
+        return results
 
 
 def ingest_targets(
@@ -407,25 +551,11 @@ def ingest_targets(
         except apsw.Error as exc:
             raise StoreError(str(database.path), describe_sqlite_error(exc)) from None
         report = replace(report, reflagged=reflagged)
-        for position, location in enumerate(listing.sessions):
-            try:
-                outcome, _ = ingester.ingest(location, force=force)
-            except StoreError as exc:
-                # Locked, full or broken: every other session would fail the same way (each
-                # after the busy timeout), so stop here and say how many were not tried.
-                untried = len(listing.sessions) - position - 1
-                if untried:
-                    exc = type(exc)(exc.where, f"{exc.reason}; {untried} more session(s) not tried")
-                report.failures.append(IngestFailure(location.session_id, exc))
-                break
-            except NotRecorded as exc:
-                report.not_recorded.append(exc)
-            except PostrunError as exc:
-                report.failures.append(IngestFailure(location.session_id, exc))
-            except Exception as exc:  # noqa: BLE001 - one bad session never stops the others
-                # The store rolled the session's transaction back; the failure names the session.
-                detail = f"internal error: {type(exc).__name__}: {exc}"
-                report.failures.append(IngestFailure(location.session_id, PostrunError(str(location.messages), detail)))
+        for result in ingester.ingest_all(listing.sessions, force=force):
+            if isinstance(result, IngestOutcome):
+                report.outcomes.append(result)
+            elif isinstance(result.error, NotRecorded):
+                report.not_recorded.append(result.error)
             else:
-                report.outcomes.append(outcome)
+                report.failures.append(result)
     return report

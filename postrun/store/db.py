@@ -179,6 +179,18 @@ class Database:
         and the first error is what the user hears.
         """
         connection = self.connection
+        if not connection.getautocommit():
+            # Inside a caller's transaction (a catch-up's batch): a savepoint, so this part is
+            # all or nothing on its own and the rest of the transaction stays.
+            connection.execute("SAVEPOINT part")
+            try:
+                yield connection
+                connection.execute("RELEASE part")
+            except BaseException:
+                if not connection.getautocommit():
+                    connection.execute("ROLLBACK TO part; RELEASE part")
+                raise
+            return
         connection.execute("BEGIN IMMEDIATE")
         try:
             yield connection

@@ -1,0 +1,163 @@
+"""A catch-up stores many sessions per transaction and maps them ahead on a thread: the
+results, the stored records and every failure are what one session at a time gives."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+from postrun import ingest, mapper
+from postrun.agents.cline import list_sessions
+from postrun.errors import Forgotten, NotParseableYet, SourceError
+from postrun.ingest import Ingester, IngestFailure, IngestOutcome, ingest_targets
+from postrun.store.db import Database
+from postrun.store.forget import forget_sessions
+from tests.reliability.kit import Synthetic, differences, read_records, store_problems, synthetic_id
+
+MAX_BYTES = 64 * 2**20
+COUNT = 8  # enough to be mapped ahead on a thread
+LIMIT = 30_000  # SQLite's largest value here: the big session's record is beyond it
+
+
+def history(root: Path) -> None:
+    """``COUNT`` sessions; the third is torn (caught mid-write), the fifth too large for the store."""
+    for index in range(COUNT):
+        session = Synthetic(synthetic_id(index), seed=index)
+        for _ in range(5):
+            session.grow()
+        if index == 4:
+            session.messages[-1]["content"][0]["content"][0]["result"] = os.urandom(40_000).hex()
+        session.write(root)
+        if index == 2:
+            messages = root / session.session_id / f"{session.session_id}.messages.json"
+            messages.write_bytes(messages.read_bytes()[:200])
+
+
+def run(
+    root: Path, db: Path, commits: list[int] | None = None, *, refuse_commit: bool = False
+) -> list[IngestOutcome | IngestFailure]:
+    with Database.open(db) as database:
+        database.connection.limit(apsw.SQLITE_LIMIT_LENGTH, LIMIT)
+        if commits is not None:
+
+            def count() -> bool:
+                commits.append(1)
+                return refuse_commit  # True: SQLite turns the commit into a rollback
+
+            database.connection.set_commit_hook(count)
+        return list(Ingester(database, max_bytes=MAX_BYTES).ingest_all(list_sessions(root).sessions))
+
+
+def one_at_a_time(root: Path, db: Path) -> dict[str, object]:
+    """The reference: each session on its own, in its own transaction, mapped here."""
+    with Database.open(db) as database:
+        database.connection.limit(apsw.SQLITE_LIMIT_LENGTH, LIMIT)
+        store = Ingester(database, max_bytes=MAX_BYTES)
+        for location in list_sessions(root).sessions:
+            with contextlib.suppress(SourceError):
+                store.ingest(location)
+    return read_records(db)
+
+
+def summary(results: list[IngestOutcome | IngestFailure]) -> list[tuple[object, ...]]:
+    return [
+        (r.session_id, r.status, r.steps, r.rows_written)
+        if isinstance(r, IngestOutcome)
+        else (r.session_id, type(r.error).__name__, str(r.error))
+        for r in results
+    ]
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(ingest, "BATCH_SECONDS", 60.0)  # one transaction however loaded the machine
+    folder = tmp_path / "cline" / "sessions"
+    history(folder)
+    return folder
+
+
+def test_failing_sessions_lose_none_of_the_others_in_their_transaction(root: Path, tmp_path: Path) -> None:
+    commits: list[int] = []
+    results = run(root, tmp_path / "batched.db", commits)
+    assert [r.session_id for r in results] == [synthetic_id(i) for i in range(COUNT)]
+    failures = {r.session_id: r.error for r in results if isinstance(r, IngestFailure)}
+    assert isinstance(failures.pop(synthetic_id(2)), NotParseableYet)
+    assert "too large for the store" in str(failures.pop(synthetic_id(4)))
+    assert failures == {}
+    assert len(commits) == 1  # all of them in one transaction
+    assert store_problems(tmp_path / "batched.db") == []
+    reference = one_at_a_time(root, tmp_path / "reference.db")
+    assert len(reference) == COUNT - 2
+    assert differences(read_records(tmp_path / "batched.db"), reference) == []
+    # A second ingest writes nothing.
+    again = run(root, tmp_path / "batched.db")
+    assert {r.status for r in again if isinstance(r, IngestOutcome)} == {"unchanged"}
+
+
+def test_mapping_ahead_gives_what_mapping_in_line_gives(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ahead = run(root, tmp_path / "ahead.db")
+    monkeypatch.setattr(mapper, "AHEAD_MIN_SESSIONS", COUNT + 1)
+    in_line = run(root, tmp_path / "in-line.db")
+    assert summary(ahead) == summary(in_line)
+    assert differences(read_records(tmp_path / "ahead.db"), read_records(tmp_path / "in-line.db")) == []
+
+
+def test_a_bug_met_mapping_one_session_ahead_is_that_sessions_failure_alone(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = mapper.map_session
+
+    def fails_on_the_sixth(files: Any, *args: Any) -> Any:
+        if files.location.session_id == synthetic_id(5):
+            raise KeyError("a bug")
+        return real(files, *args)
+
+    monkeypatch.setattr(mapper, "map_session", fails_on_the_sixth)
+    db = tmp_path / "bug.db"
+    results = run(root, db)
+    failures = {r.session_id: str(r.error) for r in results if isinstance(r, IngestFailure)}
+    assert failures.pop(synthetic_id(5)).endswith("internal error: KeyError: 'a bug'")
+    assert set(failures) == {synthetic_id(2), synthetic_id(4)}
+    assert len(read_records(db)) == COUNT - 3  # the others of its transaction are kept
+    assert store_problems(db) == []
+
+
+def test_a_long_catch_up_commits_as_it_goes(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ingest, "BATCH_SECONDS", 0.0)
+    commits: list[int] = []
+    results = run(root, tmp_path / "each.db", commits)
+    assert len(commits) == COUNT  # every session's own transaction
+    assert sum(isinstance(r, IngestOutcome) for r in results) == COUNT - 2
+
+
+def test_a_transaction_that_cannot_commit_reports_every_session_it_held(root: Path, tmp_path: Path) -> None:
+    db = tmp_path / "refused.db"
+    results = run(root, db, [], refuse_commit=True)
+    assert not any(isinstance(r, IngestOutcome) for r in results)
+    *sessions, store = results
+    assert [r.session_id for r in sessions] == [synthetic_id(2), synthetic_id(4)]  # their own failures
+    assert store.session_id is None
+    assert str(store.error).endswith(f"; {COUNT - 2} session(s) of the same transaction rolled back, not stored")
+    assert read_records(db) == {}
+    assert store_problems(db) == []
+
+
+def test_a_forgotten_session_of_a_catch_up_is_not_recorded_unless_forced(root: Path, tmp_path: Path) -> None:
+    db = tmp_path / "forgot.db"
+    run(root, db)
+    forgotten = synthetic_id(1)
+    with Database.open(db) as database:
+        forget_sessions(database, [forgotten], now="2026-11-29T12:00:00.000Z")
+    report = ingest_targets([str(root)], db=db, default_root=root, max_bytes=MAX_BYTES)
+    assert [(type(e), e.where) for e in report.not_recorded] == [(Forgotten, forgotten)]
+    assert forgotten not in read_records(db) and len(report.outcomes) == COUNT - 2
+    forced = ingest_targets([str(root)], db=db, default_root=root, max_bytes=MAX_BYTES, force=True)
+    assert [o.session_id for o in forced.outcomes if o.revived] == [forgotten]
+    assert forgotten in read_records(db) and store_problems(db) == []
