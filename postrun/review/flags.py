@@ -428,7 +428,11 @@ def _failure(step: Mapping[str, Any]) -> str:
 
 def step_texts(step: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     """(field, text) for every string a step holds: its payload (raw included) and error."""
-    yield from _strings(step["payload"], "")
+    for key, value in step["payload"].items():  # the payload's own fields without a generator each
+        if isinstance(value, str):
+            yield str(key), value
+        elif isinstance(value, dict | list):
+            yield from _strings(value, str(key))
     if "error" in step:
         yield "error", step["error"]["message"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -29,11 +30,19 @@ def epoch_ms(value: Any) -> int | None:
 
 def iso_from_ms(ms: int) -> str:
     """``2026-09-21T14:13:19.500Z`` for epoch milliseconds accepted by ``epoch_ms``."""
-    moment = _EPOCH + timedelta(milliseconds=ms)
-    return (
-        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
-        f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}.{moment.microsecond // 1000:03d}Z"
-    )
+    days, rest = divmod(ms, 86_400_000)
+    seconds, millis = divmod(rest, 1000)
+    minutes, seconds = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{_day(days)}{hours:02d}:{minutes:02d}:{seconds:02d}.{millis:03d}Z"
+
+
+@functools.lru_cache(maxsize=64)
+def _day(days: int) -> str:
+    """``2026-09-21T`` for days since the epoch: a session's messages share a few days, and
+    the calendar arithmetic is most of the cost of a step's time."""
+    date = _EPOCH + timedelta(days=days)
+    return f"{date.year:04d}-{date.month:02d}-{date.day:02d}T"
 
 
 def iso_from_ns(ns: int) -> str:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from postrun.agents.cline.commands import TRUNCATED_QUERY, CommandOutput, parse_command_result, query_matches
 from postrun.agents.cline.patch import parse_patch, parse_search_replace
@@ -189,6 +192,12 @@ def test_epoch_milliseconds(value: float, expected: str) -> None:
     assert ms is not None
     assert iso_from_ms(ms) == expected
     assert valid_timestamp(expected) == expected
+
+
+@given(st.integers(min_value=-62_135_596_800_000, max_value=253_402_300_799_999))
+def test_epoch_milliseconds_read_as_the_calendar_does(ms: int) -> None:
+    moment = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
+    assert iso_from_ms(ms) == moment.isoformat(timespec="milliseconds").replace("+00:00", "Z").rjust(24, "0")
 
 
 @pytest.mark.parametrize("value", [None, True, "1790000000000", float("nan"), float("inf"), 10**20, -(10**20), [1]])
