@@ -290,7 +290,7 @@ def _fold(
             bound=message.bound,
         )
         key = (message.fingerprint, context)
-        steps = reusable.get(key)
+        steps = reusable.get(key) if reusable else None  # a first mapping need not hash the key twice
         if steps is None:
             results = {call: transcript.blocks(by_position[answer])[block] for call, (answer, block) in answers}
             steps = map_message(message, transcript.raw(message), transcript.blocks(message), results, context, facts)
