@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ def _keys(record: dict[str, Any]) -> st.SearchStrategy[str]:
 
 @st.composite
 def _steps(draw: st.DrawFn) -> dict[str, Any]:
-    record = _copy(draw(st.sampled_from(VALID)))
+    record = copy.deepcopy(draw(st.sampled_from(VALID)))  # drawn values are shared: never change them
     for _ in range(draw(st.integers(0, 3))):
         key = draw(_keys(record))
         change = draw(st.sampled_from(["set", "delete"]))
@@ -47,14 +48,10 @@ def _steps(draw: st.DrawFn) -> dict[str, Any]:
         if change == "delete":
             target.pop(name, None)
         else:
-            target[name] = draw(_ODD)
+            target[name] = copy.deepcopy(draw(_ODD))
     if draw(st.booleans()):
         record["type"] = draw(st.sampled_from(["command", "edit", "read", "message", "other", "Other", "x"]))
     return record
-
-
-def _copy(record: dict[str, Any]) -> dict[str, Any]:
-    return {key: _copy(value) if isinstance(value, dict) else value for key, value in record.items()}
 
 
 @settings(max_examples=3000, deadline=None)
