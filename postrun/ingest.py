@@ -221,8 +221,13 @@ class Ingester:
 
     def copies_due(self, *, everything: bool = False) -> list[str]:
         """The sessions in ``behind`` whose newest copy is ``raw_copy_seconds`` old (``everything``: all)."""
-        cutoff = utc_iso(self.clock() - timedelta(seconds=self.raw_copy_seconds))
-        return [session_id for session_id, copied in self.behind.items() if everything or copied <= cutoff]
+        now = self.clock()
+        return [session_id for session_id, copied in self.behind.items() if everything or self._due(copied, now)]
+
+    def _due(self, copied: str, now: datetime) -> bool:
+        # A copy stamped after ``now`` (the clock was set back) is due too: waiting for the
+        # clock to catch up could leave the vault behind for hours.
+        return not utc_iso(now - timedelta(seconds=self.raw_copy_seconds)) < copied <= utc_iso(now)
 
     def _ingest(
         self, location: SessionLocation, cache: MappingCache | None, force: bool, live: bool
@@ -348,7 +353,7 @@ class Ingester:
             raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
         # Compressing a large transcript again after every message costs more than all the
         # rest of its re-ingest: a copy at most every ``raw_copy_seconds`` while it is written.
-        if copied is None or copied <= utc_iso(now - timedelta(seconds=self.raw_copy_seconds)):
+        if copied is None or self._due(copied, now):
             return False
         self.behind[mapped.id] = copied
         return True

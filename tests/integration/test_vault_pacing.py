@@ -134,6 +134,15 @@ def test_an_ending_session_and_ingests_that_are_not_live_are_copied_at_once(root
     assert not behind(database, session.session_id) and ingester.copies_due(everything=True) == []
 
 
+def test_a_clock_set_back_does_not_hold_the_copy_back(root: Path, database: Database) -> None:
+    ingester, clock, session, location = left_behind(root, database, 5)
+    clock.advance(-3600)
+    assert ingester.copies_due() == [session.session_id]
+    grown(session, root)
+    ingester.ingest(location, live=True)
+    assert kept_messages(database, session.session_id) == messages_file(root, session)
+
+
 def test_zero_seconds_copies_at_every_live_ingest(root: Path, database: Database) -> None:
     ingester = Ingester(database, max_bytes=2**26, clock=WallClock(), raw_copy_seconds=0)
     session = grown(Synthetic(synthetic_id(3), seed=3), root)
