@@ -6,8 +6,7 @@ library, untimed) are written into a fresh file with none of Postrun's mapping â
 record as it is exported (bytes) into a plain table, and its searchable text into a
 contentless FTS5 table with the store's tokenizer â€” in one transaction, WAL with
 ``synchronous=normal`` as the store runs, then checkpointed. Timed in a fresh Python process
-like the parse floor; the text is the step's string payload fields, as the search index takes
-them.
+like the parse floor; the text is the store's own ``search_body`` of each step.
 """
 
 from __future__ import annotations
@@ -25,17 +24,15 @@ _TIMER = """
 import sys, time, orjson, apsw
 from pathlib import Path
 from postrun.store.db import Database
+from postrun.store.codec import search_body
 from postrun.store.query import load_envelope
 store, scratch, repeats = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
 ids = sys.stdin.read().split()
-FIELDS = ("tool_name", "command", "path", "text", "stdout", "stderr", "old_string", "new_string")
 rows = []
 with Database.open(store, create=False) as database:
     for session_id in ids:
         for step in load_envelope(database, session_id)["steps"]:
-            payload = step["payload"]
-            text = "\\n".join(v for k in FIELDS if isinstance(v := payload.get(k), str) and v)
-            rows.append((orjson.dumps(step), text))
+            rows.append((orjson.dumps(step), search_body(step)))
 def once(index):
     path = scratch / f"sqlite-floor-{index}.db"
     connection = apsw.Connection(str(path))
