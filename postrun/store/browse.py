@@ -22,7 +22,6 @@ from postrun.timestamps import utc_iso
 
 PAGE_SIZE = 50
 _STAMP_SLACK = timedelta(minutes=1)  # far beyond the store's busy timeout
-_FLAGGED = "json_array_length(postrun_record(st.record), '$.flags') > 0"  # the steps_flagged index's own condition
 _LATEST_VERDICT = "(SELECT v.state FROM verdicts v WHERE v.session_id = s.id ORDER BY v.id DESC LIMIT 1)"
 
 
@@ -80,7 +79,7 @@ def _where(query: SessionFilter, matching: list[str] | None) -> tuple[str, list[
     if query.failed:
         clauses.append("EXISTS (SELECT 1 FROM steps st WHERE st.session_id = s.id AND st.outcome = 'failed')")
     if query.flagged:
-        clauses.append(f"EXISTS (SELECT 1 FROM steps st WHERE st.session_id = s.id AND {_FLAGGED})")
+        clauses.append("EXISTS (SELECT 1 FROM step_flags f WHERE f.session_id = s.id)")
     if query.since_utc is not None:
         clauses.append("s.started_at >= ?")
         params.append(query.since_utc)
@@ -163,7 +162,7 @@ def session_page(database: Database, query: SessionFilter, index: SessionIndex |
         SELECT s.id, s.agent, s.record, s.started_at, s.ended_at, s.updated_at,
                (SELECT count(*) FROM steps st WHERE st.session_id = s.id),
                (SELECT count(*) FROM steps st WHERE st.session_id = s.id AND st.outcome = 'failed'),
-               (SELECT count(*) FROM steps st WHERE st.session_id = s.id AND {_FLAGGED}),
+               (SELECT count(DISTINCT f.step_id) FROM step_flags f WHERE f.session_id = s.id),
                {_TITLE_SQL}
           FROM sessions s{where}
          ORDER BY s.started_at DESC, s.id

@@ -60,7 +60,8 @@ def search_body(record: Mapping[str, Any]) -> str:
         if isinstance(value, str) and value:
             parts.append(value[:SEARCH_FIELD_CHARS])
     if "raw" in payload:
-        parts.append(orjson.dumps(payload["raw"]).decode()[:SEARCH_FIELD_CHARS])
+        # Sorted keys: the text is the same from a record as mapped and as stored.
+        parts.append(orjson.dumps(payload["raw"], option=orjson.OPT_SORT_KEYS).decode()[:SEARCH_FIELD_CHARS])
     error = record.get("error")
     if error:
         parts.append(str(error.get("message", ""))[:SEARCH_FIELD_CHARS])

@@ -198,8 +198,9 @@ CREATE TABLE tombstones (
 # Step records kept zstd-compressed (``postrun.store.codec``), and a search index without
 # its own copy of the text: an external-content FTS5 table whose text comes from the
 # steps through a view. The steps table is rebuilt (a column's type cannot change in
-# place), with its indexes (the review app's flagged-steps index reads the flags through
-# postrun_record); history keeps its JSON text. The search index is rebuilt from the steps.
+# place), with its indexes but the flagged-steps one: step_flags answers that, and an index
+# over compressed records would decompress every step written. History keeps its JSON text;
+# the search index is rebuilt from the steps.
 _COMPACT_STEPS = """
 CREATE TABLE steps_packed (
     rowid INTEGER PRIMARY KEY,
@@ -224,7 +225,6 @@ ALTER TABLE steps_packed RENAME TO steps;
 CREATE INDEX steps_by_seq ON steps (session_id, seq);
 CREATE INDEX steps_digests ON steps (session_id, id, digest);
 CREATE INDEX steps_failed ON steps (session_id) WHERE outcome = 'failed';
-CREATE INDEX steps_flagged ON steps (session_id) WHERE json_array_length(postrun_record(record), '$.flags') > 0;
 CREATE VIEW step_search_text (step_rowid, body) AS SELECT rowid, postrun_search_text(record) FROM steps;
 CREATE VIRTUAL TABLE step_search USING fts5 (
     body, content = 'step_search_text', content_rowid = 'step_rowid', tokenize = 'unicode61 remove_diacritics 2'

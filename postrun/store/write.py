@@ -20,7 +20,7 @@ import orjson
 from postrun.records import MappedSession, RawFile, SourceFile, StepRow, canonical_json, digest
 from postrun.store import outbox, vault
 from postrun.store.actors import write_actor_metrics
-from postrun.store.codec import indexed_text, pack, unpack
+from postrun.store.codec import pack, search_body, unpack
 from postrun.store.db import Database
 from postrun.store.flags import remove_step_flags, write_step_flags
 from postrun.timestamps import normalize_timestamp, utc_iso
@@ -101,7 +101,7 @@ class _Writer:
                 " at = ?, record = ?, digest = ? WHERE rowid = ?",
                 (*_step_columns(row), rowid),
             )
-            execute("INSERT INTO step_search (rowid, body) VALUES (?, ?)", (rowid, indexed_text(row.blob)))
+            execute("INSERT INTO step_search (rowid, body) VALUES (?, ?)", (rowid, search_body(row.record)))
             write_step_flags(self.connection, self.session_id, row.id, row.record["flags"], replace=True)
             self.rows += 1
         if added:
@@ -129,7 +129,7 @@ class _Writer:
         )
         self.connection.executemany(
             "INSERT INTO step_search (rowid, body) VALUES (?, ?)",
-            [(first + i, indexed_text(row.blob)) for i, row in enumerate(added)],
+            [(first + i, search_body(row.record)) for i, row in enumerate(added)],
         )
         for row in added:
             if row.record["flags"]:
