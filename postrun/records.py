@@ -9,6 +9,8 @@ compare or re-write on the next ingest.
 from __future__ import annotations
 
 import hashlib
+import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,3 +153,19 @@ class MappedSession:
         found = self.problems()
         if found:
             raise schema.SchemaError(found)
+
+
+def summed_metrics(parts: Iterable[Mapping[str, Any] | None]) -> dict[str, Any] | None:
+    """The v1.2 ``metrics`` of several actors together; None when none reported any."""
+    present = [part for part in parts if part is not None]
+    if not present:
+        return None
+    tokens: dict[str, int] = {}
+    for part in present:
+        for name, count in part["tokens"].items():
+            tokens[name] = tokens.get(name, 0) + count
+    return {
+        "cost_usd": math.fsum(part["cost_usd"] for part in present),
+        "api_requests": sum(part["api_requests"] for part in present),
+        "tokens": tokens,
+    }

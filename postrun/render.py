@@ -5,12 +5,12 @@ Pure functions from v1.2 records (plus the store's own columns) to text.
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from postrun.records import summed_metrics
 from postrun.store.query import HistoryEntry, SessionDetails
 from postrun.store.vault import KeptVersion
 from postrun.text import one_line, plural, printable, size_text
@@ -130,16 +130,19 @@ def session_header(envelope: Mapping[str, Any], details: SessionDetails, title: 
 def _helpers_share(helpers: Iterable[Mapping[str, Any]]) -> str:
     """What the helpers' own calls account for (the session's figures include it)."""
     shares = list(helpers)
-    if not shares:
+    total = summed_metrics(shares)
+    if total is None:
         return ""
-    cost = math.fsum(share["cost_usd"] for share in shares)
-    requests = sum(share["api_requests"] for share in shares)
-    tokens_in = sum(share["tokens"]["input"] for share in shares)
-    tokens_out = sum(share["tokens"]["output"] for share in shares)
     return (
-        f"; {plural(len(shares), 'helper')} ${cost:.4f}, {plural(requests, 'API request')},"
-        f" tokens in {tokens_in:,} / out {tokens_out:,}"
+        f"; {plural(len(shares), 'helper')} ${total['cost_usd']:.4f}, {plural(total['api_requests'], 'API request')},"
+        f" tokens in {total['tokens']['input']:,} / out {total['tokens']['output']:,}"
     )
+
+
+def turn_title(turn: Mapping[str, Any]) -> str:
+    """A turn's heading in the Markdown and HTML exports."""
+    heading = "Before the first prompt" if turn["index"] == 0 else f"Turn {turn['index']}"
+    return f"{heading} · {turn['mode']}" if "mode" in turn else heading
 
 
 def _actor_runs(
@@ -324,10 +327,7 @@ def markdown(envelope: Mapping[str, Any], details: SessionDetails) -> str:
     steps_by_turn = steps_by_turn_of(envelope)
     actors = {actor["id"]: actor for actor in envelope["actors"]}
     for turn in envelope["turns"]:
-        heading = "Before the first prompt" if turn["index"] == 0 else f"Turn {turn['index']}"
-        if "mode" in turn:
-            heading += f" · {turn['mode']}"
-        lines += ["", f"## {heading}", ""]
+        lines += ["", f"## {turn_title(turn)}", ""]
         for helper, run in _actor_runs(steps_by_turn.get(turn["id"], []), actors):
             if helper is None:
                 for step in run:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from postrun.render import flag_lines, outcome_label, session_header, step_summary, steps_by_turn_of
+from postrun.render import flag_lines, outcome_label, session_header, step_summary, steps_by_turn_of, turn_title
 from postrun.store.query import SessionDetails
 from postrun.text import one_line
 
@@ -45,10 +45,7 @@ def document(envelope: Mapping[str, Any], details: SessionDetails) -> str:
     ]
     by_turn = steps_by_turn_of(envelope)
     for turn in envelope["turns"]:
-        heading = "Before the first prompt" if turn["index"] == 0 else f"Turn {turn['index']}"
-        if "mode" in turn:
-            heading += f" · {turn['mode']}"
-        parts.append(f"<h2>{escape(heading)}</h2>")
+        parts.append(f"<h2>{escape(turn_title(turn))}</h2>")
         parts += [_step(step) for step in by_turn.get(turn["id"], [])]
     parts.append("</body></html>\n")
     return "\n".join(parts)

@@ -21,7 +21,7 @@ def write_step_flags(
 ) -> None:
     """Index one step's flags (``replace``: the step was stored before, drop its old ones)."""
     if replace:
-        connection.execute("DELETE FROM step_flags WHERE session_id = ? AND step_id = ?", (session_id, step_id))
+        remove_step_flags(connection, session_id, step_id)
     strongest: dict[str, str] = {}
     for flag in flags:
         kind, severity = flag["kind"], flag["severity"]

@@ -207,10 +207,15 @@ def session_details(database: Database, session_id: str) -> SessionDetails:
     ).fetchone()
     if row is None:
         raise no_session(session_id, database.path)
-    helpers = database.execute(
+    return replace(SessionDetails(*row), helper_metrics=helper_metrics(database, session_id))
+
+
+def helper_metrics(database: Database, session_id: str) -> dict[str, dict[str, Any]]:
+    """Each helper actor's own usage, by actor id (helpers without usage left out)."""
+    rows = database.execute(
         "SELECT id, metrics FROM actors WHERE session_id = ? AND metrics IS NOT NULL ORDER BY id", (session_id,)
     )
-    return replace(SessionDetails(*row), helper_metrics={actor_id: orjson.loads(value) for actor_id, value in helpers})
+    return {str(actor_id): orjson.loads(value) for actor_id, value in rows}
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ import orjson
 from postrun.records import MappedSession, SessionExtras, StepRow
 from postrun.store import codec
 from postrun.store.db import Database
-from postrun.store.query import load_envelope
+from postrun.store.query import helper_metrics, load_envelope
 from postrun.store.write import decode_source_files
 
 
@@ -29,12 +29,6 @@ def stored_mapped_session(database: Database, session_id: str) -> MappedSession:
     ).fetchone()
     assert row is not None  # load_envelope raised NotFound otherwise
     agent, model, provider, title, status, branch, approvals, source_files = row
-    helper_metrics = {
-        str(actor_id): orjson.loads(metrics)
-        for actor_id, metrics in database.execute(
-            "SELECT id, metrics FROM actors WHERE session_id = ? AND metrics IS NOT NULL", (session_id,)
-        )
-    }
     return MappedSession(
         agent=agent,
         session=envelope["session"],
@@ -50,5 +44,5 @@ def stored_mapped_session(database: Database, session_id: str) -> MappedSession:
         extras=SessionExtras(model, provider, title, status, branch),
         approvals=orjson.loads(approvals),
         source_files=decode_source_files(source_files),
-        helper_metrics=helper_metrics,
+        helper_metrics=helper_metrics(database, session_id),
     )

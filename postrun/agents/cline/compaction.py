@@ -14,7 +14,7 @@ from typing import Any
 
 from postrun.agents.cline.steps import Context, SessionFacts, system_message
 from postrun.agents.cline.times import epoch_ms
-from postrun.agents.cline.transcript import Transcript
+from postrun.agents.cline.transcript import Transcript, escape_id
 from postrun.records import StepRow
 
 SUMMARY_KIND = "compaction_summary"
@@ -53,6 +53,6 @@ def summary_step(
     rows, turn_id, segment, at = before[index]
     at = epoch_ms(first.get("ts")) or at  # when it was compacted, when Cline says
     message_id = first.get("id")
-    key = message_id.replace("%", "%25").replace("#", "%23") if isinstance(message_id, str) and message_id else ""
+    key = escape_id(message_id) if isinstance(message_id, str) and message_id else ""
     context = Context(rows, turn_id, segment, 0, 0, at, key, (), (), ())
     return rows, system_message(f"compaction:{key}#0", "\n\n".join(texts), context, facts)

@@ -11,8 +11,7 @@ message, else at the end. Its steps join the turn (and segment) of the step they
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -181,19 +180,3 @@ def _instant(value: Any) -> str | None:
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def summed_metrics(parts: Iterable[dict[str, Any] | None]) -> dict[str, Any] | None:
-    """The v1.2 ``metrics`` of several actors together; None when none reported any."""
-    present = [part for part in parts if part is not None]
-    if not present:
-        return None
-    tokens: dict[str, int] = {}
-    for part in present:
-        for name, count in part["tokens"].items():
-            tokens[name] = tokens.get(name, 0) + count
-    return {
-        "cost_usd": math.fsum(part["cost_usd"] for part in present),
-        "api_requests": sum(part["api_requests"] for part in present),
-        "tokens": tokens,
-    }

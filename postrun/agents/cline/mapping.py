@@ -19,14 +19,23 @@ from typing import Any, NamedTuple
 
 from postrun.agents.cline.compaction import summary_step
 from postrun.agents.cline.files import SessionFiles, SideFile
-from postrun.agents.cline.helpers import Helper, helper_actor, place_helpers, summed_metrics
+from postrun.agents.cline.helpers import Helper, helper_actor, place_helpers
 from postrun.agents.cline.segments import SegmentPlan, plan_segments
 from postrun.agents.cline.steps import ROOT_ACTOR, Context, MessageSteps, SessionFacts, map_message
 from postrun.agents.cline.times import iso_from_ms, iso_from_ns, valid_timestamp
 from postrun.agents.cline.tools import ToolContext
 from postrun.agents.cline.transcript import Fingerprint, Transcript, TranscriptResume, read_transcript
 from postrun.errors import SourceError
-from postrun.records import MappedSession, SessionExtras, SourceFile, StepRow, StoredActor, canonical_json, digest
+from postrun.records import (
+    MappedSession,
+    SessionExtras,
+    SourceFile,
+    StepRow,
+    StoredActor,
+    canonical_json,
+    digest,
+    summed_metrics,
+)
 
 AGENT = "cline"
 CacheKey = tuple[Fingerprint, Context]  # (the message's JSON, its context)

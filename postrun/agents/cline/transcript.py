@@ -161,8 +161,7 @@ class _Pass:
 
     def unique(self, raw_id: str) -> str:
         """An id base that stays unique when an id repeats (``call_0`` in every run of some models)."""
-        # "#" separates an id from a position: escaping it keeps every step id unique.
-        base = raw_id.replace("%", "%25").replace("#", "%23")
+        base = escape_id(raw_id)
         count = self.seen_ids.get(base, 0) + 1
         self.seen_ids[base] = count
         return base if count == 1 else f"{base}#{count}"
@@ -279,6 +278,12 @@ def read_transcript(document: Any, where: str, resume: TranscriptResume | None =
         walk.add(position, raw_messages[position], known[position] if position < len(known) else None)
     walk.finish()
     return transcript
+
+
+def escape_id(raw_id: str) -> str:
+    """An id from Cline's files as part of a step id: "#" separates an id from a position, so
+    escaping it keeps every step id unique."""
+    return raw_id.replace("%", "%25").replace("#", "%23")
 
 
 def _known_prefix(raw_messages: list[Any], resume: TranscriptResume | None) -> tuple[list[Fingerprint], bool]:
