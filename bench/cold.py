@@ -85,7 +85,7 @@ def measure_cold(
                 source_bytes=sum(s.bytes for s in part),
                 wall_seconds=finished.wall_seconds,
                 cpu_seconds=finished.cpu_seconds,
-                max_rss_bytes=finished.max_rss_bytes,
+                max_rss_bytes=finished.tree_rss_bytes,
                 floor_seconds=floor,
                 peer=peer.sync(part) if peer is not None else None,
             )

@@ -7,6 +7,7 @@ manager variable inherited, so no user configuration or journald wiring leaks in
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -58,10 +59,44 @@ class Finished:
 
     returncode: int
     wall_seconds: float  # from just before the fork to the reaping
-    cpu_seconds: float  # user + system, all its threads
-    max_rss_bytes: int
+    cpu_seconds: float  # user + system, all its threads and the processes it started
+    max_rss_bytes: int  # the largest of its processes' peaks (the kernel's)
     stdout: str
     stderr: str
+    tree_rss_bytes: int = 0  # the peak of its processes' resident sets added up (sampled)
+
+
+class _TreeMemory:
+    """The largest sum of the resident sets of a process and its descendants, sampled every
+    20 ms: the kernel's figure is per process, and ``postrun ingest`` may map in processes
+    of its own."""
+
+    def __init__(self, pid: int) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, args=(pid,), name="bench-tree-rss", daemon=True)
+        self._thread.start()
+
+    def _sample(self, pid: int) -> None:
+        try:
+            root = psutil.Process(pid)
+        except psutil.Error:
+            return
+        while not self._stop.is_set():
+            total = 0
+            try:
+                for process in (root, *root.children(recursive=True)):
+                    with contextlib.suppress(psutil.Error):
+                        total += process.memory_info().rss
+            except psutil.Error:
+                return
+            self.peak = max(self.peak, total)
+            self._stop.wait(0.02)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
 
 
 def run(args: Sequence[str], env: Mapping[str, str], *, timeout: float = 900.0) -> Finished:
@@ -73,10 +108,15 @@ def run(args: Sequence[str], env: Mapping[str, str], *, timeout: float = 900.0) 
         process = subprocess.Popen(list(args), env=dict(env), stdin=subprocess.DEVNULL, stdout=out, stderr=err)
         killer = threading.Timer(timeout, process.kill)  # a hung run fails the bench, never blocks it
         killer.start()
+        memory = _TreeMemory(process.pid)
         try:
+            # Not reaped until the sampler stops: its pid cannot be reused meanwhile.
+            os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)
+            tree_rss = memory.stop()
             _, status, usage = os.wait4(process.pid, 0)
         finally:
             killer.cancel()
+            memory.stop()
         wall = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
     return Finished(
@@ -86,6 +126,7 @@ def run(args: Sequence[str], env: Mapping[str, str], *, timeout: float = 900.0) 
         usage.ru_maxrss * 1024,
         out_path.read_text(errors="replace"),
         err_path.read_text(errors="replace"),
+        max(tree_rss, usage.ru_maxrss * 1024),
     )
 
 

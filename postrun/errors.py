@@ -7,6 +7,8 @@ variable, a session id) and a short reason; the CLI prints
 
 from __future__ import annotations
 
+from typing import Any
+
 from postrun.exitcodes import ExitCode
 
 
@@ -22,6 +24,18 @@ class PostrunError(Exception):
 
     def __str__(self) -> str:
         return f"{self.where}: {self.reason}" if self.where else self.reason
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A session's failure crosses from a mapping process to the writer as it was raised;
+        # the default would call ``__init__`` again with the message alone.
+        return (_rebuilt, (type(self), self.args, self.__dict__))
+
+
+def _rebuilt(cls: type[PostrunError], args: tuple[Any, ...], state: dict[str, Any]) -> PostrunError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class UsageError(PostrunError):

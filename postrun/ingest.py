@@ -12,7 +12,7 @@ import functools
 import gc
 import socket
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -39,14 +39,23 @@ from postrun.errors import (
     SourceError,
     StoreError,
 )
-from postrun.mapper import Known, MapRules, Prepared, internal_error, map_files, mapped_in_order, prepare
-from postrun.records import MappedSession, RawFile, StoredActor
+from postrun.mapper import (
+    Known,
+    MapRules,
+    Prepared,
+    Processes,
+    internal_error,
+    map_files,
+    mapped_in_order,
+    prepare,
+)
+from postrun.records import MappedSession, RawFile
 from postrun.review.apply import FlagMemo, flag_session
 from postrun.review.exclude import Exclusions
 from postrun.review.flags import RULES_VERSION
-from postrun.store import codec, vault
-from postrun.store.actors import stored_actor
-from postrun.store.db import BUSY_TIMEOUT_MS, Database, describe_sqlite_error
+from postrun.store import vault
+from postrun.store.actors import StoredHelpers
+from postrun.store.db import Database, describe_sqlite_error
 from postrun.store.flags import set_rules_version, stored_rules_version
 from postrun.store.forget import is_forgotten, lift_tombstone, tombstone_ids
 from postrun.store.remap import session_ids, stored_mapped_session
@@ -95,38 +104,6 @@ class IngestOutcome(UpsertResult):
     elapsed_ms: float
     unread: tuple[SourceError, ...] = ()
     revived: bool = False  # it had been forgotten; ``ingest --force`` brought it back
-
-
-class _StoredHelpers(Mapping[str, StoredActor]):
-    """The store's helper actors of one session, read only when the mapping asks for one."""
-
-    def __init__(self, database: Database, session_id: str) -> None:
-        self.database = database
-        self.session_id = session_id
-        self.found: dict[str, StoredActor | None] = {}
-
-    def _get(self, actor_id: str) -> StoredActor | None:
-        if actor_id not in self.found:
-            try:
-                self.found[actor_id] = stored_actor(self.database, self.session_id, actor_id)
-            except apsw.Error as exc:
-                raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
-        return self.found[actor_id]
-
-    def __getitem__(self, actor_id: str) -> StoredActor:
-        found = self._get(actor_id)
-        if found is None:
-            raise KeyError(actor_id)
-        return found
-
-    def __contains__(self, actor_id: object) -> bool:
-        return isinstance(actor_id, str) and self._get(actor_id) is not None
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(name for name, found in self.found.items() if found is not None)
-
-    def __len__(self) -> int:
-        return sum(found is not None for found in self.found.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,8 +171,10 @@ class Ingester:
         exclusions: Exclusions | None = None,
         flag_memo: FlagMemo | None = None,
         raw_copy_seconds: float = 0.0,
+        mapping_processes: Processes | None = None,
     ) -> None:
         self.database = database
+        self.mapping_processes = mapping_processes  # for ``ingest_all``'s catch-ups (see ``mapped_in_order``)
         self.keep_raw = keep_raw
         self.raw_copy_seconds = raw_copy_seconds
         # Open sessions whose copies a live ingest left behind their records, with the time of
@@ -241,7 +220,7 @@ class Ingester:
         if forgotten and not force:
             raise _forgotten(session_id)
         files = read_session(location, max_bytes=self.max_bytes)
-        helpers = _StoredHelpers(self.database, session_id)
+        helpers = StoredHelpers(self.database, session_id)
         prepared, cache = prepare(files, self._stored_approvals(session_id), helpers, self.rules, cache)
         outcome = self._store(location, prepared, started, live=live)
         if forgotten:
@@ -288,7 +267,7 @@ class Ingester:
                     files.client_source, None if settings is None else settings.data, settings.name if settings else ""
                 )
             # The vault holds these already.
-            prepared, _ = map_files(files, approvals, (), _StoredHelpers(self.database, session_id), self.rules)
+            prepared, _ = map_files(files, approvals, (), StoredHelpers(self.database, session_id), self.rules)
             return self._store(location, prepared, started)
 
     def _vault_copies(self, session_id: str, paths: set[str]) -> list[RawFile]:
@@ -329,7 +308,9 @@ class Ingester:
             if copy:
                 raw = (*raw, *self._vault_copies(session_id, unread))
         try:
-            result = upsert_session(self.database, mapped, now=now, captured_on=self.hostname, raw=raw if copy else ())
+            result = upsert_session(
+                self.database, mapped, now=now, captured_on=self.hostname, raw=raw if copy else (), steps=prepared.steps
+            )
         except apsw.TooBigError:
             # This session's own content is beyond SQLite's limits: a fault of the session
             # (logged once, retried when it changes), not of the store.
@@ -377,12 +358,14 @@ class Ingester:
             try:
                 forgotten = set(self._read(tombstone_ids))
                 with (
-                    self._reader() as reader,
+                    contextlib.closing(Database.open_reader(self.database.path)) as reader,
                     mapped_in_order(
                         locations,
                         lambda session_id: self._known(session_id, session_id in forgotten and not force),
-                        lambda session_id: _StoredHelpers(reader, session_id),
+                        lambda session_id: StoredHelpers(reader, session_id),
                         self.rules,
+                        processes=self.mapping_processes,
+                        store=self.database.path,
                     ) as results,
                 ):
                     for location, mapped, mapped_ms in results:
@@ -409,20 +392,6 @@ class Ingester:
         if refused:
             return Known(None, _forgotten(session_id))
         return Known(self._stored_approvals(session_id))
-
-    @contextlib.contextmanager
-    def _reader(self) -> Iterator[Database]:
-        """A read-only connection of the mapping thread's own (one connection, one thread)."""
-        try:
-            connection = apsw.Connection(str(self.database.path), flags=apsw.SQLITE_OPEN_READONLY)
-        except apsw.Error as exc:
-            raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
-        try:
-            connection.set_busy_timeout(BUSY_TIMEOUT_MS)
-            codec.register(connection)
-            yield Database(self.database.path, connection)
-        finally:
-            connection.close()
 
     def _stopped(
         self, exc: StoreError, locations: Sequence[SessionLocation], position: int, batch: _Batch
@@ -459,7 +428,7 @@ class Ingester:
                 # Stored by someone else since it was mapped: its steps' decisions follow
                 # the snapshot the store kept.
                 files = read_session(location, max_bytes=self.max_bytes)
-                mapped, _ = prepare(files, stored, _StoredHelpers(self.database, session_id), self.rules)
+                mapped, _ = prepare(files, stored, StoredHelpers(self.database, session_id), self.rules)
             outcome = self._store(location, mapped, started)
             if forgotten:
                 outcome = replace(outcome, revived=lift_tombstone(self.database, session_id))
@@ -534,12 +503,14 @@ def ingest_targets(
     exclusions: Exclusions | None = None,
     force: bool = False,
     progress: Progress | None = None,
+    processes: int | None = None,
 ) -> IngestReport:
     """``postrun ingest TARGET...``: every session the targets name, each on its own.
 
     A target that names no session and a session that cannot be stored are failures of
     their own; the others are stored. The store is opened (created) only when there is a
-    session to store. ``force`` records forgotten sessions again.
+    session to store. ``force`` records forgotten sessions again. ``processes``: how many
+    map them (``Processes.wanted``).
     """
     listing = resolve_targets(targets, default_root)
     report = IngestReport(
@@ -550,7 +521,13 @@ def ingest_targets(
     if not listing.sessions:
         return report
     with Database.open(db) as database:
-        ingester = Ingester(database, max_bytes=max_bytes, keep_raw=keep_raw, exclusions=exclusions)
+        ingester = Ingester(
+            database,
+            max_bytes=max_bytes,
+            keep_raw=keep_raw,
+            exclusions=exclusions,
+            mapping_processes=Processes.wanted(processes),
+        )
         try:
             reflagged = refresh_flags(database, now=_NOW_UTC(), captured_on=ingester.hostname, progress=progress)
         except apsw.Error as exc:

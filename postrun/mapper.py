@@ -1,20 +1,34 @@
-"""Reading and mapping sessions, in line or a few sessions ahead on a thread of their own.
+"""Reading and mapping sessions: in line, or, for a catch-up over many, in processes of their own.
 
-A catch-up over many sessions is two kinds of work: parsing and mapping (Python) and
-storing (SQLite, zstd). SQLite and zstd release the GIL while they work, so a thread
-that keeps the next sessions mapped overlaps the two on a second core. Results come out
-in order, errors included, exactly as mapping in line gives them. (A thread, not a
-process: Postrun starts no process.)
+A catch-up is two kinds of work: reading, mapping and flagging (pure Python, holding the GIL
+throughout) and storing (SQLite and zstd). A thread of the same process cannot overlap them:
+each time the writer returns from SQLite it waits for the GIL the mapping thread holds (a
+whole switch interval at worst), so storing slows down by more than the thread maps. Mapping
+processes can: each maps its share of the sessions and packs every step as the store writes
+it (``StepWrite``: the compressed record and its search text), and the writer stores them in
+order, errors included, exactly as mapping in line gives them.
+
+A mapping process only reads (the agent's files, and the store for a helper it cannot read
+now), holds no lock, and ends when the writer is gone: it reads its work from a socket only
+the writer holds the other end of, so the writer's end (or its death, by kill -9 too) is
+end-of-file to it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import queue
-import threading
+import dataclasses
+import gc
+import os
+import signal
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 from postrun.agents.cline import (
@@ -31,12 +45,16 @@ from postrun.records import MappedSession, RawFile, StoredActor
 from postrun.review.apply import FlagMemo, flag_session
 from postrun.review.exclude import Exclusions
 from postrun.schema import SchemaError
+from postrun.store.actors import StoredHelpers
+from postrun.store.db import Database
+from postrun.store.write import StepWrite, step_write
 
-# Below this many sessions a thread is not worth starting.
-AHEAD_MIN_SESSIONS = 4
-# Sessions mapped ahead of the writer (their records wait in memory).
-_AHEAD = 3
-_POLL_SECONDS = 0.1
+# Below this many sessions, starting processes (about 0.3 s each, importing Postrun) costs more
+# than they save (about 2 ms a session).
+PROCESSES_FROM_SESSIONS = 200
+# Sessions each process maps ahead of the writer (their records wait in sockets and memory).
+_AHEAD = 2
+_STOP_SECONDS = 5.0
 
 Approvals = dict[str, Any]
 # The store's helper actors of a session, for a helper whose transcript cannot be read now.
@@ -63,10 +81,19 @@ class Known:
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """A session mapped, flagged and validated, with the raw files it was mapped from (for the vault)."""
+    """A session mapped, flagged and validated, with the raw files it was mapped from (for the vault).
+
+    ``steps``, when a mapping process packed them, are the session's steps as the store writes
+    them; ``mapped.steps`` is then empty (the records are not sent twice).
+    """
 
     mapped: MappedSession
     raw: tuple[RawFile, ...]
+    steps: tuple[StepWrite, ...] | None = None
+
+    def packed(self) -> Prepared:
+        steps = tuple(step_write(row) for row in self.mapped.steps)
+        return Prepared(dataclasses.replace(self.mapped, steps=[]), self.raw, steps)
 
 
 # A session, what mapping it gave (or why it cannot be stored), and how long that took (ms).
@@ -135,78 +162,143 @@ def map_location(location: SessionLocation, known: Known, helpers: Helpers, rule
     return location, prepared, (time.perf_counter() - started) * 1000
 
 
+@dataclass(frozen=True, slots=True)
+class Processes:
+    """How many processes map a catch-up (0: it maps in line), from how many sessions on."""
+
+    count: int
+    from_sessions: int = PROCESSES_FROM_SESSIONS
+
+    @classmethod
+    def wanted(cls, setting: int | None) -> Processes:
+        """The ``ingest_processes`` setting: by default one fewer than the CPUs this process may
+        run on (the writer keeps one busy) for a catch-up worth it; a number the user chose
+        holds for any catch-up."""
+        if setting is not None:
+            return cls(setting, from_sessions=2)
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return cls(max(1, cpus - 1))
+
+
 @contextlib.contextmanager
 def mapped_in_order(
     locations: Sequence[SessionLocation],
     known_of: Callable[[str], Known],
     helpers_of: Callable[[str], Helpers],
     rules: MapRules,
+    *,
+    processes: Processes | None = None,
+    store: Path | None = None,
 ) -> Iterator[Iterator[Mapped]]:
-    """Every session of ``locations`` mapped, in order. ``known_of(session_id)`` (read from the
-    store on this thread) is asked before mapping starts; its errors propagate.
-    ``helpers_of(session_id)`` is read on the mapping thread: it needs a connection of its own."""
-    if len(locations) < AHEAD_MIN_SESSIONS:
+    """Every session of ``locations`` mapped, in order. ``known_of(session_id)`` is asked of
+    each before mapping starts; its errors propagate. With ``processes`` (for as many sessions
+    as it says), processes map them, reading the helpers they need from ``store``; else they
+    are mapped here, with ``helpers_of``. A mapping process that fails (killed, out of memory)
+    is no session's failure: what it had not given back is mapped here."""
+    known = [(location, known_of(location.session_id)) for location in locations]
 
-        def here(location: SessionLocation) -> Mapped:
-            session_id = location.session_id
-            return map_location(location, known_of(session_id), helpers_of(session_id), rules)
+    def here(location: SessionLocation, known: Known) -> Mapped:
+        return map_location(location, known, helpers_of(location.session_id), rules)
 
-        yield (here(location) for location in locations)
+    if processes is None or processes.count <= 0 or store is None or len(locations) < processes.from_sessions:
+        yield (here(location, known) for location, known in known)
         return
-    ahead = _Ahead(locations, {location.session_id: known_of(location.session_id) for location in locations})
-    thread = threading.Thread(target=ahead.run, args=(helpers_of, rules), name="postrun-mapper", daemon=True)
-    thread.start()
+    pool = _Pool(processes.count, store, dataclasses.replace(rules, flag_memo=None))
     try:
-        yield ahead.results(thread)
+        yield pool.results(known, here)
     finally:
-        ahead.stopping.set()
-        thread.join()
+        pool.close()
 
 
-@dataclass(frozen=True, slots=True)
-class _Crashed:
-    """The mapping thread met an error mapping never gives (a bug): raised on the reader's side."""
+def serve(connection: Connection) -> None:
+    """A mapping process (``postrun.mapper_process``): map each session the writer sends, until
+    it sends None or is gone. Its first message is the store's path and the mapping rules."""
+    # Ctrl-C reaches the whole process group: the writer stops the catch-up, and then this.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # As for a catch-up in one process: mapped records hold no cycles (see ``collector_paused``).
+    gc.disable()
+    reader: Database | None = None
+    try:
+        store, rules = connection.recv()
+        while True:
+            task = connection.recv()
+            if task is None:
+                return
+            location, known = task
+            if reader is None:
+                reader = Database.open_reader(store)
+            found = map_location(location, known, StoredHelpers(reader, location.session_id), rules)
+            result = found[1]
+            if isinstance(result, Prepared):
+                found = (location, result.packed(), found[2])
+            connection.send(found)
+    except (EOFError, OSError):
+        return  # the writer is gone
+    finally:
+        if reader is not None:
+            reader.close()
+        connection.close()
 
-    error: BaseException
 
+class _Pool:
+    """Mapping processes; session ``i`` goes to process ``i % count``, which keeps the order."""
 
-class _Ahead:
-    def __init__(self, locations: Sequence[SessionLocation], known: dict[str, Known]) -> None:
-        self.locations = locations
-        self.known = known
-        self.ready: queue.Queue[Mapped | _Crashed] = queue.Queue(maxsize=_AHEAD)
-        self.stopping = threading.Event()
+    def __init__(self, count: int, store: Path, rules: MapRules) -> None:
+        self.pipes: list[Connection] = []
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.working = True
+        for _ in range(count):
+            ours, theirs = socket.socketpair()
+            # A process of its own, started afresh: the writer holds an open SQLite connection
+            # that a fork must not share, and Postrun may run as any program's module. -P: the
+            # current folder is not put on the import path (a module there must never run).
+            process = subprocess.Popen(
+                [sys.executable, "-P", "-m", "postrun.mapper_process", str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+            )
+            theirs.close()  # only the process holds its end: the writer's end closing is its EOF
+            self.pipes.append(Connection(ours.detach()))
+            self.processes.append(process)
+            self._send(len(self.pipes) - 1, (store, rules))
 
-    def run(self, helpers_of: Callable[[str], Helpers], rules: MapRules) -> None:
+    def results(
+        self, tasks: Sequence[tuple[SessionLocation, Known]], here: Callable[[SessionLocation, Known], Mapped]
+    ) -> Iterator[Mapped]:
+        count = len(self.pipes)
+        sent = 0
+        for position, (location, known) in enumerate(tasks):
+            while self.working and sent < min(len(tasks), position + count * _AHEAD):
+                self._send(sent % count, tasks[sent])
+                sent += 1
+            found = self._receive(position % count) if self.working else None
+            yield found if found is not None else here(location, known)
+
+    # A process that failed (killed, out of memory) stops the pool: the sessions it had not
+    # given back are mapped in line.
+    def _send(self, number: int, message: object) -> None:
         try:
-            for location in self.locations:
-                session_id = location.session_id
-                mapped = map_location(location, self.known[session_id], helpers_of(session_id), rules)
-                if not self._hand_over(mapped):
-                    return
-        except BaseException as exc:  # noqa: BLE001 - re-raised on the reader's thread
-            self._hand_over(_Crashed(exc))
+            self.pipes[number].send(message)
+        except OSError:
+            self.working = False
 
-    def _hand_over(self, item: Mapped | _Crashed) -> bool:
-        """Queue ``item`` for the reader; False when the reader stopped reading."""
-        while not self.stopping.is_set():
+    def _receive(self, number: int) -> Mapped | None:
+        try:
+            found: Mapped = self.pipes[number].recv()
+        except Exception:  # noqa: BLE001 - a dead process, or a reply that cannot be read
+            self.working = False
+            return None
+        return found
+
+    def close(self) -> None:
+        for pipe in self.pipes:
+            with contextlib.suppress(OSError):
+                pipe.send(None)
+            pipe.close()
+        deadline = time.monotonic() + _STOP_SECONDS
+        for process in self.processes:
             try:
-                self.ready.put(item, timeout=_POLL_SECONDS)
-            except queue.Full:
-                continue
-            return True
-        return False
-
-    def results(self, thread: threading.Thread) -> Iterator[Mapped]:
-        for _ in self.locations:
-            while True:
-                try:
-                    item = self.ready.get(timeout=_POLL_SECONDS)
-                except queue.Empty:
-                    if not thread.is_alive() and self.ready.empty():
-                        raise RuntimeError("the mapping thread ended early") from None
-                    continue
-                break
-            if isinstance(item, _Crashed):
-                raise item.error
-            yield item
+                process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

@@ -46,6 +46,7 @@ def ingest(
         exclusions=Exclusions.of(loaded.settings.exclude, str(paths.home)),
         force=force,
         progress=progress(),
+        processes=loaded.settings.ingest_processes,
     )
     for note in report.notes:
         say(f"note: {note}")

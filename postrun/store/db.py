@@ -120,6 +120,17 @@ class Database:
         _make_private(path)
         return database
 
+    @classmethod
+    def open_reader(cls, path: Path) -> Database:
+        """A read-only connection to the store a writer (of this or another process) has open."""
+        try:
+            connection = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+        except apsw.Error as exc:
+            raise StoreError(str(path), describe_sqlite_error(exc)) from None
+        connection.set_busy_timeout(BUSY_TIMEOUT_MS)
+        codec.register(connection)
+        return cls(path, connection)
+
     def _require_postrun_schema(self) -> None:
         """A database at version 0 with tables of its own belongs to another program."""
         if self.user_version() == 0 and self.connection.execute("SELECT count(*) FROM sqlite_schema").get:

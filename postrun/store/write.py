@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import orjson
 
@@ -79,18 +79,19 @@ class _Writer:
         )
         self.rows += 1
 
-    def sync_steps(self, rows: list[StepRow]) -> None:
+    def sync_steps(self, rows: Sequence[StepRow | StepWrite]) -> None:
         execute = self.connection.execute
         # Only ids and digests: a re-ingest after one new message compares thousands of
         # unchanged steps, and looks up the rowid of the few that changed.
         stored: dict[str, str] = dict(execute("SELECT id, digest FROM steps WHERE session_id = ?", (self.session_id,)))
-        added: list[StepRow] = []
+        added: list[StepWrite] = []
         for row in rows:
             previous = stored.pop(row.id, None)
             if previous == row.digest:
                 continue
+            write = row if isinstance(row, StepWrite) else step_write(row)
             if previous is None:
-                added.append(row)
+                added.append(write)
                 continue
             rowid = self._rowid(row.id)
             self._step_to_history(rowid, "changed")
@@ -99,10 +100,10 @@ class _Writer:
             execute(
                 "UPDATE steps SET seq = ?, turn_id = ?, type = ?, outcome = ?, content_status = ?,"
                 " at = ?, record = ?, digest = ? WHERE rowid = ?",
-                (*_step_columns(row), rowid),
+                (*write.columns, write.digest, rowid),
             )
-            execute("INSERT INTO step_search (rowid, body) VALUES (?, ?)", (rowid, search_body(row.record)))
-            write_step_flags(self.connection, self.session_id, row.id, row.record["flags"], replace=True)
+            execute("INSERT INTO step_search (rowid, body) VALUES (?, ?)", (rowid, write.body))
+            write_step_flags(self.connection, self.session_id, row.id, write.flags, replace=True)
             self.rows += 1
         if added:
             self._insert_steps(added)
@@ -114,7 +115,7 @@ class _Writer:
             remove_step_flags(self.connection, self.session_id, step_id)
             self.rows += 1
 
-    def _insert_steps(self, added: list[StepRow]) -> None:
+    def _insert_steps(self, added: list[StepWrite]) -> None:
         """New steps in two ``executemany`` (rows, then their index entries), and their flags.
 
         The rowids are chosen here, as SQLite would (after the largest): this transaction
@@ -125,15 +126,15 @@ class _Writer:
         self.connection.executemany(
             "INSERT INTO steps (rowid, session_id, id, seq, turn_id, type, outcome, content_status, at, record, digest)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(first + i, session_id, row.id, *_step_columns(row)) for i, row in enumerate(added)],
+            [(first + i, session_id, row.id, *row.columns, row.digest) for i, row in enumerate(added)],
         )
         self.connection.executemany(
             "INSERT INTO step_search (rowid, body) VALUES (?, ?)",
-            [(first + i, search_body(row.record)) for i, row in enumerate(added)],
+            [(first + i, row.body) for i, row in enumerate(added)],
         )
         for row in added:
-            if row.record["flags"]:
-                write_step_flags(self.connection, session_id, row.id, row.record["flags"], replace=False)
+            if row.flags:
+                write_step_flags(self.connection, session_id, row.id, row.flags, replace=False)
         self.rows += len(added)
 
     def _rowid(self, step_id: str) -> int:
@@ -182,9 +183,21 @@ class _Writer:
             self.rows += 1
 
 
-def _step_columns(row: StepRow) -> tuple[Any, ...]:
+class StepWrite(NamedTuple):
+    """What the store writes of a new or changed step (``step_write``). A catch-up's mapping
+    processes compute it, so the writer only writes, and a tuple of plain values is what
+    crosses to it cheaply."""
+
+    id: str
+    digest: str
+    columns: tuple[Any, ...]  # seq, turn_id, type, outcome, content_status, at, the packed record
+    body: str  # the search index's text
+    flags: list[dict[str, Any]]
+
+
+def step_write(row: StepRow) -> StepWrite:
     record = row.record
-    return (
+    columns = (
         record["seq"],
         record["turn_id"],
         record["type"],
@@ -192,19 +205,27 @@ def _step_columns(row: StepRow) -> tuple[Any, ...]:
         record["content_status"],
         normalize_timestamp(record["at"]),
         pack(row.blob),
-        row.digest,
     )
+    return StepWrite(row.id, row.digest, columns, search_body(record), record["flags"])
 
 
 def upsert_session(
-    database: Database, mapped: MappedSession, *, now: datetime, captured_on: str, raw: Sequence[RawFile] = ()
+    database: Database,
+    mapped: MappedSession,
+    *,
+    now: datetime,
+    captured_on: str,
+    raw: Sequence[RawFile] = (),
+    steps: Sequence[StepWrite] | None = None,
 ) -> UpsertResult:
     """Store ``mapped`` in one transaction, writing only what changed.
 
     The caller validates ``mapped`` first. The approval snapshot of the first
     ingest is kept: later ingests never replace it. ``raw``, the files ``mapped`` was
-    mapped from, go to the vault in the same transaction.
+    mapped from, go to the vault in the same transaction. ``steps``, when given, are
+    ``mapped``'s steps as ``step_write`` made them (and ``mapped.steps`` is not read).
     """
+    rows: Sequence[StepRow | StepWrite] = mapped.steps if steps is None else steps
     session = mapped.session
     session_id = mapped.id
     session_blob = canonical_json(session)
@@ -257,7 +278,7 @@ def upsert_session(
         writer.sync_keyed(
             "turns", "turn", "id", [(t["id"], {k: v for k, v in t.items() if k != "step_ids"}) for t in mapped.turns]
         )
-        writer.sync_steps(mapped.steps)
+        writer.sync_steps(rows)
         if raw:
             vault.keep(connection, session_id, raw, now=stamp)
         session_changed = existing is not None and tuple(existing) != columns
@@ -287,7 +308,7 @@ def upsert_session(
     return UpsertResult(
         session_id=session_id,
         status=status,
-        steps=len(mapped.steps),
+        steps=len(rows),
         turns=len(mapped.turns),
         segments=len(mapped.segments),
         rows_written=writer.rows,

@@ -1,5 +1,5 @@
-"""A catch-up stores many sessions per transaction and maps them ahead on a thread: the
-results, the stored records and every failure are what one session at a time gives."""
+"""A catch-up stores many sessions per transaction, mapped in line or in mapping processes:
+the results, the stored records and every failure are what one session at a time gives."""
 
 from __future__ import annotations
 
@@ -9,18 +9,20 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import psutil
 import pytest
 
 from postrun import ingest, mapper
 from postrun.agents.cline import list_sessions
 from postrun.errors import Forgotten, NotParseableYet, SourceError
 from postrun.ingest import Ingester, IngestFailure, IngestOutcome, ingest_targets
+from postrun.mapper import Processes
 from postrun.store.db import Database
 from postrun.store.forget import forget_sessions
 from tests.reliability.kit import Synthetic, differences, read_records, store_problems, synthetic_id
 
 MAX_BYTES = 64 * 2**20
-COUNT = 8  # enough to be mapped ahead on a thread
+COUNT = 8
 LIMIT = 30_000  # SQLite's largest value here: the big session's record is beyond it
 
 
@@ -38,8 +40,12 @@ def history(root: Path) -> None:
             messages.write_bytes(messages.read_bytes()[:200])
 
 
+def mapping_processes() -> list[psutil.Process]:
+    return [child for child in psutil.Process().children() if "postrun.mapper_process" in child.cmdline()]
+
+
 def run(
-    root: Path, db: Path, commits: list[int] | None = None, *, refuse_commit: bool = False
+    root: Path, db: Path, commits: list[int] | None = None, *, refuse_commit: bool = False, processes: int = 0
 ) -> list[IngestOutcome | IngestFailure]:
     with Database.open(db) as database:
         database.connection.limit(apsw.SQLITE_LIMIT_LENGTH, LIMIT)
@@ -50,7 +56,10 @@ def run(
                 return refuse_commit  # True: SQLite turns the commit into a rollback
 
             database.connection.set_commit_hook(count)
-        return list(Ingester(database, max_bytes=MAX_BYTES).ingest_all(list_sessions(root).sessions))
+        ingester = Ingester(database, max_bytes=MAX_BYTES, mapping_processes=Processes(processes, from_sessions=4))
+        results = list(ingester.ingest_all(list_sessions(root).sessions))
+    assert mapping_processes() == []  # every one ended with the catch-up
+    return results
 
 
 def one_at_a_time(root: Path, db: Path) -> dict[str, object]:
@@ -81,9 +90,12 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def test_failing_sessions_lose_none_of_the_others_in_their_transaction(root: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("processes", [0, 2])
+def test_failing_sessions_lose_none_of_the_others_in_their_transaction(
+    root: Path, tmp_path: Path, processes: int
+) -> None:
     commits: list[int] = []
-    results = run(root, tmp_path / "batched.db", commits)
+    results = run(root, tmp_path / "batched.db", commits, processes=processes)
     assert [r.session_id for r in results] == [synthetic_id(i) for i in range(COUNT)]
     failures = {r.session_id: r.error for r in results if isinstance(r, IngestFailure)}
     assert isinstance(failures.pop(synthetic_id(2)), NotParseableYet)
@@ -95,21 +107,44 @@ def test_failing_sessions_lose_none_of_the_others_in_their_transaction(root: Pat
     assert len(reference) == COUNT - 2
     assert differences(read_records(tmp_path / "batched.db"), reference) == []
     # A second ingest writes nothing.
-    again = run(root, tmp_path / "batched.db")
+    again = run(root, tmp_path / "batched.db", processes=processes)
     assert {r.status for r in again if isinstance(r, IngestOutcome)} == {"unchanged"}
 
 
-def test_mapping_ahead_gives_what_mapping_in_line_gives(
+@pytest.mark.parametrize("processes", [1, 3])
+def test_mapping_processes_give_what_mapping_in_line_gives(root: Path, tmp_path: Path, processes: int) -> None:
+    apart = run(root, tmp_path / "apart.db", processes=processes)
+    in_line = run(root, tmp_path / "in-line.db")
+    assert summary(apart) == summary(in_line)
+    assert differences(read_records(tmp_path / "apart.db"), read_records(tmp_path / "in-line.db")) == []
+
+
+def test_a_mapping_process_that_dies_loses_no_session(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ahead = run(root, tmp_path / "ahead.db")
-    monkeypatch.setattr(mapper, "AHEAD_MIN_SESSIONS", COUNT + 1)
+    """Killed mid-catch-up (out of memory, by hand): what it had not given back is mapped in line."""
+    monkeypatch.setattr(ingest, "BATCH_SECONDS", 0.0)  # each session reported as it is stored
+    db = tmp_path / "killed.db"
+    with Database.open(db) as database:
+        database.connection.limit(apsw.SQLITE_LIMIT_LENGTH, LIMIT)
+        results = Ingester(database, max_bytes=MAX_BYTES, mapping_processes=Processes(2, from_sessions=4)).ingest_all(
+            list_sessions(root).sessions
+        )
+        first = next(results)
+        started = mapping_processes()
+        assert len(started) == 2
+        for process in started:
+            process.kill()
+        psutil.wait_procs(started, timeout=30)
+        killed = [first, *results]
+    assert mapping_processes() == []
     in_line = run(root, tmp_path / "in-line.db")
-    assert summary(ahead) == summary(in_line)
-    assert differences(read_records(tmp_path / "ahead.db"), read_records(tmp_path / "in-line.db")) == []
+    assert summary(killed) == summary(in_line)
+    assert differences(read_records(db), read_records(tmp_path / "in-line.db")) == []
+    assert store_problems(db) == []
 
 
-def test_a_bug_met_mapping_one_session_ahead_is_that_sessions_failure_alone(
+def test_a_bug_met_mapping_one_session_is_that_sessions_failure_alone(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real = mapper.map_session

@@ -20,16 +20,18 @@ clean one-shot ``postrun ingest`` of the final files gives.
 from __future__ import annotations
 
 import random
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 
 from postrun.agents.cline import SessionLocation
 from postrun.ingest import Ingester
 from postrun.store.db import Database
-from tests.conftest import run_postrun
+from tests.conftest import postrun_command, run_postrun
 from tests.reliability.kit import StoredRecords, Synthetic, differences, one_shot, read_records, store_problems
 from tests.support.capture_process import CaptureProcess
 
@@ -190,3 +192,62 @@ def test_kill_9_during_ingest_never_corrupts_or_mixes(tmp_path: Path, crash_env:
 @pytest.mark.slow
 def test_kill_9_many_times_over_a_larger_history(tmp_path: Path, crash_env: dict[str, str]) -> None:
     crash_test(tmp_path, crash_env, sessions=400, kills=80)
+
+
+def mapping_processes(parent: psutil.Process) -> list[psutil.Process]:
+    with_children = []
+    for child in parent.children():
+        try:
+            if "postrun.mapper_process" in child.cmdline():
+                with_children.append(child)
+        except psutil.NoSuchProcess:
+            continue
+    return with_children
+
+
+def test_kill_9_of_a_catch_up_ends_its_mapping_processes(tmp_path: Path, crash_env: dict[str, str]) -> None:
+    """``postrun ingest`` killed inside a catch-up that processes map: they end with it (their
+    socket's other end is gone), and the store is intact and converges, as for capture."""
+    history = make_history(tmp_path, crash_env, 60)
+    env = history.env | {"POSTRUN_INGEST_PROCESSES": "2"}
+    inside = 0
+    for rounds in range(1, 4):
+        if rounds > 1:
+            for session_id in history.versions:  # all of them: a catch-up of several batches
+                history.write(session_id, (history.on_disk[session_id] + 1) % VARIANTS)
+        stored_before = read_records(history.db) if history.db.exists() else {}
+        ingest = subprocess.Popen(
+            [*postrun_command(), "ingest", "--agent", "cline", str(history.root)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            parent = psutil.Process(ingest.pid)
+            deadline = time.monotonic() + 60
+            started: list[psutil.Process] = []
+            while ingest.poll() is None and time.monotonic() < deadline:
+                started = started if len(started) == 2 else mapping_processes(parent)
+                # Killed once the first batch is committed (mid-catch-up, when more are to come).
+                if len(started) == 2 and history.db.exists() and read_records(history.db) != stored_before:
+                    break
+                time.sleep(0.005)
+            inside += ingest.poll() is None
+            ingest.kill()
+            ingest.wait(10)
+            assert len(started) == 2, "the mapping processes never started"
+            _, alive = psutil.wait_procs(started, timeout=30)
+            assert alive == [], f"round {rounds}: mapping processes outlived the writer"
+        finally:
+            ingest.kill()
+            assert ingest.stderr is not None
+            assert "Traceback" not in ingest.stderr.read().decode(errors="replace")
+            ingest.stderr.close()
+        assert store_problems(history.db) == [], f"round {rounds}"
+        history.stored_variants()  # each session one valid version, never a mix
+    print(f"{inside} of 3 kills inside the catch-up")
+    assert inside >= 1, "no kill landed inside the catch-up"
+    finished = run_postrun("ingest", "--agent", "cline", str(history.root), env=env)
+    assert finished.returncode == 0, finished.stderr
+    clean = one_shot(history.root, tmp_path / "clean" / "postrun.db", history.env)
+    assert differences(read_records(history.db), clean) == []

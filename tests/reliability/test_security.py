@@ -81,7 +81,7 @@ if _log:
             return repr(value)
 
     def _record(entry):
-        os.write(_fd, (json.dumps(entry) + "\n").encode())
+        os.write(_fd, (json.dumps(entry | {"pid": os.getpid()}) + "\n").encode())
 
     def _hook(event, args):
         if event == "open":
@@ -160,11 +160,13 @@ class World:
         self.audits[name] = audit
         return audit
 
-    def run(self, name: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, name: str, *args: str, timeout: float = 120, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         with permissive_umask():
             result = subprocess.run(
                 [*postrun_command(), *args],
-                env=self.audit_env(name),
+                env=self.audit_env(name) | (env or {}),
                 capture_output=True,
                 text=True,
                 timeout=timeout,
@@ -328,7 +330,8 @@ def live_capture(world: World) -> None:
 def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     """Every command run once, under the audit hook and umask 000."""
     world = make_world(tmp_path_factory.mktemp("security"))
-    ingest = world.run("ingest", "ingest", "--agent", "cline", str(world.root))
+    # In mapping processes (Postrun's own, audited too: they inherit the hook), as a large history is.
+    ingest = world.run("ingest", "ingest", "--agent", "cline", str(world.root), env={"POSTRUN_INGEST_PROCESSES": "2"})
     assert ingest.returncode == 1  # the planted symlink is refused; everything else stored
     assert "symlink to outside the sessions folder" in ingest.stderr
     record_modes(world, "ingest")
@@ -353,6 +356,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     (world.base / "export.json").write_text(world.run("export-check", "export", world.bait_id).stdout)
     return world
 
+
+MAPPING_PROCESS = f"[{str(sys.executable)!r}, '-P', '-m', 'postrun.mapper_process', "
 
 COMMANDS = [
     "ingest",
@@ -426,7 +431,14 @@ def test_no_network_and_no_process(world: World, command: str) -> None:
         "socket.getnameinfo",
     )
     assert [entry for entry in network if entry.get("family") != socket.AF_UNIX] == []
-    assert audit.events("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork") == []
+    started = audit.events("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork")
+    if command == "ingest":
+        # The one kind of process Postrun starts: its own mapping processes, the same Python.
+        assert len(started) == 2, started
+        assert all(entry["event"] == "subprocess.Popen" and MAPPING_PROCESS in entry["args"] for entry in started)
+        assert len({entry["pid"] for entry in audit.entries}) == 3  # their own hooks recorded them too
+    else:
+        assert started == []
     if command == "capture-live":
         assert families == {socket.AF_UNIX}  # sd_notify: the one socket allowed (and seen by the hook)
 
@@ -472,7 +484,7 @@ def test_everything_opened_is_python_config_store_or_cline_read_only(world: Worl
         if not any(Path(path).is_relative_to(folder) for folder in allowed)
         and not Path(path).name.startswith("__editable__.postrun-")  # the import hook of an editable install
     ]
-    assert unexpected == []
+    assert unexpected == [], unexpected
 
 
 def test_the_store_is_private_under_a_permissive_umask(world: World) -> None:

@@ -269,6 +269,8 @@ def test_non_utf8_file(home: Path, tmp_path: Path) -> None:
         ("full_sweep_minutes = 0", "full_sweep_minutes: must be greater than 0 (got 0)"),
         ("full_sweep_minutes = inf", "full_sweep_minutes: expected a finite number (got inf)"),
         ("raw_copy_seconds = -5", "raw_copy_seconds: must be greater than or equal to 0 (got -5)"),
+        ("ingest_processes = -1", "ingest_processes: must be greater than or equal to 0 (got -1)"),
+        ("ingest_processes = 2.5", "ingest_processes: expected a whole number (got 2.5)"),
         ("max_file_mb = 1.5", "max_file_mb: expected a whole number (got 1.5)"),
         ('use_events = "no"', "use_events: expected true or false (got 'no')"),
         ('log_level = "trace"', "log_level: expected 'DEBUG', 'INFO', 'WARNING' or 'ERROR' (got 'trace')"),
@@ -289,6 +291,7 @@ def test_bad_value_in_file(home: Path, tmp_path: Path, text: str, reason: str) -
         ("POSTRUN_DEBOUNCE_SECONDS", "-1", "debounce_seconds: must be greater than 0 (got '-1')"),
         ("POSTRUN_MAX_FILE_MB", "1.5", "max_file_mb: expected a whole number (got '1.5')"),
         ("POSTRUN_USE_EVENTS", "maybe", "use_events: expected true or false (got 'maybe')"),
+        ("POSTRUN_INGEST_PROCESSES", "many", "ingest_processes: expected a whole number (got 'many')"),
     ],
 )
 def test_bad_value_in_environment_names_the_variable(home: Path, variable: str, value: str, reason: str) -> None:
@@ -385,6 +388,7 @@ def test_describe_lists_every_key_with_value_and_source(home: Path, tmp_path: Pa
         "max_file_mb",
         "keep_raw",
         "raw_copy_seconds",
+        "ingest_processes",
         "mirror_url",
         "exclude",
     ]

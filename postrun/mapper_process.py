@@ -1,0 +1,20 @@
+"""A catch-up's mapping process: ``python -m postrun.mapper_process FD`` (see ``postrun.mapper``).
+
+Its own module, so that the classes it sends back are pickled under their real module's name.
+"""
+
+from __future__ import annotations
+
+import sys
+from multiprocessing.connection import Connection
+
+from postrun.mapper import serve
+
+
+def main(argv: list[str]) -> int:
+    serve(Connection(int(argv[1])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

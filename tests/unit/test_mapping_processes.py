@@ -1,0 +1,45 @@
+"""How many processes map a catch-up, and what crosses from them to the writer."""
+
+from __future__ import annotations
+
+import os
+import pickle
+
+import pytest
+
+from postrun.errors import Excluded, NotParseableYet, PostrunError, SourceError, StoreError
+from postrun.mapper import PROCESSES_FROM_SESSIONS, Processes
+
+
+def test_by_default_one_process_fewer_than_the_cpus_for_a_catch_up_worth_it() -> None:
+    cpus = len(os.sched_getaffinity(0))
+    assert Processes.wanted(None) == Processes(max(1, cpus - 1), PROCESSES_FROM_SESSIONS)
+
+
+@pytest.mark.parametrize("count", [0, 1, 4])
+def test_a_number_the_user_set_holds_for_any_catch_up(count: int) -> None:
+    assert Processes.wanted(count) == Processes(count, from_sessions=2)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        PostrunError("where", "why"),
+        PostrunError("", "why alone"),
+        SourceError("/s/x.messages.json", "maps to invalid records: steps[3]: bad"),
+        NotParseableYet("/s/x.messages.json", "messages", "line 1"),
+        Excluded("1790000000000_x", "not recorded: workspace /w matches exclude '/w'"),
+        StoreError("/db", "locked"),
+    ],
+)
+def test_a_sessions_failure_crosses_processes_as_it_was_raised(error: PostrunError) -> None:
+    crossed = pickle.loads(pickle.dumps(error))
+    assert type(crossed) is type(error)
+    assert (str(crossed), crossed.where, crossed.reason, crossed.args) == (
+        str(error),
+        error.where,
+        error.reason,
+        error.args,
+    )
+    assert crossed.exit_code == error.exit_code
+    assert getattr(crossed, "kind", None) == getattr(error, "kind", None)
