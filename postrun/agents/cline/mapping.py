@@ -96,9 +96,12 @@ def map_session(
     document cannot be mapped; a helper's is listed in ``MappedSession.unread``.
     """
     where = str(files.location.messages)
-    transcript = read_transcript(files.messages, where, previous.transcript if previous is not None else None)
+    data = {file.fingerprint.path: file.data for file in files.raw}
+    transcript = read_transcript(
+        files.messages, where, previous.transcript if previous is not None else None, data.get(where)
+    )
     unread: list[SourceError] = []
-    helper_transcripts = _read_helpers(files.helpers, previous, unread)
+    helper_transcripts = _read_helpers(files.helpers, previous, unread, data)
     manifest = files.manifest or {}
     metadata = _dict(manifest.get("metadata"))
     ended_at = valid_timestamp(manifest.get("ended_at"))
@@ -181,7 +184,7 @@ def _files_used(files: SessionFiles, actors: set[str], unread: set[str]) -> list
 
 
 def _read_helpers(
-    sides: tuple[SideFile, ...], previous: MappingCache | None, unread: list[SourceError]
+    sides: tuple[SideFile, ...], previous: MappingCache | None, unread: list[SourceError], data: Mapping[str, bytes]
 ) -> list[tuple[SideFile, Transcript]]:
     """The transcripts of the helpers whose files were read; a bad document goes to ``unread``."""
     read: list[tuple[SideFile, Transcript]] = []
@@ -189,10 +192,10 @@ def _read_helpers(
         if side.error is not None:
             continue
         last = previous.helpers.get(side.name) if previous is not None else None
+        where = str(side.path)
         try:
-            read.append(
-                (side, read_transcript(side.document, str(side.path), last.transcript if last is not None else None))
-            )
+            resume = last.transcript if last is not None else None
+            read.append((side, read_transcript(side.document, where, resume, data.get(where))))
         except SourceError as exc:
             unread.append(exc)
     return read

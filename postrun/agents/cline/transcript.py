@@ -7,9 +7,11 @@ mapping only does for messages that changed.
 
 Cline rewrites a session's file with messages appended. A pass can therefore resume
 where the last pass over the same session ended (``TranscriptResume``): when every
-message that pass saw is still there, unchanged (same fingerprints), only the new
-messages are walked; the earlier ones are taken as they were. Anything else (a message
-changed, removed or inserted) is a full pass. Both give the same transcript.
+message that pass saw is still there, unchanged, only the new messages are walked; the
+earlier ones are taken as they were. Unchanged means the same bytes in the file (see
+``layout``) when the last pass knew where its messages lay in its file, else the same
+fingerprints. Anything else (a message changed, removed or inserted) is a full pass.
+Both give the same transcript.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from postrun.agents.cline.layout import ByteLayout, measure_list
 from postrun.agents.cline.results import APPROVAL_ON_WORDINGS, error_reports
 from postrun.agents.cline.times import epoch_ms
 from postrun.errors import SourceError
@@ -135,7 +138,7 @@ class TranscriptResume:
     """The state at the end of a pass, for the next pass over the same session.
 
     Valid in the process that made it only (fingerprints use Python's keyed hash).
-    Holds no part of the parsed document but ``model_info``.
+    Holds no part of the parsed document but ``model_info``; ``layout`` holds the file's bytes.
     """
 
     fingerprints: tuple[Fingerprint | None, ...]  # every message of the file by position (None: not an object)
@@ -147,6 +150,7 @@ class TranscriptResume:
     metrics: Metrics
     model_info: dict[str, Any]
     approval_refused: bool
+    layout: ByteLayout | None = None  # where the messages lay in the file's bytes
 
 
 class _Pass:
@@ -240,7 +244,7 @@ class _Pass:
         if called is not None:  # else the call is in the message being added: it is new anyway
             transcript.first_changed = min(transcript.first_changed, called.index)
 
-    def finish(self) -> None:
+    def finish(self, layout: ByteLayout | None) -> None:
         transcript = self.transcript
         transcript.resume = TranscriptResume(
             fingerprints=tuple(self.fingerprints),
@@ -252,15 +256,20 @@ class _Pass:
             metrics=transcript.metrics.copy(),
             model_info=transcript.model_info,
             approval_refused=transcript.approval_refused,
+            layout=layout,
         )
 
 
-def read_transcript(document: Any, where: str, resume: TranscriptResume | None = None) -> Transcript:
-    """The transcript of a messages document; ``resume`` is the last pass's ``Transcript.resume``.
+def read_transcript(
+    document: Any, where: str, resume: TranscriptResume | None = None, data: bytes | None = None
+) -> Transcript:
+    """The transcript of a messages document; ``resume`` is the last pass's ``Transcript.resume``
+    and ``data`` the bytes the document was parsed from.
 
     Raises ``SourceError`` (``wrong shape: …``) for a document that cannot be mapped.
     """
-    if isinstance(document, list):
+    bare = isinstance(document, list)
+    if bare:
         document = {"messages": document}  # older files: a bare list of messages
     if not isinstance(document, dict):
         raise wrong_shape(where, "top level", "expected an object or a list")
@@ -269,14 +278,19 @@ def read_transcript(document: Any, where: str, resume: TranscriptResume | None =
         raise wrong_shape(where, "messages", "required" if raw_messages is None else "expected a list")
     transcript = Transcript(document, raw_messages)
     walk = _Pass(transcript, where)
-    known, unchanged = _known_prefix(raw_messages, resume)
+    layout, same_bytes = None, False
+    if resume is not None and data is not None:
+        # Only a resumed pass (a session being written) measures its file: the next pass
+        # will likely find the same messages there, one compare away.
+        layout, same_bytes = measure_list(data, bare, raw_messages, resume.layout)
+    known, unchanged = ([], True) if same_bytes else _known_prefix(raw_messages, resume)
     start = 0
     if resume is not None and unchanged:
         walk.restore(resume)
         start = len(resume.fingerprints)
     for position in range(start, len(raw_messages)):
         walk.add(position, raw_messages[position], known[position] if position < len(known) else None)
-    walk.finish()
+    walk.finish(layout)
     return transcript
 
 

@@ -1,0 +1,248 @@
+"""A resumed pass proves the known messages unchanged by their bytes in the file.
+
+Every case maps the rewritten file with the cache the last pass left and without any
+cache, and the two must agree (``remap``); the cases also say whether the bytes alone
+vouched for the known messages (the fast path) or a full comparison had to."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import pytest
+
+from postrun.agents.cline import MappingCache
+from postrun.agents.cline.files import SessionFiles
+from postrun.agents.cline.layout import ByteLayout, list_start, measure_list
+from postrun.agents.cline.transcript import read_transcript
+from postrun.errors import NotParseableYet
+from postrun.jsonio import parse_json
+from postrun.records import RawFile
+from tests.unit.cline.kit import (
+    ALL_AUTO,
+    answer,
+    call,
+    default_manifest,
+    files_with_document,
+    item,
+    message,
+    prompt,
+    remap,
+)
+
+Layout = Callable[[Any], bytes]
+
+
+def cline(document: Any) -> bytes:
+    """What Cline writes: ``JSON.stringify(document, null, 2)``."""
+    return orjson.dumps(document, option=orjson.OPT_INDENT_2)
+
+
+def compact(document: Any) -> bytes:
+    return orjson.dumps(document)
+
+
+def four_spaces(document: Any) -> bytes:
+    """A layout no message's serialization matches: found token by token."""
+    return json.dumps(document, indent=4, ensure_ascii=False).encode()
+
+
+def _messages() -> list[dict[str, Any]]:
+    return [
+        prompt("u1", "list it"),
+        message("a1", "assistant", [{"type": "text", "text": "ok"}, call("c1", "run_commands", ["ls"])]),
+        message("r1", "user", [answer("c1", [item("ls", 'a "quoted" \\ [bracket] {brace}')])]),
+        message("a2", "assistant", [call("c2", "run_commands", ["pwd"])], metrics={"inputTokens": 5, "cost": 0.5}),
+    ]
+
+
+def _document(messages: list[Any], **fields: Any) -> dict[str, Any]:
+    return {"version": 1, "updated_at": "2026-09-21T14:00:00.000Z", "agent": "lead", **fields, "messages": messages}
+
+
+def _files(data: bytes) -> SessionFiles:
+    files = files_with_document(parse_json(data, "x", "messages"), default_manifest())
+    messages = files.source_files[0]
+    raw = RawFile(f"sessions/{files.location.session_id}/x.messages.json", data, messages)
+    return SessionFiles(files.location, files.messages, files.manifest, files.source_files, (raw,))
+
+
+class Session:
+    """A session rewritten whole, mapped after each rewrite with the cache of the last mapping."""
+
+    def __init__(self, data: bytes) -> None:
+        self.cache: MappingCache | None = None
+        self.data = b""
+        self.rewrite(data)  # the start-up pass: no resume, so the file is not measured
+        self.rewrite(data)  # the first re-read: measured
+
+    @property
+    def layout(self) -> ByteLayout | None:
+        assert self.cache is not None and self.cache.transcript is not None
+        return self.cache.transcript.layout
+
+    def vouched(self, data: bytes) -> bool:
+        """Whether the bytes alone show every message of the last file unchanged in ``data``."""
+        document = parse_json(data, "x", "messages")
+        bare = isinstance(document, list)
+        return measure_list(data, bare, document if bare else document["messages"], self.layout)[1]
+
+    def rewrite(self, data: bytes) -> bool:
+        vouched = self.cache is not None and self.layout is not None and self.vouched(data)
+        self.cache = remap(_files(data), ALL_AUTO, self.cache)
+        self.data = data
+        return vouched
+
+
+@pytest.mark.parametrize("layout", [cline, compact, four_spaces])
+def test_an_appended_message_is_vouched_for_by_the_bytes(layout: Layout) -> None:
+    messages = _messages()
+    session = Session(layout(_document(messages)))
+    assert session.layout is not None and session.layout.count == 4
+    for index in range(3):
+        messages.append(message(f"a{index + 3}", "assistant", f"more {index}"))
+        assert session.rewrite(layout(_document(messages)))
+        assert session.layout is not None and session.layout.count == len(messages)
+    messages.append(message("r2", "user", [answer("c2", [item("pwd", "/")])]))  # an earlier call's result
+    assert session.rewrite(layout(_document(messages)))
+
+
+@pytest.mark.parametrize("layout", [cline, compact, four_spaces])
+def test_top_level_fields_around_the_messages_may_change(layout: Layout) -> None:
+    messages = _messages()
+    session = Session(layout(_document(messages)))
+    messages.append(message("a3", "assistant", "more"))
+    changed = _document(messages, updated_at="2026-09-21T14:00:09.000Z", origin={"source": "cli", "messages": [1]})
+    assert session.rewrite(layout({**changed, "system_prompt": "you are [ { a tool"}))
+
+
+def _changes_in_messages(data: bytes) -> list[tuple[int, bytes]]:
+    """(offset, another byte) for every letter and digit of the file's messages."""
+    start = list_start(data, False)
+    assert start is not None
+    changes = []
+    for index in range(start, len(data)):
+        byte = data[index : index + 1]
+        if byte.isalpha():
+            changes.append((index, b"Q" if byte != b"Q" else b"R"))
+        elif byte.isdigit():
+            changes.append((index, b"7" if byte != b"7" else b"3"))
+    return changes
+
+
+@pytest.mark.parametrize("layout", [cline, compact, four_spaces])
+def test_any_letter_or_digit_changed_in_a_known_message_is_caught(layout: Layout) -> None:
+    messages = _messages()
+    original = layout(_document(messages))
+    messages.append(message("a3", "assistant", "more"))
+    appended = layout(_document(messages))
+    read = Session(original)
+    checked = 0
+    for index, byte in _changes_in_messages(original):
+        changed = appended[:index] + byte + appended[index + 1 :]
+        try:
+            parse_json(changed, "x", "messages")
+        except NotParseableYet:
+            continue  # no longer JSON (a letter of ``true``): Cline never writes that
+        session = copy.copy(read)  # its cache is never changed, only replaced
+        assert not session.vouched(changed), index
+        session.rewrite(changed)  # the cached and the fresh mapping agree
+        checked += 1
+    assert checked > 300
+
+
+@pytest.mark.parametrize(
+    "rewrite",
+    [
+        pytest.param(lambda t: t.pop(), id="last removed"),
+        pytest.param(lambda t: t.pop(1), id="one removed"),
+        pytest.param(lambda t: t.clear(), id="all removed"),
+        pytest.param(lambda t: t.reverse(), id="reordered"),
+        pytest.param(lambda t: t.insert(1, message("a0", "assistant", "inserted")), id="inserted"),
+        pytest.param(lambda t: t[3].update(ts=1), id="a field changed"),
+        pytest.param(lambda t: t[3].update(extra="x"), id="a field added"),
+        pytest.param(lambda t: t[0].pop("ts"), id="a field removed"),
+        pytest.param(lambda t: t[2].update(content="as a string"), id="a content replaced"),
+    ],
+)
+@pytest.mark.parametrize("layout", [cline, compact, four_spaces])
+def test_any_other_change_of_the_messages_is_not_vouched_for(layout: Layout, rewrite: Any) -> None:
+    messages = _messages()
+    session = Session(layout(_document(messages)))
+    rewrite(messages)
+    messages.append(message("a9", "assistant", "more"))
+    assert not session.rewrite(layout(_document(messages)))
+    messages.append(message("a10", "assistant", "and more"))
+    assert session.rewrite(layout(_document(messages)))  # measured again: the next append is fast
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        pytest.param(cline, compact, id="indented to compact"),
+        pytest.param(compact, cline, id="compact to indented"),
+        pytest.param(cline, four_spaces, id="to four spaces"),
+    ],
+)
+def test_a_file_laid_out_anew_is_compared_in_full(before: Layout, after: Layout) -> None:
+    messages = _messages()
+    session = Session(before(_document(messages)))
+    messages.append(message("a3", "assistant", "more"))
+    assert not session.rewrite(after(_document(messages)))
+    messages.append(message("a4", "assistant", "more"))
+    assert session.rewrite(after(_document(messages)))
+
+
+@pytest.mark.parametrize("key", ['"messages"', '"m\\u0065ssages"'])
+def test_a_second_messages_key_is_never_vouched_for(key: str) -> None:
+    """The parsed list is the last key's: the bytes of the first list say nothing about it."""
+    messages = _messages()
+    first = cline(_document(messages))
+    session = Session(first)
+    messages.append(message("a3", "assistant", "more"))
+    later = [{**messages[0], "ts": 5}, *messages[1:]]
+    data = cline(_document(messages))[:-2] + f",\n  {key}: ".encode() + cline(later) + b"\n}"
+    assert parse_json(data, "x", "messages")["messages"] == later
+    assert not session.rewrite(data)
+    assert session.layout is None
+
+
+def test_a_bare_list_of_messages_is_vouched_for_too() -> None:
+    messages = _messages()
+    session = Session(cline(messages))
+    messages.append(message("a3", "assistant", "more"))
+    assert session.rewrite(cline(messages))
+    messages[1] = {**messages[1], "ts": 2}
+    assert not session.rewrite(cline(messages))
+
+
+def test_a_stale_tail_after_the_document_is_not_read() -> None:
+    messages = _messages()
+    session = Session(cline(_document(messages)))
+    messages.append(message("a3", "assistant", "more"))
+    assert session.rewrite(cline(_document(messages)) + b'\n  "messages": []\n}')
+
+
+def test_a_message_too_deep_to_serialize_is_vouched_for_by_its_bytes() -> None:
+    deep: Any = "x"
+    for _ in range(300):
+        deep = [deep]
+    messages = [*_messages(), {"role": "system", "content": deep}]
+    session = Session(json.dumps(_document(messages)).encode())
+    assert session.layout is not None and session.layout.count == 5
+    messages.append(message("a3", "assistant", "done"))
+    assert session.rewrite(json.dumps(_document(messages)).encode())
+
+
+def test_a_pass_without_the_bytes_or_a_resume_measures_nothing() -> None:
+    data = cline(_document(_messages()))
+    document = parse_json(data, "x", "messages")
+    first = read_transcript(document, "x", None, data)
+    assert first.resume is not None and first.resume.layout is None
+    second = read_transcript(document, "x", first.resume)
+    assert second.resume is not None and second.resume.layout is None
+    third = read_transcript(document, "x", second.resume, data)
+    assert third.resume is not None and third.resume.layout is not None
