@@ -13,6 +13,7 @@ text. Commands nested anywhere (substitutions, subshells, loops, ``bash -c "…"
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -24,6 +25,17 @@ _MAX_DEPTH = 4
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "fish"})
 _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+# A line of only these characters (no quote, escape, expansion, glob, operator or comment) is
+# one simple command whose words are its space-separated parts, unless a word is one the
+# grammar gives a meaning of its own: most lines agents run are, and the parser is spared.
+_PLAIN_LINE = re.compile(r"[A-Za-z0-9 _./,:-]+")
+_GRAMMAR_WORDS = frozenset(
+    {
+        *("if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until"),
+        *("do", "done", "in", "function", "time", "coproc"),
+        *("declare", "typeset", "export", "readonly", "local", "unset", "unsetenv"),
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +64,16 @@ def split_commands(line: str) -> tuple[Command, ...]:
 
 
 def _parse(text: str, depth: int) -> list[Command]:
+    found: list[Command] = []
+    words = text.split(" ") if _PLAIN_LINE.fullmatch(text) else None
+    if words is not None and _GRAMMAR_WORDS.isdisjoint(words):
+        argv = tuple(word for word in words if word)
+        if argv:
+            found.append(Command(argv))
+            _add_inline_script(found[-1], depth, found)
+        return found
     # A parser is cheap to make and not safe to share between threads: one per call.
     tree = tree_sitter.Parser(_language()).parse(text.encode("utf-8", "surrogatepass"))
-    found: list[Command] = []
     _walk(tree.root_node, (), depth, found)
     return found
 
@@ -128,6 +147,11 @@ def _command(
     stdin_text = "\n".join(text for text in (stdin_text, own_text) if text)
     command = Command(tuple(argv), (*upstream, *feeding), tuple(nested), stdin_text)
     found[position] = command
+    _add_inline_script(command, depth, found)
+
+
+def _add_inline_script(command: Command, depth: int, found: list[Command]) -> None:
+    """The commands of ``command``'s inline script (``sh -c '…'``, ``eval '…'``), if any."""
     if depth < _MAX_DEPTH:
         script = _inline_script(command)
         if script is not None:

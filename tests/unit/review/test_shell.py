@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from postrun.review import shell
 from postrun.review.shell import split_commands
 
 
@@ -75,3 +82,31 @@ def test_broken_lines_still_give_their_commands() -> None:
 def test_program_name_is_the_base_name() -> None:
     (command,) = split_commands("/usr/bin/rm -rf x")
     assert command.name == "rm"
+
+
+_WORDS = ["ls", "-la", "rm", "-rf", "/", "git", "push", "-f", "sh", "bash", "-c", "-lc", "eval", "sudo", "env",
+          "timeout", "5s", "time", "if", "then", "fi", "do", "done", "for", "in", "case", "esac", "export",
+          "declare", "local", "unset", "function", "while", "coproc", "--", "-", ":", "a:b", "1", "./x", "../y",
+          "x,y", "python3", "-m", "xargs", "dd", "npm", "publish", "printenv", "set", "cat", ".env"]  # fmt: skip
+_PLAIN_CHARS = "abcXYZ019 _./,:-"
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_WORDS) | st.text(_PLAIN_CHARS, min_size=1, max_size=6), max_size=6), st.data())
+def test_a_plain_line_splits_as_the_parser_splits_it(words: list[str], data: st.DataObject) -> None:
+    line = "".join(word + data.draw(st.sampled_from([" ", "  ", ""])) for word in words)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(shell, "_PLAIN_LINE", re.compile(r"(?!)"))  # every line to the parser
+        parsed = split_commands(line)
+    assert split_commands(line) == parsed
+
+
+def test_a_plain_line_needs_no_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_args: object) -> None:
+        raise AssertionError("parsed")
+
+    monkeypatch.setattr(shell.tree_sitter, "Parser", refuse)
+    assert argvs(" npm  test src/a.py ") == [("npm", "test", "src/a.py")]
+    assert argvs("bash -lc make") == [("bash", "-lc", "make"), ("make",)]
+    with pytest.raises(AssertionError, match="parsed"):
+        argvs("make | tee log")
