@@ -365,8 +365,9 @@ def outside_workspace(path: str, workspace_root: str) -> bool:
     return not (full + "/").startswith(_TEMP_DIRS)
 
 
-def step_flags(step: Mapping[str, Any], workspace_root: str) -> list[Flag]:
-    """Every flag of one v1.2 step (its own ``flags`` are ignored), in rule order."""
+def step_flags(step: Mapping[str, Any], workspace_root: str, blob: bytes | None = None) -> list[Flag]:
+    """Every flag of one v1.2 step (its own ``flags`` are ignored), in rule order; ``blob`` is
+    the step's JSON when the caller has it (a cheaper first look for secrets)."""
     found: list[Flag] = []
     payload = step["payload"]
     kind = step["type"]
@@ -385,7 +386,7 @@ def step_flags(step: Mapping[str, Any], workspace_root: str) -> list[Flag]:
                     f"edit outside the workspace {workspace_root}: {one_line(path, _QUOTED_CHARS)}",
                 )
             )
-    found += _secret_flags(step)
+    found += _secret_flags(step, blob)
     if step["decision"] == "rejected":
         found.append(_flag("rejected", "warn", "rejected by the user"))
     if step["outcome"] == "failed":
@@ -448,9 +449,11 @@ def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
             yield from _strings(item, f"{where}[{index}]")
 
 
-def _secret_flags(step: Mapping[str, Any]) -> list[Flag]:
-    texts = list(step_texts(step))
+def _secret_flags(step: Mapping[str, Any], blob: bytes | None) -> list[Flag]:
     # One quick look at all of them first: most steps hold no keyword of any rule.
+    if blob is not None and not secrets.json_may_hold_secrets(blob):
+        return []
+    texts = list(step_texts(step))
     if not secrets.may_hold_secrets("\n".join(text for _, text in texts)):
         return []
     found = []

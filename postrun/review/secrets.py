@@ -327,6 +327,17 @@ def may_hold_secrets(text: str) -> bool:
     return bool(_any_keyword().find_matches_as_indexes(text.lower().encode("utf-8", "surrogatepass")))
 
 
+def json_may_hold_secrets(blob: bytes) -> bool:
+    """``may_hold_secrets`` over every string of a JSON document, without decoding it: False
+    only when no rule can match in any of them.
+
+    No keyword holds a character JSON escapes, so a keyword in a string is one in the document.
+    Only an ASCII document is looked at (lower-cased as bytes): a few other characters
+    lower-case into ASCII letters, so any other is True.
+    """
+    return not blob.isascii() or bool(_any_keyword().find_matches_as_indexes(blob.lower()))
+
+
 def find_secrets(text: str) -> list[Secret]:
     """The secrets in ``text``, in order, without overlaps (the first rule's match wins)."""
     if len(text) < 8:

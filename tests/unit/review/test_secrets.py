@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import re
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,6 +14,7 @@ from postrun.review.secrets import (
     DETECT_SECRETS_PATTERNS,
     DETECT_SECRETS_VERSION,
     find_secrets,
+    json_may_hold_secrets,
     mask,
     may_hold_secrets,
     rules,
@@ -103,3 +105,13 @@ def test_the_quick_look_never_misses_text_a_rule_matches(texts: list[str]) -> No
     if any(find_secrets(text) for text in texts):
         assert may_hold_secrets("\n".join(texts))
     assert not may_hold_secrets("plain build output\n" * 200)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_PIECES) | st.text(max_size=12), max_size=6).map("".join), max_size=4))
+def test_the_look_at_a_whole_json_document_never_misses_what_the_look_at_its_strings_sees(texts: list[str]) -> None:
+    texts = [text for text in texts if "\ud800" not in text]  # not JSON: no record holds one
+    document = {"payload": {"text": texts[0] if texts else "", "raw": {"Key": texts[1:]}}, "turn_id": "turn:1"}
+    if may_hold_secrets("\n".join(texts)):
+        assert json_may_hold_secrets(orjson.dumps(document))
+    assert not json_may_hold_secrets(orjson.dumps({"stdout": "plain build output\n" * 200}))
