@@ -41,8 +41,13 @@ class StepRow:
     @classmethod
     def build(cls, record: dict[str, Any]) -> StepRow:
         """Validate ``record`` (raises ``schema.SchemaError``) and serialize it once."""
-        seq = record.get("seq")
-        schema.validate_record("step", record, f"steps[{seq}]" if type(seq) is int else f"step {record.get('id')!r}")
+        if not schema.plainly_valid_step(record):
+            # The models judge it, and name the problem at a path made only then.
+            seq = record.get("seq")
+            where = f"steps[{seq}]" if type(seq) is int else f"step {record.get('id')!r}"
+            problems = schema.model_problems("step", record, where)
+            if problems:
+                raise schema.SchemaError(problems)
         # orjson hands back its whole output buffer, often many times the JSON's length; rows
         # live on in a capture's mapping cache, so they keep an exact copy.
         blob = bytes(memoryview(canonical_json(record)))

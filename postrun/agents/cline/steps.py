@@ -60,6 +60,9 @@ class MessageSteps:
     opened_turn: dict[str, Any] | None  # the turn record (without step_ids) a prompt opened
 
 
+_NO_STEPS = MessageSteps((), None)
+
+
 def iso_at(at: int | str) -> str:
     return at if isinstance(at, str) else iso_from_ms(at)
 
@@ -123,6 +126,8 @@ def map_message(
 ) -> MessageSteps:
     """The steps of one message (its JSON ``raw`` and content ``blocks``); ``results`` maps a
     call's block to its result block."""
+    if len(context.bound) == len(blocks):
+        return _NO_STEPS  # every block answers a call (the usual user message): part of the calls' steps
     steps = _StepBuilder(context, facts)
     metadata = raw.get("metadata")
     texts = {
