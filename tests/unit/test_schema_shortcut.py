@@ -76,3 +76,22 @@ def test_every_step_mapped_from_the_fixtures_takes_the_shortcut() -> None:
 def _mapped(data: Path) -> list[Any]:
     mapped, _log = map_case_dir(data)
     return list(mapped.values())
+
+
+_TIME = "2026-09-21T14:13:19.500Z"
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(_TIME) - 1), st.sampled_from("0123456789²٠:-.TZz+ ")), max_size=3))
+def test_a_time_the_quick_check_takes_is_one_the_full_check_takes(changes: list[tuple[int, str]]) -> None:
+    chars = list(_TIME)
+    for position, char in changes:
+        chars[position] = char
+    value = "".join(chars)
+    try:
+        schema._check_timestamp(value)
+    except ValueError:
+        valid = False
+    else:
+        valid = True
+    assert schema._timestamp(value) is valid
