@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 _STDERR = "\n[stderr]\n"
 # At most 10 digits: every real exit status fits (Windows' are 32-bit); a longer number is
@@ -31,8 +30,8 @@ TRUNCATED_QUERY = " ... [command truncated:"
 _MORE_CHARS = re.compile(r" (?P<count>\d{1,12}) more chars")  # a longer count is no length
 
 
-@dataclass(frozen=True, slots=True)
-class CommandOutput:
+# Made for every command (a NamedTuple: built several times faster than a frozen dataclass).
+class CommandOutput(NamedTuple):
     stdout: str | None = None
     stderr: str | None = None
     exit_code: int | None = None

@@ -49,7 +49,7 @@ def summary_step(
     folded = document.get("source_message_count")
     count = folded if type(folded) is int and folded >= 0 else len(transcript.raw_messages)
     # The first lead message the compaction did not fold; else after the last one.
-    index = next((m.index for m in transcript.messages if m.position >= count), len(transcript.messages))
+    index = next((m.number for m in transcript.messages if m.position >= count), len(transcript.messages))
     rows, turn_id, segment, at = before[index]
     at = epoch_ms(first.get("ts")) or at  # when it was compacted, when Cline says
     message_id = first.get("id")

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -47,8 +46,8 @@ def decode_json_text(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True, slots=True)
-class ToolResult:
+# Made for every call (a NamedTuple: built several times faster than a frozen dataclass).
+class ToolResult(NamedTuple):
     value: Any  # the content, with a JSON-encoded string decoded
     is_error: bool
     whole_error: str | None  # the message of a whole-call error, if the call failed as a whole

@@ -54,8 +54,8 @@ class SessionFacts:
         return "" if self.actor_id == ROOT_ACTOR else f"{self.actor_id}/"
 
 
-@dataclass(frozen=True, slots=True)
-class MessageSteps:
+# Made for every message (a NamedTuple: built several times faster than a frozen dataclass).
+class MessageSteps(NamedTuple):
     rows: tuple[StepRow, ...]
     opened_turn: dict[str, Any] | None  # the turn record (without step_ids) a prompt opened
 
@@ -151,7 +151,7 @@ def map_message(
         if index in tool_keys:
             for draft in map_tool_call(block["name"], block.get("input"), results.get(index), facts.tools):
                 steps.add(
-                    f"{prefix}{tool_keys[index]}#{draft.index}",
+                    f"{prefix}{tool_keys[index]}#{draft.part}",
                     draft.type,
                     draft.payload,
                     decision=draft.decision,

@@ -9,8 +9,7 @@ summaries, canned continuations. Those never open a turn.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 _WRAPPER = re.compile(r"\s*<user_input(?P<attrs>\s[^>]*)?>(?P<inner>.*)</user_input>\s*", re.DOTALL)
 _MODE = re.compile(r'\bmode="(?P<mode>[^"]*)"')
@@ -26,8 +25,8 @@ CANNED_CONTINUATIONS = frozenset({"The user approved switching to act mode. Cont
 _SYNTHETIC_DISPLAY_ROLES = frozenset({"system", "status", "error"})
 
 
-@dataclass(frozen=True, slots=True)
-class UserText:
+# Made for every user text (a NamedTuple: built several times faster than a frozen dataclass).
+class UserText(NamedTuple):
     inner: str  # the wrapper's inner text as is, or the whole text when unwrapped
     mode: str | None  # the wrapper's mode attribute, as is
     wrapped: bool
