@@ -52,7 +52,8 @@ def flag_session(mapped: MappedSession, memo: FlagMemo | None = None) -> MappedS
         flagged = known.get(row.digest)
         if flagged is None:
             # The rules only make valid v1.2 flags, so the row is re-serialized, not re-validated.
-            flagged = row.with_fields(flags=step_flags(row.record, root, row.blob))
+            flags = step_flags(row.record, root, row.blob)
+            flagged = row if flags == row.record["flags"] else row.with_fields(flags=flags)
         seen[row.digest] = flagged
         rows.append(flagged)
     if memo is not None:

@@ -257,8 +257,17 @@ def _download_to_shell(command: Command, argv: tuple[str, ...]) -> str | None:
 def _destructive_sql(command: Command, argv: tuple[str, ...]) -> str | None:
     if not argv or _base(argv[0]) in _SEARCH_TOOLS:
         return None
-    match = _SQL_DESTRUCTIVE.search(" ".join(argv)) or _SQL_DESTRUCTIVE.search(command.stdin_text)
+    match = _sql_statement(" ".join(argv)) or _sql_statement(command.stdin_text)
     return one_line(match.group(0), _QUOTED_CHARS) if match else None
+
+
+def _sql_statement(text: str) -> re.Match[str] | None:
+    # Either statement holds "drop" or "truncate", whose letters only their own two cases
+    # match: most text holds neither, and the search is skipped.
+    lowered = text.lower()
+    if "drop" not in lowered and "truncate" not in lowered:
+        return None
+    return _SQL_DESTRUCTIVE.search(text)
 
 
 def _drops_database(command: Command, argv: tuple[str, ...]) -> str | None:
@@ -270,8 +279,8 @@ def _drops_database(command: Command, argv: tuple[str, ...]) -> str | None:
         return _words(argv)
     if "prisma" in words and words[words.index("prisma") + 1 : words.index("prisma") + 3] == ["migrate", "reset"]:
         return _words(argv)
-    runs_rails = any(_base(word) in ("rails", "rake") for word in words)
-    if runs_rails and any(word.startswith("db:drop") for word in words):
+    drops = any(word.startswith("db:drop") for word in words)
+    if drops and any(_base(word) in ("rails", "rake") for word in words):
         return _words(argv)
     return None
 
@@ -313,8 +322,11 @@ def _prints_environment(command: Command, argv: tuple[str, ...]) -> str | None:
     if not argv:
         return None
     name = _base(argv[0])
-    options_only = all(arg.startswith("-") for arg in argv[1:])
-    if name == "printenv" or (name == "env" and options_only) or (name == "set" and len(argv) == 1):
+    if (
+        name == "printenv"
+        or (name == "env" and all(arg.startswith("-") for arg in argv[1:]))
+        or (name == "set" and len(argv) == 1)
+    ):
         return _words(argv)
     return None
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import tree_sitter
 import tree_sitter_bash
@@ -38,8 +38,8 @@ _GRAMMAR_WORDS = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Command:
+# Made for every command a step runs (a NamedTuple: built several times faster than a frozen dataclass).
+class Command(NamedTuple):
     """One simple command: ``argv`` as the shell would pass it, and where its input comes from."""
 
     argv: tuple[str, ...]

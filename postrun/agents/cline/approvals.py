@@ -148,4 +148,7 @@ def decision_for(tool_name: str, snapshot: dict[str, Any], *, approval_was_on: b
     category = CATEGORY_OF.get(tool_name) or ("useMcp" if is_mcp_tool(tool_name) else None)
     if category is None:
         return "auto"  # never gated
-    return "auto" if _actions(snapshot.get("actions"))[category] else "accepted"
+    # ``_actions(...)[category]``, without normalizing every action for each call.
+    actions = snapshot.get("actions")
+    allowed = actions.get(category) if isinstance(actions, dict) else None
+    return "auto" if (allowed if isinstance(allowed, bool) else VSCODE_DEFAULTS[category]) else "accepted"

@@ -129,7 +129,8 @@ def test_never_gated_tools_are_auto() -> None:
 
 
 def test_unknown_snapshot_reads_as_vscode_defaults() -> None:
-    for snapshot in ({}, {"kind": "none"}, {"kind": "vscode", "actions": "odd"}):
+    odd_actions = {"kind": "vscode", "actions": {"executeSafeCommands": 1, "editFiles": None}}
+    for snapshot in ({}, {"kind": "none"}, {"kind": "vscode", "actions": "odd"}, odd_actions):
         assert decision_for("run_commands", snapshot, approval_was_on=False) == "accepted"
         assert decision_for("editor", snapshot, approval_was_on=False) == "auto"
 
