@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import itertools
 import os
 import signal
 import socket
@@ -55,6 +56,7 @@ PROCESSES_FROM_SESSIONS = 200
 # Sessions each process maps ahead of the writer (their records wait in sockets and memory).
 _AHEAD = 2
 _STOP_SECONDS = 5.0
+_COLLECT_EVERY = 500
 
 Approvals = dict[str, Any]
 # The store's helper actors of a session, for a helper whose transcript cannot be read now.
@@ -215,15 +217,18 @@ def serve(connection: Connection) -> None:
     it sends None or is gone. Its first message is the store's path and the mapping rules."""
     # Ctrl-C reaches the whole process group: the writer stops the catch-up, and then this.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # As for a catch-up in one process: mapped records hold no cycles (see ``collector_paused``).
+    # As for a catch-up in one process: mapped records hold no cycles (see ``collector_paused``);
+    # what little does (a failure's traceback) is collected every so many sessions.
     gc.disable()
     reader: Database | None = None
     try:
         store, rules = connection.recv()
-        while True:
+        for handled in itertools.count(1):
             task = connection.recv()
             if task is None:
                 return
+            if handled % _COLLECT_EVERY == 0:
+                gc.collect()
             location, known = task
             if reader is None:
                 reader = Database.open_reader(store)
