@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ from postrun.agents.cline import (
     read_session,
     workspace_root,
 )
-from postrun.errors import Excluded, PostrunError, SourceError
+from postrun.errors import Excluded, PostrunError, SourceError, StoreError
 from postrun.records import MappedSession, RawFile, StoredActor
 from postrun.review.apply import FlagMemo, flag_session
 from postrun.review.exclude import Exclusions
@@ -230,19 +231,32 @@ def serve(connection: Connection) -> None:
             if handled % _COLLECT_EVERY == 0:
                 gc.collect()
             location, known = task
-            if reader is None:
-                reader = Database.open_reader(store)
-            found = map_location(location, known, StoredHelpers(reader, location.session_id), rules)
-            result = found[1]
-            if isinstance(result, Prepared):
-                found = (location, result.packed(), found[2])
-            connection.send(found)
+            try:
+                if reader is None:
+                    reader = Database.open_reader(store)
+            except StoreError as exc:
+                found: Mapped = (location, exc, 0.0)  # as a helper's read in line would fail
+            else:
+                found = map_location(location, known, StoredHelpers(reader, location.session_id), rules)
+            connection.send_bytes(packed_reply(found))
     except (EOFError, OSError):
         return  # the writer is gone
     finally:
         if reader is not None:
             reader.close()
         connection.close()
+
+
+def packed_reply(found: Mapped) -> bytes:
+    """``found`` as sent to the writer, its steps packed; a bug met packing or pickling it is that
+    session's failure alone, as it would be in line."""
+    location, result, mapped_ms = found
+    try:
+        if isinstance(result, Prepared):
+            result = result.packed()
+        return bytes(ForkingPickler.dumps((location, result, mapped_ms)))
+    except Exception as exc:  # noqa: BLE001 - one bad session never stops the others
+        return bytes(ForkingPickler.dumps((location, internal_error(location, exc), mapped_ms)))
 
 
 class _Pool:

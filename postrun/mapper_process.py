@@ -12,7 +12,12 @@ from postrun.mapper import serve
 
 
 def main(argv: list[str]) -> int:
-    serve(Connection(int(argv[1])))
+    try:
+        serve(Connection(int(argv[1])))
+    except BaseException:  # noqa: BLE001 - see below
+        # The writer maps in line whatever this process did not give back, and reports any
+        # failure of a session there, in one line: a traceback here would only repeat it.
+        return 1
     return 0
 
 

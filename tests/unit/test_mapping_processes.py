@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import pickle
+from pathlib import Path
 
 import pytest
 
+from postrun.agents.cline import SessionLocation
 from postrun.errors import Excluded, NotParseableYet, PostrunError, SourceError, StoreError
-from postrun.mapper import PROCESSES_FROM_SESSIONS, Processes
+from postrun.mapper import PROCESSES_FROM_SESSIONS, Prepared, Processes, packed_reply
+from postrun.records import MappedSession, StepRow
 
 
 def test_by_default_one_process_fewer_than_the_cpus_for_a_catch_up_worth_it() -> None:
@@ -43,3 +46,15 @@ def test_a_sessions_failure_crosses_processes_as_it_was_raised(error: PostrunErr
     )
     assert crossed.exit_code == error.exit_code
     assert getattr(crossed, "kind", None) == getattr(error, "kind", None)
+
+
+def test_a_bug_met_packing_a_session_is_that_sessions_failure_alone(tmp_path: Path) -> None:
+    location = SessionLocation.in_root(tmp_path, "1790000000000_packing")
+    broken = StepRow(record={"id": "s1"}, blob=b"{}", digest="d", id="s1")  # no seq: packing fails
+    mapped = MappedSession(
+        agent="cline", session={"id": location.session_id}, segments=[], actors=[], turns=[], steps=[broken]
+    )
+    crossed_location, result, mapped_ms = pickle.loads(packed_reply((location, Prepared(mapped, ()), 12.5)))
+    assert (crossed_location, mapped_ms) == (location, 12.5)
+    assert isinstance(result, PostrunError)
+    assert str(result) == f"{location.messages}: internal error: KeyError: 'seq'"
