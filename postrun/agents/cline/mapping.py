@@ -96,15 +96,17 @@ def map_session(
     document cannot be mapped; a helper's is listed in ``MappedSession.unread``.
     """
     where = str(files.location.messages)
-    data = {file.fingerprint.path: file.data for file in files.raw}
+    manifest = files.manifest or {}
+    metadata = _dict(manifest.get("metadata"))
+    ended_at = valid_timestamp(manifest.get("ended_at"))
+    # Only the files of a session being written are measured: it will likely be mapped again.
+    measured = previous is not None or ended_at is None
+    data = {file.fingerprint.path: file.data for file in files.raw} if measured else {}
     transcript = read_transcript(
         files.messages, where, previous.transcript if previous is not None else None, data.get(where)
     )
     unread: list[SourceError] = []
     helper_transcripts = _read_helpers(files.helpers, previous, unread, data)
-    manifest = files.manifest or {}
-    metadata = _dict(manifest.get("metadata"))
-    ended_at = valid_timestamp(manifest.get("ended_at"))
     # The CLI's approval flag holds for the whole run, helpers included.
     refused = transcript.approval_refused or any(t.approval_refused for _, t in helper_transcripts)
     tools = ToolContext(

@@ -263,8 +263,11 @@ class _Pass:
 def read_transcript(
     document: Any, where: str, resume: TranscriptResume | None = None, data: bytes | None = None
 ) -> Transcript:
-    """The transcript of a messages document; ``resume`` is the last pass's ``Transcript.resume``
-    and ``data`` the bytes the document was parsed from.
+    """The transcript of a messages document; ``resume`` is the last pass's ``Transcript.resume``.
+
+    ``data``, the bytes the document was parsed from, is for a document that will likely be
+    read again: the pass notes where its messages lie in them, so that the next one can
+    prove them unchanged with one compare.
 
     Raises ``SourceError`` (``wrong shape: …``) for a document that cannot be mapped.
     """
@@ -279,10 +282,8 @@ def read_transcript(
     transcript = Transcript(document, raw_messages)
     walk = _Pass(transcript, where)
     layout, same_bytes = None, False
-    if resume is not None and data is not None:
-        # Only a resumed pass (a session being written) measures its file: the next pass
-        # will likely find the same messages there, one compare away.
-        layout, same_bytes = measure_list(data, bare, raw_messages, resume.layout)
+    if data is not None:
+        layout, same_bytes = measure_list(data, bare, raw_messages, resume.layout if resume is not None else None)
     known, unchanged = ([], True) if same_bytes else _known_prefix(raw_messages, resume)
     start = 0
     if resume is not None and unchanged:

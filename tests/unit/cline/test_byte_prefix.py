@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
-from postrun.agents.cline import MappingCache
+from postrun.agents.cline import MappingCache, map_session
 from postrun.agents.cline.files import SessionFiles
 from postrun.agents.cline.layout import ByteLayout, list_start, measure_list
 from postrun.agents.cline.transcript import read_transcript
@@ -76,8 +76,7 @@ class Session:
     def __init__(self, data: bytes) -> None:
         self.cache: MappingCache | None = None
         self.data = b""
-        self.rewrite(data)  # the start-up pass: no resume, so the file is not measured
-        self.rewrite(data)  # the first re-read: measured
+        self.rewrite(data)
 
     @property
     def layout(self) -> ByteLayout | None:
@@ -237,12 +236,25 @@ def test_a_message_too_deep_to_serialize_is_vouched_for_by_its_bytes() -> None:
     assert session.rewrite(json.dumps(_document(messages)).encode())
 
 
-def test_a_pass_without_the_bytes_or_a_resume_measures_nothing() -> None:
+def test_only_a_pass_given_the_bytes_measures_them() -> None:
     data = cline(_document(_messages()))
     document = parse_json(data, "x", "messages")
     first = read_transcript(document, "x", None, data)
-    assert first.resume is not None and first.resume.layout is None
+    assert first.resume is not None and first.resume.layout is not None
     second = read_transcript(document, "x", first.resume)
     assert second.resume is not None and second.resume.layout is None
-    third = read_transcript(document, "x", second.resume, data)
-    assert third.resume is not None and third.resume.layout is not None
+
+
+def test_an_ended_session_is_measured_only_when_mapped_again() -> None:
+    files = _files(cline(_document(_messages())))
+    ended = SessionFiles(
+        files.location,
+        files.messages,
+        default_manifest(ended_at="2026-09-21T15:00:00.000Z", status="completed"),
+        files.source_files,
+        files.raw,
+    )
+    _, cache = map_session(ended, ALL_AUTO)
+    assert cache.transcript is not None and cache.transcript.layout is None
+    _, cache = map_session(ended, ALL_AUTO, cache)
+    assert cache.transcript is not None and cache.transcript.layout is not None
