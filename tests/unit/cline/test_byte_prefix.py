@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-from postrun.agents.cline import MappingCache, map_session
+from postrun.agents.cline import MappingCache, SessionLocation, map_session, read_session
 from postrun.agents.cline.files import SessionFiles
 from postrun.agents.cline.layout import ByteLayout, list_start, measure_list
 from postrun.agents.cline.transcript import read_transcript
@@ -23,6 +25,8 @@ from postrun.jsonio import parse_json
 from postrun.records import RawFile
 from tests.unit.cline.kit import (
     ALL_AUTO,
+    FIXTURES,
+    MAX_BYTES,
     answer,
     call,
     default_manifest,
@@ -258,3 +262,19 @@ def test_an_ended_session_is_measured_only_when_mapped_again() -> None:
     assert cache.transcript is not None and cache.transcript.layout is None
     _, cache = map_session(ended, ALL_AUTO, cache)
     assert cache.transcript is not None and cache.transcript.layout is not None
+
+
+def test_a_helpers_transcript_is_vouched_for_by_its_bytes_too(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURES / "cline" / "teammate" / "data", tmp_path / "data")
+    location = SessionLocation.in_root(tmp_path / "data" / "sessions", "1790000500000_teams")
+    cache = remap(read_session(location, max_bytes=MAX_BYTES), ALL_AUTO, None)
+    cache = remap(read_session(location, max_bytes=MAX_BYTES), ALL_AUTO, cache)  # mapped again: measured
+    name = "reviewer__Z2skp8"
+    last = cache.helpers[name].transcript
+    assert last is not None and last.layout is not None
+    helper = location.folder / f"{name}.messages.json"
+    document = parse_json(helper.read_bytes(), "x", "messages")
+    document["messages"].append(message("h9", "assistant", "one more thing"))
+    helper.write_bytes(cline(document))
+    assert measure_list(helper.read_bytes(), False, document["messages"], last.layout)[1]
+    remap(read_session(location, max_bytes=MAX_BYTES), ALL_AUTO, cache)
