@@ -52,18 +52,14 @@ def measure_list(
     start = list_start(data, bare)
     if start is None:
         return None, False
-    same = (
+    if (
         last is not None
         and len(messages) >= last.count
         and data.startswith(memoryview(last.data)[last.start : last.end], start)
-    )
-    if same:
-        assert last is not None
-        end, count = start + last.end - last.start, last.count
-    else:
-        end, count = start + 1, 0
-    layout = _extended(data, bare, start, end, count, messages)
-    return layout, same and layout is not None
+    ):
+        layout = _extended(data, bare, start, start + last.end - last.start, last.count, messages)
+        return layout, layout is not None
+    return _extended(data, bare, start, start + 1, 0, messages), False
 
 
 def list_start(data: bytes, bare: bool) -> int | None:
