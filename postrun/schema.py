@@ -351,10 +351,14 @@ def plainly_valid_step(step: Any) -> bool:
         return False
     if type(content_status) is not str or content_status not in _CONTENT_STATUSES:
         return False
-    if type(channels) is not list or not all(type(channel) is str for channel in channels):
+    if type(channels) is not list or type(flags) is not list:
         return False
-    if type(flags) is not list or not all(_plain_flag(flag) for flag in flags):
-        return False
+    for channel in channels:  # loops, not all(): a generator costs more than these short lists
+        if type(channel) is not str:
+            return False
+    for flag in flags:
+        if not _plain_flag(flag):
+            return False
     if "error" in step:
         error = step["error"]
         if type(error) is not dict or error.keys() != _ERROR_KEYS:

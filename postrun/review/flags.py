@@ -485,6 +485,8 @@ def _flag(kind: str, severity: Severity, reason: str) -> Flag:
 
 
 def _unique(flags: list[Flag]) -> list[Flag]:
+    if len(flags) < 2:
+        return flags  # most steps have none
     seen: set[tuple[str, str]] = set()
     kept = []
     for flag in flags:

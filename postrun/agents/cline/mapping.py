@@ -285,22 +285,24 @@ def _fold(
         cached, rows, opened_turns, keys, before = {}, [], [], [], []
         turn_id, turn_segment, at = "turn:0", 0, started_at
     by_position = transcript.by_position
+    next_turn = len(opened_turns) + 1
+    next_turn_segment = plan.segment_for_turn(next_turn)  # changes only when a turn opens
     for message in transcript.messages[start:]:
         before.append(_Before(len(rows), len(opened_turns), turn_id, turn_segment, at))
         if message.ts is not None:
             at = message.ts  # a message without ts keeps the previous message's time
-        next_turn = len(opened_turns) + 1
-        answers = sorted(transcript.answers.get(message.position, {}).items())
+        answered = transcript.answers.get(message.position)
+        answers = sorted(answered.items()) if answered else ()  # most messages make no call
         context = Context(
             seq=len(rows),
             turn_id=turn_id,
             turn_segment=turn_segment,
             next_turn=next_turn,
-            next_turn_segment=plan.segment_for_turn(next_turn),
+            next_turn_segment=next_turn_segment,
             at=at,
             key=message.key,
             tool_keys=message.tool_keys,
-            results=tuple((call, by_position[answer].fingerprint, block) for call, (answer, block) in answers),
+            results=tuple([(call, by_position[answer].fingerprint, block) for call, (answer, block) in answers]),
             bound=message.bound,
         )
         key = (message.fingerprint, context)
@@ -314,6 +316,8 @@ def _fold(
         if steps.opened_turn is not None:
             opened_turns.append(steps.opened_turn)
             turn_id, turn_segment = steps.opened_turn["id"], steps.opened_turn["segment_index"]
+            next_turn = len(opened_turns) + 1
+            next_turn_segment = plan.segment_for_turn(next_turn)
     before.append(_Before(len(rows), len(opened_turns), turn_id, turn_segment, at))
     folded_rows, folded_turns = tuple(rows), tuple(opened_turns)
     resume = FoldResume(inputs, tuple(keys), tuple(before), folded_rows, folded_turns)

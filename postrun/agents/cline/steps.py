@@ -109,7 +109,7 @@ class _StepBuilder:
 
     def rows(self, position: int) -> tuple[StepRow, ...]:
         try:
-            return tuple(StepRow.build(record) for record in self.records)
+            return tuple([StepRow.build(record) for record in self.records])
         except orjson.JSONEncodeError as exc:  # e.g. nested deeper than orjson writes
             raise wrong_shape(self.facts.where, f"messages[{position}]", str(exc)) from None
         except SchemaError as exc:  # a shape this mapping does not foresee: never a crash

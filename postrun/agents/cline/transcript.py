@@ -83,7 +83,9 @@ class Metrics:
         for name, key in TOKEN_KEYS:
             value = metrics.get(key)
             if value is not None:
-                tokens[name] = min(tokens[name] + _count(value), MAX_COUNT)
+                # ``_count`` in line for the usual count (four per request)
+                count = value if type(value) is int and 0 <= value <= MAX_COUNT else _count(value)
+                tokens[name] = min(tokens[name] + count, MAX_COUNT)
         cost = metrics.get("cost")
         if isinstance(cost, _NUMBERS) and not isinstance(cost, bool) and 0 < cost <= MAX_COST_USD:
             self.costs.append(float(cost))
