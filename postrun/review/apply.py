@@ -54,7 +54,8 @@ def flag_session(mapped: MappedSession, memo: FlagMemo | None = None) -> MappedS
             # The rules only make valid v1.2 flags, so the row is re-serialized, not re-validated.
             flags = step_flags(row.record, root, row.blob)
             flagged = row if flags == row.record["flags"] else row.with_fields(flags=flags)
-        seen[row.digest] = flagged
+        if memo is not None:
+            seen[row.digest] = flagged
         rows.append(flagged)
     if memo is not None:
         memo.keep(mapped.id, seen)

@@ -30,11 +30,17 @@ def epoch_ms(value: Any) -> int | None:
 
 def iso_from_ms(ms: int) -> str:
     """``2026-09-21T14:13:19.500Z`` for epoch milliseconds accepted by ``epoch_ms``."""
-    days, rest = divmod(ms, 86_400_000)
+    minutes, rest = divmod(ms, 60_000)
     seconds, millis = divmod(rest, 1000)
-    minutes, seconds = divmod(seconds, 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{_day(days)}{hours:02d}:{minutes:02d}:{seconds:02d}.{millis:03d}Z"
+    return f"{_minute(minutes)}{seconds:02d}.{millis:03d}Z"
+
+
+@functools.lru_cache(maxsize=256)
+def _minute(minutes: int) -> str:
+    """``2026-09-21T14:13:`` for minutes since the epoch: a session's messages come a few a minute."""
+    days, minute = divmod(minutes, 1440)
+    hours, minute = divmod(minute, 60)
+    return f"{_day(days)}{hours:02d}:{minute:02d}:"
 
 
 @functools.lru_cache(maxsize=64)
