@@ -5,8 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from postrun.agents.cline.times import valid_timestamp
+from postrun.agents.cline.times import iso_from_ms, valid_timestamp
 from postrun.text import one_line, plural, printable
 from postrun.timestamps import normalize_timestamp, utc_iso
 
@@ -59,3 +61,11 @@ def test_a_time_outside_years_1_to_9999_in_utc_is_invalid(value: str) -> None:
         normalize_timestamp(value)
     assert valid_timestamp(value) is None  # a manifest field with it is ignored like any invalid time
     assert valid_timestamp(value.replace("00:30:00", "01:30:00").replace("23:30:00", "22:30:00")) is not None
+
+
+@given(st.integers(-62_135_596_800_000, 253_402_300_799_999))
+def test_a_time_in_milliseconds_is_the_calendar_s(ms: int) -> None:
+    moment = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
+    day = f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
+    clock = f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}.{moment.microsecond // 1000:03d}"
+    assert iso_from_ms(ms) == f"{day}T{clock}Z"
