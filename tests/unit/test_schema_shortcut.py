@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from postrun import schema
-from tests.support.builders import command_step, message_step
+from tests.support.builders import command_step, message_step, session_record
 from tests.unit.cline.kit import CASES, map_case_dir
 
 _EDIT = {**message_step(2, ""), "type": "edit", "payload": {"path": "src/a.py", "is_full_write": False}}
@@ -94,4 +94,97 @@ def test_a_time_the_quick_check_takes_is_one_the_full_check_takes(changes: list[
         valid = False
     else:
         valid = True
-    assert schema._timestamp(value) is valid
+    assert schema.is_timestamp(value) is valid
+
+
+_TOKENS = dict.fromkeys(("input", "output", "cache_read", "cache_creation"), 3)
+_METRICS = {"cost_usd": 0.5, "api_requests": 2, "tokens": _TOKENS}
+_RECORDS: dict[str, dict[str, Any]] = {
+    "session": {
+        **session_record(),
+        "workspace": {"root": "/w", "repo": "git@x"},
+        "ended_at": "2026-09-21T15:00:00+02:00",
+        "metrics": _METRICS,
+    },
+    "segment": {"index": 0, "start_reason": "start", "started_at": _TIME, "ended_at": _TIME, "source_files": ["a"]},
+    "actor": {"id": "h", "parent_id": "root", "type": "subagent", "label": "task"},
+    "turn": {
+        **dict(id="turn:1", session_id="s", segment_index=0, actor_id="root", index=1, prompt_id="p", mode="act"),
+        **dict(started_at=_TIME, step_ids=["a", "b"]),
+    },
+}  # fmt: skip
+_NESTED = ("agent", "workspace", "metrics", "metrics.tokens")
+_ODD_NUMBERS = st.sampled_from([dict(_METRICS), 0.0, -0.0, -1.5, float("nan"), float("inf"), 2.5])
+
+
+def _record_keys(record: dict[str, Any]) -> list[str]:
+    keys = [*record, "extra", "ended_at", "metrics", "parent_id", "label", "prompt_id", "mode", "step_ids"]
+    for path in _NESTED:
+        holder = _holder(record, path)
+        if holder is not None:
+            # Twice: a nested field is as likely to change as a top-level one.
+            keys += [f"{path}.{key}" for key in [*holder, "extra", "repo", "format_version"]] * 2
+    return keys
+
+
+def _holder(record: dict[str, Any], path: str) -> dict[str, Any] | None:
+    value: Any = record
+    for part in path.split(".") if path else ():
+        value = value.get(part) if isinstance(value, dict) else None
+    return value if isinstance(value, dict) else None
+
+
+@st.composite
+def _records(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
+    kind = draw(st.sampled_from(sorted(_RECORDS)))
+    record = copy.deepcopy(_RECORDS[kind])
+    for _ in range(draw(st.integers(0, 3))):
+        holder_path, _, name = draw(st.sampled_from(_record_keys(record))).rpartition(".")
+        target = _holder(record, holder_path)
+        if target is None:
+            continue
+        if draw(st.booleans()):
+            target.pop(name, None)
+        else:
+            target[name] = copy.deepcopy(draw(_ODD | _ODD_NUMBERS))
+    return kind, record
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_records())
+def test_a_record_the_plain_checks_accept_is_one_the_models_accept(drawn: tuple[str, dict[str, Any]]) -> None:
+    kind, record = drawn
+    if schema.plainly_valid(kind, record):
+        assert schema.model_problems(kind, record) == []
+
+
+def test_the_plain_checks_know_every_field_of_every_model() -> None:
+    for model, (required, optional) in schema.PLAIN_FIELDS.items():
+        fields = model.model_fields
+        assert set(required) == {name for name, field in fields.items() if field.is_required()}, model
+        assert set(optional) == {name for name, field in fields.items() if not field.is_required()}, model
+    for kind, record in _RECORDS.items():
+        assert schema.plainly_valid(kind, record), kind
+
+
+def test_every_reference_problem_of_the_steps_is_named() -> None:
+    session = session_record()
+    segments = [{"index": 0, "start_reason": "start", "started_at": _TIME, "source_files": []}]
+    actors = [{"id": "root", "type": "root"}]
+    turns = [{**_RECORDS["turn"], "session_id": session["id"]}]
+    steps = [
+        {"id": "a", "session_id": session["id"], "turn_id": "turn:1", "actor_id": "root", "segment_index": 0, "seq": 0},
+        {"id": "b", "session_id": session["id"], "turn_id": "turn:1", "actor_id": "root", "segment_index": 0, "seq": 1},
+    ]
+    assert schema.reference_problems(session, segments, actors, turns, steps) == []
+    steps += [
+        {"id": "a", "session_id": "other", "turn_id": "turn:9", "actor_id": "helper", "segment_index": 3, "seq": 1},
+    ]
+    assert schema.reference_problems(session, segments, actors, turns, steps) == [
+        "steps[2].session_id: differs from session.id",
+        "steps[2].turn_id: names no turn of the session",
+        "steps[2].actor_id: names no actor of the session",
+        "steps[2].segment_index: names no segment of the session",
+        "steps[2].seq: duplicate 1",
+        "steps[2].id: duplicate a",
+    ]

@@ -7,14 +7,11 @@ import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
-
 from postrun import schema
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Epoch milliseconds that a date can hold (years 1 to 9999).
 _MIN_MS, _MAX_MS = -62_135_596_800_000, 253_402_300_799_999
-_TIMESTAMP = TypeAdapter(schema.Timestamp)
 
 
 def epoch_ms(value: Any) -> int | None:
@@ -58,10 +55,4 @@ def iso_from_ns(ns: int) -> str:
 
 def valid_timestamp(value: Any) -> str | None:
     """``value`` when it is a v1.2 timestamp (ISO 8601 with a zone), else None."""
-    if not isinstance(value, str):
-        return None
-    try:
-        _TIMESTAMP.validate_python(value)
-    except ValidationError:
-        return None
-    return value
+    return value if isinstance(value, str) and schema.is_timestamp(value) else None
