@@ -1,0 +1,259 @@
+"""The Postrun event schema, version 1.2, as typed models with strict validation.
+
+Rules that hold for every record (see the schema document):
+
+- unknown fields are errors, except inside ``OtherPayload.raw`` and
+  ``EditPayload.structured_patch``, which are open on purpose;
+- an optional field is either present with a real value or absent: ``null``
+  is rejected with ``must be omitted, not null``;
+- timestamps are ISO 8601 date-times that carry a zone;
+- closed enums accept only their values, open enums any non-empty string.
+
+Failures are reported as ``<field path>: <message>``, for example
+``steps[3].payload.exit_code: required``. Validation works on plain dicts (what
+the adapter produces and the store keeps) and returns nothing: the records stay
+dicts, so what is validated is exactly what is written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+SCHEMA_VERSION = "1.2"
+
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
+_TIMESTAMP_MESSAGE = "expected ISO 8601 date-time with timezone"
+
+
+class SchemaError(ValueError):
+    """One or more records break the schema; ``problems`` are ``path: message`` lines."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = list(problems)
+
+
+def _check_timestamp(value: str) -> str:
+    if not _TIMESTAMP.fullmatch(value):
+        raise ValueError(_TIMESTAMP_MESSAGE)
+    try:
+        # A time whose UTC form falls outside years 1 to 9999 cannot be stored (times are kept in UTC).
+        datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise ValueError(_TIMESTAMP_MESSAGE) from None
+    return value
+
+
+Timestamp = Annotated[str, AfterValidator(_check_timestamp)]
+NonEmpty = Annotated[str, Field(min_length=1)]
+Count = Annotated[int, Field(ge=0)]
+
+
+class _Record(BaseModel):
+    """Base of every modelled object: strict types, no unknown fields, no nulls."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_null(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None:
+            name = info.field_name
+            required = name is not None and cls.model_fields[name].is_required()
+            raise ValueError("must not be null" if required else "must be omitted, not null")
+        return value
+
+
+class Agent(_Record):
+    kind: NonEmpty
+    version: str
+    format_version: str | None = None
+
+
+class Workspace(_Record):
+    root: str
+    repo: str | None = None
+
+
+class Tokens(_Record):
+    input: Count
+    output: Count
+    cache_read: Count
+    cache_creation: Count
+
+
+class Metrics(_Record):
+    cost_usd: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    api_requests: Count
+    tokens: Tokens
+
+
+class Session(_Record):
+    id: NonEmpty
+    agent: Agent
+    workspace: Workspace
+    started_at: Timestamp
+    ended_at: Timestamp | None = None
+    source: str | None = None
+    metrics: Metrics | None = None
+
+
+class Segment(_Record):
+    index: Count
+    start_reason: NonEmpty
+    started_at: Timestamp
+    ended_at: Timestamp | None = None
+    source_files: list[str]
+
+
+class Actor(_Record):
+    id: NonEmpty
+    parent_id: NonEmpty | None = None
+    type: NonEmpty
+    label: str | None = None
+
+
+class Turn(_Record):
+    id: NonEmpty
+    session_id: NonEmpty
+    segment_index: Count
+    actor_id: NonEmpty
+    index: Count
+    prompt_id: str | None = None
+    mode: str | None = None
+    started_at: Timestamp
+    step_ids: list[str]
+
+
+class Flag(_Record):
+    kind: NonEmpty
+    severity: Literal["info", "warn", "danger"]
+    reason: str
+
+
+class StepError(_Record):
+    type: NonEmpty
+    message: str
+
+
+class CommandPayload(_Record):
+    command: str | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+    exit_code: int | None = None
+    cwd: str | None = None
+    output_ref: str | None = None
+
+
+class EditPayload(_Record):
+    path: NonEmpty
+    old_string: str | None = None
+    new_string: str | None = None
+    structured_patch: Any = None
+    is_full_write: bool
+    landed_in_final_state: bool | None = None
+
+
+class ReadPayload(_Record):
+    path: NonEmpty
+    range: Annotated[list[int], Field(min_length=2, max_length=2)] | None = None
+
+
+class MessagePayload(_Record):
+    role: NonEmpty
+    text: str | None = None
+    text_ref: str | None = None
+
+
+class OtherPayload(_Record):
+    tool_name: NonEmpty
+    raw: dict[str, Any]
+
+
+StepType = Literal["command", "edit", "read", "message", "other"]
+
+PAYLOAD_MODELS: dict[str, type[_Record]] = {
+    "command": CommandPayload,
+    "edit": EditPayload,
+    "read": ReadPayload,
+    "message": MessagePayload,
+    "other": OtherPayload,
+}
+
+
+class Step(_Record):
+    id: NonEmpty
+    session_id: NonEmpty
+    segment_index: Count
+    turn_id: NonEmpty
+    actor_id: NonEmpty
+    seq: Count
+    at: Timestamp
+    type: StepType
+    decision: NonEmpty
+    outcome: NonEmpty
+    content_status: Literal["inline", "reference_only"]
+    error: StepError | None = None
+    channels: list[str]
+    flags: list[Flag]
+    # The payload's shape depends on ``type``; it is checked against PAYLOAD_MODELS.
+    payload: dict[str, Any]
+
+
+_MODELS: dict[str, type[_Record]] = {
+    "session": Session,
+    "segment": Segment,
+    "actor": Actor,
+    "turn": Turn,
+    "step": Step,
+}
+
+
+def _join(prefix: str, loc: Iterable[int | str]) -> str:
+    path = prefix
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path = f"{path}.{part}" if path else str(part)
+    return path
+
+
+def _message(error: Mapping[str, Any]) -> str:
+    kind = error["type"]
+    if kind == "missing":
+        return "required"
+    if kind == "extra_forbidden":
+        return "unknown field"
+    if kind in {"literal_error", "enum"}:
+        return f"not one of the allowed values ({error['ctx'].get('expected', '')})"
+    if kind == "string_too_short":
+        return "must not be empty"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return message.replace("Input should be", "should be")
+
+
+def _problems(model: type[_Record], data: Any, path: str) -> list[str]:
+    try:
+        model.model_validate(data)
+    except ValidationError as exc:
+        problems: list[str] = []
+        for error in exc.errors(include_url=False):
+            problems.append(f"{_join(path, error['loc'])}: {_message(error)}")
+        return problems
+    return []
+
+
+def model_problems(kind: str, data: Any, path: str | None = None) -> list[str]:
+    """``record_problems`` as the models alone find them."""
+    path = kind if path is None else path
+    problems = _problems(_MODELS[kind], data, path)
+    if kind == "step" and not problems:
+        payload_model = PAYLOAD_MODELS[data["type"]]
+        problems = _problems(payload_model, data["payload"], f"{path}.payload")
+    return problems
