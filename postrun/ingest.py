@@ -219,7 +219,8 @@ class Ingester:
             raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
         if forgotten and not force:
             raise _forgotten(session_id)
-        files = read_session(location, max_bytes=self.max_bytes)
+        known = cache.transcript.layout if cache is not None and cache.transcript is not None else None
+        files = read_session(location, max_bytes=self.max_bytes, known=known)
         helpers = StoredHelpers(self.database, session_id)
         prepared, cache = prepare(files, self._stored_approvals(session_id), helpers, self.rules, cache)
         outcome = self._store(location, prepared, started, live=live)

@@ -101,12 +101,13 @@ def _check_size(size: int, where: str, max_bytes: int) -> None:
         raise SourceError(where, f"larger than {max_bytes // 2**20} MB (max_file_mb)")
 
 
-def parse_json(data: bytes, where: str, kind: str) -> Any:
+def parse_json(data: bytes, where: str, kind: str, *, lenient: bool = True) -> Any:
     """Parse ``data``: the first complete JSON value wins; see ``read_json`` for errors.
 
     Text that is not valid UTF-8, or that holds lone surrogate escapes, is decoded
     leniently: bad bytes and lone surrogates become U+FFFD, so every string of the
-    result can be encoded as UTF-8 again.
+    result can be encoded as UTF-8 again. With ``lenient=False`` it raises ``SourceError``
+    instead (the lenient decoder reads some numbers otherwise than the strict one).
     """
     if not data or data.isspace():
         raise NotParseableYet(where, kind, "empty file")
@@ -115,10 +116,12 @@ def parse_json(data: bytes, where: str, kind: str) -> Any:
     except orjson.JSONDecodeError as exc:
         if exc.msg == _TRAILING:
             # A complete new value followed by a stale tail of the old file.
-            return parse_json(data[: _byte_offset(data, exc.pos)], where, kind)
+            return parse_json(data[: _byte_offset(data, exc.pos)], where, kind, lenient=lenient)
         if "depth limit" in exc.msg:
             raise SourceError(where, _TOO_DEEP) from None
         if "UTF-8" in exc.msg or "surrogate" in exc.msg:
+            if not lenient:
+                raise SourceError(where, f"not strictly readable ({exc.msg})") from None
             return _parse_lenient(data, where, kind)
         raise _failure(data, where, kind, f"{exc.msg} at character {exc.pos}") from None
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from postrun.agents.cline.layout import ByteLayout, KnownMessages, parse_without_known
 from postrun.agents.cline.locate import (
     MESSAGES_SUFFIX,
     OUTSIDE_ROOT,
@@ -49,6 +50,7 @@ class SessionFiles:
     raw: tuple[RawFile, ...] = ()  # the bytes of each file parsed, in the same order
     helpers: tuple[SideFile, ...] = ()  # by actor id
     compaction: SideFile | None = None
+    known: KnownMessages | None = None  # set when ``messages`` was parsed without the known messages
 
     @property
     def client_source(self) -> str | None:
@@ -60,8 +62,12 @@ class SessionFiles:
         return None
 
 
-def read_session(location: SessionLocation, *, max_bytes: int) -> SessionFiles:
+def read_session(location: SessionLocation, *, max_bytes: int, known: ByteLayout | None = None) -> SessionFiles:
     """Read and parse a session's files.
+
+    ``known`` is the last pass's layout of the messages file (``TranscriptResume.layout``):
+    when the file still begins its messages with those bytes, only what follows is parsed
+    (``SessionFiles.known``), the vault still gets the whole file.
 
     Raises ``SourceError`` when the messages file is missing or unusable, when either
     file is a symlink that leads outside the sessions root (never followed out of it) or
@@ -74,7 +80,7 @@ def read_session(location: SessionLocation, *, max_bytes: int) -> SessionFiles:
     _refuse_outside(location, location.messages)
     raw: list[RawFile] = []
     try:
-        messages = _read(location, location.messages, messages_fingerprint, "messages", max_bytes, raw)
+        messages, cut = _read_messages(location, messages_fingerprint, max_bytes, raw, known)
     except NotFound:
         raise SourceError(str(location.messages), "no messages file") from None
     source_files = [messages_fingerprint]
@@ -97,13 +103,15 @@ def read_session(location: SessionLocation, *, max_bytes: int) -> SessionFiles:
         if (side := _read_side(location, name, path, "messages", max_bytes, raw)) is not None
     )
     compaction = _read_side(location, "compaction", location.compaction, "compaction", max_bytes, raw)
-    return _with_sides(SessionFiles(location, messages, manifest, tuple(source_files), tuple(raw)), helpers, compaction)
+    lead = SessionFiles(location, messages, manifest, tuple(source_files), tuple(raw), known=cut)
+    return _with_sides(lead, helpers, compaction)
 
 
 def _with_sides(files: SessionFiles, helpers: tuple[SideFile, ...], compaction: SideFile | None) -> SessionFiles:
     read = [side.fingerprint for side in (*helpers, compaction) if side is not None and side.fingerprint is not None]
+    source_files = (*files.source_files, *read)
     return SessionFiles(
-        files.location, files.messages, files.manifest, (*files.source_files, *read), files.raw, helpers, compaction
+        files.location, files.messages, files.manifest, source_files, files.raw, helpers, compaction, files.known
     )
 
 
@@ -163,6 +171,18 @@ def parse_session(location: SessionLocation, raw: Sequence[RawFile]) -> SessionF
     helpers = tuple(side for side in sides if side.path != location.compaction)
     compaction = next((side for side in sides if side.path == location.compaction), None)
     return _with_sides(SessionFiles(location, messages, manifest, lead, tuple(kept)), helpers, compaction)
+
+
+def _read_messages(
+    location: SessionLocation, fingerprint: SourceFile, max_bytes: int, raw: list[RawFile], last: ByteLayout | None
+) -> tuple[Any, KnownMessages | None]:
+    """The messages file, parsed without ``last``'s messages when its bytes show them unchanged."""
+    path = location.messages
+    data = read_bytes(path, max_bytes=max_bytes)
+    cut = parse_without_known(data, last, str(path)) if last is not None else None
+    document, known = cut if cut is not None else (parse_json(data, str(path), "messages"), None)
+    raw.append(RawFile(path.relative_to(location.data_dir).as_posix(), data, fingerprint))
+    return document, known
 
 
 def _read(

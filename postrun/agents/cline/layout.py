@@ -9,8 +9,12 @@ whose value would win). Equal bytes parse to equal values, so when the new file'
 starts with those bytes, the messages they hold are unchanged. The same three facts are
 checked on the new file before it is trusted, and kept for the next pass.
 
-Pure functions over valid JSON (the bytes parsed already): outside a string, a bracket
-is structure, and a string is found by its quotes and escapes alone.
+A live pass goes further (``parse_without_known``): it parses the new file with those
+bytes cut out, so only the new messages are parsed; a known message is parsed from its
+own bytes (``bounds``) when the mapping needs it again.
+
+Pure functions over valid JSON (the bytes parsed already, or the cut file's): outside a
+string, a bracket is structure, and a string is found by its quotes and escapes alone.
 """
 
 from __future__ import annotations
@@ -22,12 +26,16 @@ from typing import Any
 
 import orjson
 
+from postrun.errors import SourceError
+from postrun.jsonio import parse_json
+
 _SPACE = re.compile(rb"[ \t\n\r]*")
 _FIRST = re.compile(rb"([ \t\n\r]*)")  # before a list's first element
 _NEXT = re.compile(rb"[ \t\n\r]*,([ \t\n\r]*)")  # between two elements
 _CLOSE = re.compile(rb"[ \t\n\r]*\]")
 _COLON = re.compile(rb"[ \t\n\r]*:[ \t\n\r]*")
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _QUOTE, _OPENERS = ord('"'), (ord("{"), ord("["))
 _MESSAGES_KEY = b'"messages"'
 
@@ -40,6 +48,25 @@ class ByteLayout:
     start: int  # its message list's "["
     end: int  # just after its last message (after the "[" when it has none)
     count: int  # messages in the list
+    bounds: tuple[int, ...]  # where each message starts and ends, from ``start``: two offsets a message
+    # The messages' bytes are valid UTF-8 without escaped surrogates: the strict parser reads
+    # them, alone as in the file (the lenient one, used for a whole file otherwise, reads
+    # some numbers differently).
+    strict: bool
+
+    def message(self, position: int, where: str) -> Any:
+        """The message at ``position`` parsed from its own bytes (equal to it as parsed in the file)."""
+        first, last = self.bounds[2 * position] + self.start, self.bounds[2 * position + 1] + self.start
+        return parse_json(self.data[first:last], where, "messages", lenient=False)
+
+
+@dataclass(frozen=True, slots=True)
+class KnownMessages:
+    """A messages file parsed without the messages a last pass saw: they are still its
+    first ones, byte for byte (``last``); ``layout`` is the new file's, all its messages included."""
+
+    last: ByteLayout
+    layout: ByteLayout
 
 
 def measure_list(
@@ -57,9 +84,37 @@ def measure_list(
         and len(messages) >= last.count
         and data.startswith(memoryview(last.data)[last.start : last.end], start)
     ):
-        layout = _extended(data, bare, start, start + last.end - last.start, last.count, messages)
+        layout = _extended(data, bare, start, last, messages[last.count :])
         return layout, layout is not None
-    return _extended(data, bare, start, start + 1, 0, messages), False
+    return _extended(data, bare, start, None, messages), False
+
+
+def parse_without_known(data: bytes, last: ByteLayout, where: str) -> tuple[Any, KnownMessages] | None:
+    """The document in ``data`` parsed with ``last``'s messages cut out, when its list still
+    begins with their bytes: its messages are then only those after them. None when the
+    bytes do not show that, or the rest does not parse (a full parse reports why, at its
+    own offsets).
+
+    Cut out, ``[known, rest]`` reads as ``[rest]`` and ``[known]`` as ``[]``. The messages
+    parsed are then found in the whole file after the known ones, each after a comma, and
+    closing the list (as a pass measures a list): only then do both parse alike.
+    """
+    space = _SPACE.match(data)
+    bare = data[space.end() : space.end() + 1] == b"[" if space is not None else False
+    start = list_start(data, bare)
+    known = memoryview(last.data)[last.start : last.end]
+    if start is None or last.count == 0 or not last.strict or not data.startswith(known, start):
+        return None
+    rest = data[start + len(known) :].lstrip(b" \t\n\r").removeprefix(b",")  # the new messages, the end
+    try:
+        document = parse_json(data[: start + 1] + rest, where, "messages", lenient=False)
+    except SourceError:
+        return None
+    tail = document if bare else document.get("messages") if isinstance(document, dict) else None
+    if not isinstance(tail, list):
+        return None
+    layout = _extended(data, bare, start, last, tail)
+    return (document, KnownMessages(last, layout)) if layout is not None else None
 
 
 def list_start(data: bytes, bare: bool) -> int | None:
@@ -88,23 +143,40 @@ def list_start(data: bytes, bare: bool) -> int | None:
     return None
 
 
-def _extended(data: bytes, bare: bool, start: int, end: int, count: int, messages: Sequence[Any]) -> ByteLayout | None:
-    """The layout once the messages after the first ``count`` (which end at ``end``) are
-    found in ``data``; None unless exactly ``messages`` follow and close the list, and the
-    list is the document's only ``messages``."""
-    position = end
-    for index in range(count, len(messages)):
+def _extended(
+    data: bytes, bare: bool, start: int, last: ByteLayout | None, messages: Sequence[Any]
+) -> ByteLayout | None:
+    """The layout once ``messages`` are found in ``data`` after ``last``'s (known to open the
+    list at ``start``; None: the list's first); None unless exactly they follow and close
+    the list, and the list is the document's only ``messages``."""
+    count, bounds = (last.count, list(last.bounds)) if last is not None else (0, [])
+    measured = position = start + (last.end - last.start if last is not None else 1)
+    for index, message in enumerate(messages, count):
         gap = (_FIRST if index == 0 else _NEXT).match(data, position)
         if gap is None:
             return None
-        found = _message_end(data, gap.end(), gap[1], messages[index])
+        found = _message_end(data, gap.end(), gap[1], message)
         if found is None:
             return None
+        bounds += (gap.end() - start, found - start)
         position = found
     close = _CLOSE.match(data, position)
     if close is None or not (bare or _only_messages_key(data, close.end())):
         return None
-    return ByteLayout(data, start, position, len(messages))
+    strict = (last is None or last.strict) and _strict(data, measured, position)
+    return ByteLayout(data, start, position, count + len(messages), tuple(bounds), strict)
+
+
+def _strict(data: bytes, first: int, last: int) -> bool:
+    """Whether ``data[first:last]`` is valid UTF-8 holding no escaped surrogate (paired
+    ones included: rare, and then only slower)."""
+    if _SURROGATE_ESCAPE.search(data, first, last) is not None:
+        return False
+    try:
+        str(memoryview(data)[first:last], "utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _message_end(data: bytes, position: int, gap: bytes, message: Any) -> int | None:

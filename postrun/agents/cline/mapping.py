@@ -103,7 +103,7 @@ def map_session(
     measured = previous is not None or ended_at is None
     data = {file.fingerprint.path: file.data for file in files.raw} if measured else {}
     transcript = read_transcript(
-        files.messages, where, previous.transcript if previous is not None else None, data.get(where)
+        files.messages, where, previous.transcript if previous is not None else None, data.get(where), files.known
     )
     unread: list[SourceError] = []
     helper_transcripts = _read_helpers(files.helpers, previous, unread, data)

@@ -17,16 +17,17 @@ Both give the same transcript.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 import orjson
 
-from postrun.agents.cline.layout import ByteLayout, measure_list
+from postrun.agents.cline.layout import ByteLayout, KnownMessages, measure_list
 from postrun.agents.cline.results import APPROVAL_ON_WORDINGS, error_reports
 from postrun.agents.cline.times import epoch_ms
 from postrun.errors import SourceError
+from postrun.jsonio import parse_json
 
 ROLES = ("user", "assistant")  # Cline stores no other roles; anything else is skipped
 TOKEN_KEYS = (
@@ -110,8 +111,9 @@ def _count(value: Any) -> int:
 
 @dataclass(slots=True)
 class Transcript:
+    # Its ``messages`` holds only those after the known ones when the file was parsed without them.
     document: dict[str, Any]
-    raw_messages: list[Any] = field(default_factory=list)  # the document's message list, as parsed
+    raw_messages: Sequence[Any] = field(default_factory=list)  # the file's message list, as parsed
     messages: list[Message] = field(default_factory=list)  # user and assistant messages, in order
     by_position: dict[int, Message] = field(default_factory=dict)
     # message position -> {its tool_use block -> the tool_result answering it}. The inner
@@ -263,16 +265,26 @@ class _Pass:
 
 
 def read_transcript(
-    document: Any, where: str, resume: TranscriptResume | None = None, data: bytes | None = None
+    document: Any,
+    where: str,
+    resume: TranscriptResume | None = None,
+    data: bytes | None = None,
+    known: KnownMessages | None = None,
 ) -> Transcript:
     """The transcript of a messages document; ``resume`` is the last pass's ``Transcript.resume``.
 
     ``data``, the bytes the document was parsed from, is for a document that will likely be
     read again: the pass notes where its messages lie in them, so that the next one can
-    prove them unchanged with one compare.
+    prove them unchanged with one compare. ``known`` says the document was parsed without
+    the messages of ``resume``'s layout (``parse_without_known``): they are taken as they were.
 
     Raises ``SourceError`` (``wrong shape: …``) for a document that cannot be mapped.
     """
+    if known is not None:
+        if resume is not None and resume.layout is known.last:
+            return _read_after_known(document, where, resume, known)
+        document = parse_json(known.layout.data, where, "messages")  # not that pass's: read it all
+        data = known.layout.data
     bare = isinstance(document, list)
     if bare:
         document = {"messages": document}  # older files: a bare list of messages
@@ -286,15 +298,57 @@ def read_transcript(
     layout, same_bytes = None, False
     if data is not None:
         layout, same_bytes = measure_list(data, bare, raw_messages, resume.layout if resume is not None else None)
-    known, unchanged = ([], True) if same_bytes else _known_prefix(raw_messages, resume)
+    seen, unchanged = ([], True) if same_bytes else _known_prefix(raw_messages, resume)
     start = 0
     if resume is not None and unchanged:
         walk.restore(resume)
         start = len(resume.fingerprints)
     for position in range(start, len(raw_messages)):
-        walk.add(position, raw_messages[position], known[position] if position < len(known) else None)
+        walk.add(position, raw_messages[position], seen[position] if position < len(seen) else None)
     walk.finish(layout)
     return transcript
+
+
+def _read_after_known(document: Any, where: str, resume: TranscriptResume, known: KnownMessages) -> Transcript:
+    bare = isinstance(document, list)
+    tail = document if bare else document["messages"]
+    transcript = Transcript({"messages": tail} if bare else document, _Messages(known, tail, where))
+    walk = _Pass(transcript, where)
+    walk.restore(resume)
+    for position in range(known.last.count, len(transcript.raw_messages)):
+        walk.add(position, transcript.raw_messages[position])
+    walk.finish(known.layout)
+    return transcript
+
+
+class _Messages(Sequence[Any]):
+    """A file's messages: the known ones parsed from their bytes when first asked for
+    (few are: a message is mapped again only when a later one answers its call), then
+    the ones parsed with the file."""
+
+    def __init__(self, known: KnownMessages, tail: list[Any], where: str) -> None:
+        self._layout, self._count, self._tail, self._where = known.layout, known.last.count, tail, where
+        self._parsed: dict[int, Any] = {}
+
+    def __len__(self) -> int:
+        return self._count + len(self._tail)
+
+    @overload
+    def __getitem__(self, position: int) -> Any: ...
+    @overload
+    def __getitem__(self, position: slice) -> Sequence[Any]: ...
+    def __getitem__(self, position: int | slice) -> Any:
+        if isinstance(position, slice):
+            return [self[index] for index in range(*position.indices(len(self)))]
+        if position < 0:
+            position += len(self)
+        if position >= self._count:
+            return self._tail[position - self._count]
+        if position < 0:
+            raise IndexError(position)
+        if position not in self._parsed:
+            self._parsed[position] = self._layout.message(position, self._where)
+        return self._parsed[position]
 
 
 def escape_id(raw_id: str) -> str:

@@ -2,7 +2,9 @@
 
 Every case maps the rewritten file with the cache the last pass left and without any
 cache, and the two must agree (``remap``); the cases also say whether the bytes alone
-vouched for the known messages (the fast path) or a full comparison had to."""
+vouched for the known messages (the fast path) or a full comparison had to. When they
+vouch, the file is parsed without the known messages (exactly then: ``Session.rewrite``
+checks it), and that mapping must equal a fresh one of the whole file."""
 
 from __future__ import annotations
 
@@ -18,9 +20,9 @@ import pytest
 
 from postrun.agents.cline import MappingCache, SessionLocation, map_session, read_session
 from postrun.agents.cline.files import SessionFiles
-from postrun.agents.cline.layout import ByteLayout, list_start, measure_list
+from postrun.agents.cline.layout import ByteLayout, KnownMessages, list_start, measure_list, parse_without_known
 from postrun.agents.cline.transcript import read_transcript
-from postrun.errors import NotParseableYet
+from postrun.errors import NotParseableYet, SourceError
 from postrun.jsonio import parse_json
 from postrun.records import RawFile
 from tests.unit.cline.kit import (
@@ -35,6 +37,7 @@ from tests.unit.cline.kit import (
     message,
     prompt,
     remap,
+    same_mapping,
 )
 
 Layout = Callable[[Any], bytes]
@@ -67,11 +70,20 @@ def _document(messages: list[Any], **fields: Any) -> dict[str, Any]:
     return {"version": 1, "updated_at": "2026-09-21T14:00:00.000Z", "agent": "lead", **fields, "messages": messages}
 
 
-def _files(data: bytes) -> SessionFiles:
-    files = files_with_document(parse_json(data, "x", "messages"), default_manifest())
+def _files(data: bytes, cut: tuple[Any, KnownMessages] | None = None) -> SessionFiles:
+    document, known = cut if cut is not None else (parse_json(data, "x", "messages"), None)
+    files = files_with_document(document, default_manifest())
     messages = files.source_files[0]
     raw = RawFile(f"sessions/{files.location.session_id}/x.messages.json", data, messages)
-    return SessionFiles(files.location, files.messages, files.manifest, files.source_files, (raw,))
+    return SessionFiles(files.location, files.messages, files.manifest, files.source_files, (raw,), known=known)
+
+
+def _strict(data: bytes) -> bool:
+    try:
+        parse_json(data, "x", "messages", lenient=False)
+    except SourceError:
+        return False
+    return True
 
 
 class Session:
@@ -95,7 +107,13 @@ class Session:
 
     def rewrite(self, data: bytes) -> bool:
         vouched = self.cache is not None and self.layout is not None and self.vouched(data)
-        self.cache = remap(_files(data), ALL_AUTO, self.cache)
+        cut = parse_without_known(data, self.layout, "x") if self.cache is not None and self.layout else None
+        assert (cut is not None) == (vouched and self.layout is not None and self.layout.strict and _strict(data))
+        if cut is None:
+            self.cache = remap(_files(data), ALL_AUTO, self.cache)
+        else:  # the next rewrite resumes from this pass, as a capture's does
+            partial, self.cache = map_session(_files(data, cut), ALL_AUTO, self.cache)
+            assert same_mapping(partial, map_session(_files(data), ALL_AUTO)[0])
         self.data = data
         return vouched
 
@@ -278,3 +296,133 @@ def test_a_helpers_transcript_is_vouched_for_by_its_bytes_too(tmp_path: Path) ->
     helper.write_bytes(cline(document))
     assert measure_list(helper.read_bytes(), False, document["messages"], last.layout)[1]
     remap(read_session(location, max_bytes=MAX_BYTES), ALL_AUTO, cache)
+
+
+@pytest.mark.parametrize("layout", [cline, compact, four_spaces])
+def test_a_file_parsed_without_its_known_messages_reads_as_the_whole_file(layout: Layout) -> None:
+    messages = _messages()
+    session = Session(layout(_document(messages)))
+    messages.append(message("r2", "user", [answer("c2", [item("pwd", "/")])]))  # maps a2 again
+    data = layout(_document(messages, updated_at="2026-09-21T14:00:09.000Z"))
+    assert session.layout is not None
+    cut = parse_without_known(data, session.layout, "x")
+    assert cut is not None and cut[0]["messages"] == messages[4:]
+    assert session.cache is not None
+    transcript = read_transcript(cut[0], "x", session.cache.transcript, None, cut[1])
+    assert list(transcript.raw_messages) == messages
+    assert {**transcript.document, "messages": messages} == parse_json(data, "x", "messages")
+    assert session.rewrite(data)
+
+
+def test_known_messages_with_nothing_after_them_are_all_the_messages() -> None:
+    messages = _messages()
+    session = Session(cline(_document(messages)))
+    assert session.rewrite(cline(_document(messages, updated_at="2026-09-21T14:00:09.000Z", system_prompt="[ {")))
+
+
+def test_a_cut_file_mapped_without_that_cache_is_read_whole() -> None:
+    messages = _messages()
+    session = Session(cline(_document(messages)))
+    messages.append(message("a3", "assistant", "more"))
+    data = cline(_document(messages))
+    assert session.layout is not None
+    cut = parse_without_known(data, session.layout, "x")
+    assert cut is not None
+    fresh = map_session(_files(data), ALL_AUTO)[0]
+    assert same_mapping(map_session(_files(data, cut), ALL_AUTO)[0], fresh)
+    other = Session(cline(_document(messages[:4])))  # an equal layout, but not the one the file was cut by
+    assert same_mapping(map_session(_files(data, cut), ALL_AUTO, other.cache)[0], fresh)
+
+
+def _known_end(data: bytes, layout: ByteLayout) -> int:
+    start = list_start(data, False)
+    assert start is not None
+    return start + layout.end - layout.start
+
+
+@pytest.mark.parametrize(
+    "rewrite",
+    [
+        pytest.param(lambda data, end: data[:end] + b",\n  ]\n}", id="a comma before the list's end"),
+        pytest.param(lambda data, end: data[:end] + b'\n  {"role": "user"}\n  ]\n}', id="no comma before a message"),
+        pytest.param(lambda data, end: data[:end] + b',\n  {"role": "us', id="torn in a new message"),
+        pytest.param(lambda data, end: data[:end], id="torn just after the known messages"),
+        pytest.param(lambda data, end: data[: end - 3], id="torn in the known messages"),
+        pytest.param(lambda data, end: data[:end] + b",\n  ]]\n}", id="not JSON after the known messages"),
+    ],
+)
+def test_a_file_that_does_not_parse_whole_is_never_parsed_cut(tmp_path: Path, rewrite: Any) -> None:
+    """Its failure is the whole file's, at the whole file's offsets."""
+    shutil.copytree(FIXTURES / "cline" / "teammate" / "data", tmp_path / "data")
+    location = SessionLocation.in_root(tmp_path / "data" / "sessions", "1790000500000_teams")
+    document = parse_json(location.messages.read_bytes(), "x", "messages")
+    location.messages.write_bytes(cline(document))
+    cache = remap(read_session(location, max_bytes=MAX_BYTES), ALL_AUTO, None)
+    cache = remap(read_session(location, max_bytes=MAX_BYTES), ALL_AUTO, cache)  # mapped again: measured
+    last = cache.transcript.layout if cache.transcript is not None else None
+    assert last is not None
+    data = rewrite(cline(document), _known_end(cline(document), last))
+    assert parse_without_known(data, last, "x") is None
+    location.messages.write_bytes(data)
+    with pytest.raises(NotParseableYet) as whole:
+        read_session(location, max_bytes=MAX_BYTES)
+    with pytest.raises(NotParseableYet) as cut:
+        read_session(location, max_bytes=MAX_BYTES, known=last)
+    assert str(cut.value) == str(whole.value)
+
+
+def test_a_session_read_after_its_last_pass_parses_only_the_new_messages(tmp_path: Path) -> None:
+    """Through the files: the lead's transcript is cut, a helper's read whole, the vault's copy is the whole file."""
+    shutil.copytree(FIXTURES / "cline" / "teammate" / "data", tmp_path / "data")
+    location = SessionLocation.in_root(tmp_path / "data" / "sessions", "1790000500000_teams")
+    document = parse_json(location.messages.read_bytes(), "x", "messages")
+    location.messages.write_bytes(cline(document))
+    cache = remap(read_session(location, max_bytes=MAX_BYTES), ALL_AUTO, None)
+    cache = remap(read_session(location, max_bytes=MAX_BYTES), ALL_AUTO, cache)  # mapped again: measured
+    for index in range(3):
+        document["messages"].append(message(f"n{index}", "assistant", f"one more {index}"))
+        location.messages.write_bytes(cline(document))
+        last = cache.transcript.layout if cache.transcript is not None else None
+        files = read_session(location, max_bytes=MAX_BYTES, known=last)
+        assert files.known is not None and files.messages["messages"] == document["messages"][-1:]
+        assert files.raw[0].data == location.messages.read_bytes()
+        assert all(not isinstance(side.document, dict) or len(side.document["messages"]) > 1 for side in files.helpers)
+        mapped, cache = map_session(files, ALL_AUTO, cache)
+        assert same_mapping(mapped, map_session(read_session(location, max_bytes=MAX_BYTES), ALL_AUTO)[0])
+
+
+@pytest.mark.parametrize(
+    ("odd", "lenient"),
+    [
+        pytest.param(b'"\\ud800 alone"', True, id="a lone surrogate escaped"),
+        pytest.param(b'"\\ud83d\\ude00 paired"', False, id="a pair of surrogates escaped (never cut either)"),
+        pytest.param(b'"\xff not UTF-8"', True, id="a byte that is not UTF-8"),
+    ],
+)
+def test_known_messages_read_leniently_are_never_cut(odd: bytes, lenient: bool) -> None:
+    """The lenient parser reads a whole file holding them: it reads an integer beyond 64 bits
+    as an integer where the strict one reads a float, so a cut file would read otherwise."""
+    messages = _messages()
+    data = cline(_document([*messages, message("a3", "assistant", "PLACEHOLDER")]))
+    session = Session(data.replace(b'"PLACEHOLDER"', odd))
+    assert session.layout is not None and not session.layout.strict
+    huge = message("a4", "assistant", "big", metrics={"inputTokens": 5, "cost": "HUGE"})
+    rewritten = cline(_document([*messages, message("a3", "assistant", "PLACEHOLDER"), huge]))
+    rewritten = rewritten.replace(b'"PLACEHOLDER"', odd).replace(b'"HUGE"', b"123456789012345678901")
+    assert parse_without_known(rewritten, session.layout, "x") is None
+    if lenient:
+        with pytest.raises(SourceError, match="64-bit"):  # read whole: an integer, which the mapping refuses
+            session.rewrite(rewritten)
+    else:
+        assert session.rewrite(rewritten)
+
+
+def test_new_messages_read_leniently_are_never_cut() -> None:
+    messages = _messages()
+    session = Session(cline(_document(messages)))
+    assert session.layout is not None and session.layout.strict
+    data = cline(_document([*messages, message("a3", "assistant", "PLACEHOLDER")]))
+    assert session.layout is not None
+    assert parse_without_known(data.replace(b'"PLACEHOLDER"', b'"\\ud800"'), session.layout, "x") is None
+    assert session.rewrite(data.replace(b'"PLACEHOLDER"', b'"\\ud800"'))
+    assert session.layout is not None and not session.layout.strict
