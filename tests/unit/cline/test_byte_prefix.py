@@ -426,3 +426,27 @@ def test_new_messages_read_leniently_are_never_cut() -> None:
     assert parse_without_known(data.replace(b'"PLACEHOLDER"', b'"\\ud800"'), session.layout, "x") is None
     assert session.rewrite(data.replace(b'"PLACEHOLDER"', b'"\\ud800"'))
     assert session.layout is not None and not session.layout.strict
+
+
+@pytest.mark.parametrize("case", sorted(path.name for path in (FIXTURES / "cline").iterdir()))
+def test_every_fixture_session_read_cut_maps_as_read_whole(tmp_path: Path, case: str) -> None:
+    shutil.copytree(FIXTURES / "cline" / case / "data", tmp_path / "data")
+    root = tmp_path / "data" / "sessions"
+    cuts = 0
+    for folder in sorted(root.iterdir()):
+        location = SessionLocation.in_root(root, folder.name)
+        try:
+            document = parse_json(location.messages.read_bytes(), "x", "messages")
+            cache = remap(read_session(location, max_bytes=MAX_BYTES), ALL_AUTO, None)
+        except (SourceError, OSError):
+            continue  # a session no pass maps
+        assert isinstance(document, dict)
+        for index in range(3):  # the first rewrite lays the file out as Cline does: measured anew
+            document["messages"].append(message(f"n{index}", "assistant", f"one more {index}"))
+            location.messages.write_bytes(cline(document))
+            last = cache.transcript.layout if cache.transcript is not None else None
+            files = read_session(location, max_bytes=MAX_BYTES, known=last)
+            cuts += files.known is not None
+            mapped, cache = map_session(files, ALL_AUTO, cache)
+            assert same_mapping(mapped, map_session(read_session(location, max_bytes=MAX_BYTES), ALL_AUTO)[0])
+    assert cuts > 0
