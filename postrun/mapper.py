@@ -54,8 +54,10 @@ from postrun.store.write import StepWrite, step_write
 # Below this many sessions, starting processes (about 0.3 s each, importing Postrun) costs more
 # than they save (about 2 ms a session).
 PROCESSES_FROM_SESSIONS = 200
-# Sessions each process maps ahead of the writer (their records wait in sockets and memory).
-_AHEAD = 2
+# Sessions each process is given ahead of the writer. Memory stays bounded whatever their size:
+# replies wait in the socket's buffer (a few small ones) or, a large one, in its process, which
+# maps nothing more until the writer has read it.
+_AHEAD = 6
 _STOP_SECONDS = 5.0
 _COLLECT_EVERY = 500
 
