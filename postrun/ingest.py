@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import apsw
 
@@ -63,6 +63,7 @@ from postrun.store.write import StoredState, UpsertResult, stored_state, upsert_
 from postrun.timestamps import utc_iso
 
 _NOW_UTC: Callable[[], datetime] = functools.partial(datetime.now, UTC)
+_T = TypeVar("_T")
 # A catch-up stores many sessions per transaction (one commit, and one flush of the search
 # index, per batch instead of per session), committed after this long or this much source:
 # the batch holds the store's write lock, and another writer waits at most the busy timeout.
@@ -213,10 +214,7 @@ class Ingester:
     ) -> tuple[IngestOutcome, MappingCache]:
         started = self.timer()
         session_id = location.session_id
-        try:
-            forgotten = is_forgotten(self.database, session_id)
-        except apsw.Error as exc:
-            raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+        forgotten = self._read(lambda database: is_forgotten(database, session_id))
         if forgotten and not force:
             raise _forgotten(session_id)
         known = cache.transcript.layout if cache is not None and cache.transcript is not None else None
@@ -282,10 +280,7 @@ class Ingester:
             raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
 
     def _stored_state(self, session_id: str) -> StoredState | None:
-        try:
-            return stored_state(self.database, session_id)
-        except apsw.Error as exc:
-            raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+        return self._read(lambda database: stored_state(database, session_id))
 
     def _stored_approvals(self, session_id: str) -> dict[str, Any] | None:
         state = self._stored_state(session_id)
@@ -329,10 +324,7 @@ class Ingester:
         copy is recent); remembered in ``behind`` so the capture copies it later."""
         if self.raw_copy_seconds <= 0 or "ended_at" in mapped.session:
             return False
-        try:
-            copied = vault.last_copied(self.database, mapped.id)
-        except apsw.Error as exc:
-            raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+        copied = self._read(lambda database: vault.last_copied(database, mapped.id))
         # Compressing a large transcript again after every message costs more than all the
         # rest of its re-ingest: a copy at most every ``raw_copy_seconds`` while it is written.
         if copied is None or self._due(copied, now):
@@ -383,7 +375,8 @@ class Ingester:
             finally:
                 batch.roll_back()  # after any other error too: never leave the transaction open
 
-    def _read(self, read: Callable[[Database], list[str]]) -> list[str]:
+    def _read(self, read: Callable[[Database], _T]) -> _T:
+        """What ``read`` reads from the store; its SQLite errors as the store's."""
         try:
             return read(self.database)
         except apsw.Error as exc:
@@ -421,7 +414,7 @@ class Ingester:
         try:
             if isinstance(mapped, PostrunError):
                 raise mapped
-            forgotten = self._read(lambda database: [session_id] if is_forgotten(database, session_id) else [])
+            forgotten = self._read(lambda database: is_forgotten(database, session_id))
             if forgotten and not force:
                 raise _forgotten(session_id)  # forgotten since the run began
             stored = self._stored_approvals(session_id)
