@@ -42,7 +42,7 @@ from postrun.agents.cline import (
     read_session,
     workspace_root,
 )
-from postrun.errors import Excluded, PostrunError, SourceError, StoreError
+from postrun.errors import Excluded, PostrunError, SourceError
 from postrun.records import MappedSession, RawFile, StoredActor
 from postrun.review.apply import FlagMemo, flag_session
 from postrun.review.exclude import Exclusions
@@ -223,42 +223,34 @@ def serve(connection: Connection) -> None:
     # As for a catch-up in one process: mapped records hold no cycles (see ``collector_paused``);
     # what little does (a failure's traceback) is collected every so many sessions.
     gc.disable()
-    reader: Database | None = None
     try:
         store, rules = connection.recv()
-        for handled in itertools.count(1):
-            task = connection.recv()
-            if task is None:
-                return
-            if handled % _COLLECT_EVERY == 0:
-                gc.collect()
-            location, known = task
-            try:
-                if reader is None:
-                    reader = Database.open_reader(store)
-            except StoreError as exc:
-                found: Mapped = (location, exc, 0.0)  # as a helper's read in line would fail
-            else:
+        with contextlib.closing(Database.open_reader(store)) as reader:
+            for handled in itertools.count(1):
+                task = connection.recv()
+                if task is None:
+                    return
+                if handled % _COLLECT_EVERY == 0:
+                    gc.collect()
+                location, known = task
                 found = map_location(location, known, StoredHelpers(reader, location.session_id), rules)
-            connection.send_bytes(packed_reply(found))
+                connection.send_bytes(packed_reply(found))
     except (EOFError, OSError):
         return  # the writer is gone
     finally:
-        if reader is not None:
-            reader.close()
         connection.close()
 
 
-def packed_reply(found: Mapped) -> bytes:
+def packed_reply(found: Mapped) -> memoryview:
     """``found`` as sent to the writer, its steps packed; a bug met packing or pickling it is that
     session's failure alone, as it would be in line."""
     location, result, mapped_ms = found
     try:
         if isinstance(result, Prepared):
             result = result.packed()
-        return bytes(ForkingPickler.dumps((location, result, mapped_ms)))
+        return ForkingPickler.dumps((location, result, mapped_ms))
     except Exception as exc:  # noqa: BLE001 - one bad session never stops the others
-        return bytes(ForkingPickler.dumps((location, internal_error(location, exc), mapped_ms)))
+        return ForkingPickler.dumps((location, internal_error(location, exc), mapped_ms))
 
 
 class _Pool:
@@ -270,15 +262,21 @@ class _Pool:
         self.working = True
         for _ in range(count):
             ours, theirs = socket.socketpair()
-            # A process of its own, started afresh: the writer holds an open SQLite connection
-            # that a fork must not share, and Postrun may run as any program's module. -P: the
-            # current folder is not put on the import path (a module there must never run).
-            process = subprocess.Popen(
-                [sys.executable, "-P", "-m", "postrun.mapper_process", str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),),
-                stdin=subprocess.DEVNULL,
-            )
-            theirs.close()  # only the process holds its end: the writer's end closing is its EOF
+            try:
+                # A process of its own, started afresh: the writer holds an open SQLite connection
+                # that a fork must not share, and Postrun may run as any program's module. -P: the
+                # current folder is not put on the import path (a module there must never run).
+                process = subprocess.Popen(
+                    [sys.executable, "-P", "-m", "postrun.mapper_process", str(theirs.fileno())],
+                    pass_fds=(theirs.fileno(),),
+                    stdin=subprocess.DEVNULL,
+                )
+            except OSError:  # no process to be had: the sessions are mapped in line
+                ours.close()
+                self.working = False
+                return
+            finally:
+                theirs.close()  # only the process holds its end: the writer's end closing is its EOF
             self.pipes.append(Connection(ours.detach()))
             self.processes.append(process)
             self._send(len(self.pipes) - 1, (store, rules))
