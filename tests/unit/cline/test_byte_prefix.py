@@ -340,6 +340,17 @@ def _known_end(data: bytes, layout: ByteLayout) -> int:
     return start + layout.end - layout.start
 
 
+def measured_teammates(tmp_path: Path) -> tuple[SessionLocation, Any, MappingCache]:
+    """The teammate fixture laid out as Cline writes it, mapped twice (the second pass measures it)."""
+    shutil.copytree(FIXTURES / "cline" / "teammate" / "data", tmp_path / "data")
+    location = SessionLocation.in_root(tmp_path / "data" / "sessions", "1790000500000_teams")
+    document = parse_json(location.messages.read_bytes(), "x", "messages")
+    location.messages.write_bytes(cline(document))
+    cache = remap(read_session(location, max_bytes=MAX_BYTES), ALL_AUTO, None)
+    cache = remap(read_session(location, max_bytes=MAX_BYTES), ALL_AUTO, cache)
+    return location, document, cache
+
+
 @pytest.mark.parametrize(
     "rewrite",
     [
@@ -353,12 +364,7 @@ def _known_end(data: bytes, layout: ByteLayout) -> int:
 )
 def test_a_file_that_does_not_parse_whole_is_never_parsed_cut(tmp_path: Path, rewrite: Any) -> None:
     """Its failure is the whole file's, at the whole file's offsets."""
-    shutil.copytree(FIXTURES / "cline" / "teammate" / "data", tmp_path / "data")
-    location = SessionLocation.in_root(tmp_path / "data" / "sessions", "1790000500000_teams")
-    document = parse_json(location.messages.read_bytes(), "x", "messages")
-    location.messages.write_bytes(cline(document))
-    cache = remap(read_session(location, max_bytes=MAX_BYTES), ALL_AUTO, None)
-    cache = remap(read_session(location, max_bytes=MAX_BYTES), ALL_AUTO, cache)  # mapped again: measured
+    location, document, cache = measured_teammates(tmp_path)
     last = cache.transcript.layout if cache.transcript is not None else None
     assert last is not None
     data = rewrite(cline(document), _known_end(cline(document), last))
@@ -373,12 +379,7 @@ def test_a_file_that_does_not_parse_whole_is_never_parsed_cut(tmp_path: Path, re
 
 def test_a_session_read_after_its_last_pass_parses_only_the_new_messages(tmp_path: Path) -> None:
     """Through the files: the lead's transcript is cut, a helper's read whole, the vault's copy is the whole file."""
-    shutil.copytree(FIXTURES / "cline" / "teammate" / "data", tmp_path / "data")
-    location = SessionLocation.in_root(tmp_path / "data" / "sessions", "1790000500000_teams")
-    document = parse_json(location.messages.read_bytes(), "x", "messages")
-    location.messages.write_bytes(cline(document))
-    cache = remap(read_session(location, max_bytes=MAX_BYTES), ALL_AUTO, None)
-    cache = remap(read_session(location, max_bytes=MAX_BYTES), ALL_AUTO, cache)  # mapped again: measured
+    location, document, cache = measured_teammates(tmp_path)
     for index in range(3):
         document["messages"].append(message(f"n{index}", "assistant", f"one more {index}"))
         location.messages.write_bytes(cline(document))
