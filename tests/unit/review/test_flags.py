@@ -6,7 +6,10 @@ from typing import Any
 
 import pytest
 
-from postrun.review.flags import COMMAND_RULES, RULES_VERSION, outside_workspace, step_flags, unwrapped
+from postrun.review.argv import unwrapped
+from postrun.review.command_rules import COMMAND_RULES
+from postrun.review.flags import RULES_VERSION, step_flags
+from postrun.review.path_rules import outside_workspace
 
 WORKSPACE = "/home/dev/project"
 

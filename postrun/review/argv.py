@@ -1,0 +1,106 @@
+"""What a simple command's words say: the program a wrapper runs, and its options and arguments.
+
+The command rules read ``argv`` through these (``sudo -u x rm -rf y`` deletes like
+``rm -rf y``; ``git -C repo push -f`` pushes like ``git push -f``). Pure: words in, words out.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Programs that run the rest of their words as a command; their own options come first.
+_WRAPPERS = frozenset(
+    {
+        "sudo",
+        "doas",
+        "env",
+        "nohup",
+        "time",
+        "nice",
+        "timeout",
+        "command",
+        "exec",
+        "xargs",
+        "stdbuf",
+        "ionice",
+        "chronic",
+    }
+)
+_WRAPPER_VALUE_OPTIONS = {
+    "sudo": {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"},
+    "doas": {"-u", "-C"},
+    "env": {"-u", "-C", "-S"},
+    "nice": {"-n"},
+    "timeout": {"-s", "-k"},
+    "xargs": {"-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a"},
+    "ionice": {"-c", "-n", "-p"},
+}
+_TIMEOUT_DURATION = re.compile(r"\d+(?:\.\d+)?[smhd]?")
+_GIT_VALUE_OPTIONS = frozenset(
+    {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env"}
+)
+
+
+def short_flags(args: tuple[str, ...]) -> str:
+    """Every single-letter option of ``args`` run together (``-rf -v`` -> ``rfv``), up to ``--``."""
+    letters = []
+    for arg in args:
+        if arg == "--":
+            break
+        if arg.startswith("-") and not arg.startswith("--"):
+            letters.append(arg[1:])
+    return "".join(letters)
+
+
+def unwrapped(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """The command a wrapper runs: ``sudo -u x env A=1 rm -rf y`` -> ``rm -rf y``."""
+    while argv and base(argv[0]) in _WRAPPERS:
+        wrapper = base(argv[0])
+        takes_value = _WRAPPER_VALUE_OPTIONS.get(wrapper, set())
+        index = 1
+        while index < len(argv):
+            word = argv[index]
+            if word == "--":
+                index += 1
+                break
+            if word in takes_value:
+                index += 2
+            elif word.startswith("-") or (wrapper == "env" and "=" in word):
+                index += 1
+            elif wrapper == "timeout" and _TIMEOUT_DURATION.fullmatch(word):
+                index += 1
+                break
+            else:
+                break
+        if index >= len(argv):
+            return argv if wrapper == "env" else ()  # a bare `env` prints the environment
+        argv = argv[index:]
+    return argv
+
+
+def base(word: str) -> str:
+    return word.rsplit("/", 1)[-1]
+
+
+def positionals(args: tuple[str, ...]) -> list[str]:
+    if "--" in args:
+        before, after = args[: args.index("--")], args[args.index("--") + 1 :]
+    else:
+        before, after = args, ()
+    return [arg for arg in before if not arg.startswith("-")] + list(after)
+
+
+def git_command(argv: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
+    """``git [global options] SUBCOMMAND ARGS`` -> (subcommand, args)."""
+    if not argv or base(argv[0]) != "git":
+        return None
+    index = 1
+    while index < len(argv):
+        word = argv[index]
+        if word in _GIT_VALUE_OPTIONS:
+            index += 2
+        elif word.startswith("-"):
+            index += 1
+        else:
+            return word, argv[index + 1 :]
+    return None

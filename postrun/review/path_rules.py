@@ -1,0 +1,40 @@
+"""Which paths a flag names: files that hold credentials, and edits outside the workspace.
+
+``is_sensitive_path`` serves both the step rule (a read or edit of such a file) and the
+command rule (``cat .env``); ``outside_workspace`` the edit rule. Pure: paths in, answers out.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+_TEMP_DIRS = ("/tmp/", "/var/tmp/", "/private/tmp/", "/var/folders/", "/private/var/folders/", "/dev/shm/")
+
+# Files that hold credentials (matched on the path's last components).
+_SENSITIVE_PATH = re.compile(
+    r"""(?x)(?:^|/)(?:
+        \.env(?!\.(?:example|sample|template|dist|defaults)$)(?:\.[^/]+)? | \.envrc
+      | \.ssh/(?!known_hosts$|config$|[^/]*\.pub$)[^/]+ | id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?
+      | [^/]+\.(?:pem|key|p12|pfx) | \.npmrc | \.pypirc | \.netrc | _netrc | \.git-credentials
+      | \.aws/(?:credentials|config) | \.config/gcloud/[^/]+ | \.azure/[^/]+ | \.kube/config | kubeconfig[^/]*
+      | \.docker/config\.json | [^/]+\.tfstate(?:\.backup)? | \.terraformrc | terraform\.tfvars
+    )$"""
+)
+
+
+def is_sensitive_path(path: str) -> bool:
+    return bool(_SENSITIVE_PATH.search(path.replace("\\", "/")))
+
+
+def outside_workspace(path: str, workspace_root: str) -> bool:
+    """An absolute (or ``~``) path outside the workspace root and not in a temp folder."""
+    if not workspace_root or not path:
+        return False
+    root = posixpath.normpath(workspace_root)
+    if path.startswith("~"):
+        return not root.startswith("~")
+    full = posixpath.normpath(posixpath.join(root, path))
+    if full == root or full.startswith(root.rstrip("/") + "/"):
+        return False
+    return not (full + "/").startswith(_TEMP_DIRS)
