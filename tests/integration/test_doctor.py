@@ -9,17 +9,10 @@ from pathlib import Path
 import apsw
 import pytest
 
-from postrun.doctor import (
-    DoctorInputs,
-    check_approvals,
-    check_inotify,
-    check_python,
-    check_service,
-    check_sessions,
-    check_store,
-    exit_code,
-    run_checks,
-)
+from postrun.doctor import DoctorInputs, exit_code, run_checks
+from postrun.doctor.machine_checks import check_approvals, check_inotify, check_python, check_sessions
+from postrun.doctor.service_checks import check_service
+from postrun.doctor.store_checks import check_store
 from postrun.store.db import STORE_VERSION, Database
 from postrun.units import CommandResult, ServiceStatus, State
 from tests.conftest import FIXTURES

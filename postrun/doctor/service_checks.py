@@ -1,0 +1,110 @@
+"""What runs: capture, the user services (capture's and the review app's) and the team mirror."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from postrun.capture.lock import read_capture_info
+from postrun.doctor.check import Check
+from postrun.errors import PostrunError
+from postrun.mirror import require_driver
+from postrun.paths import Paths
+from postrun.text import plural
+from postrun.units import NO_USER_MANAGER, WEB, ServiceStatus, unreachable_variables
+
+
+def check_capture(paths: Paths) -> Check:
+    info = read_capture_info(paths.capture_lock)
+    if info is None:
+        return Check(
+            "capture", "warn", "not running", "`postrun service install --now` (or run `postrun capture` in a terminal)"
+        )
+    details = [f"pid {info.pid}", f"since {info.started_at}"]
+    if info.last_ingest:
+        details.append(f"last ingest {info.last_ingest}")
+    details.append(f"{info.sessions_watched} sessions watched")
+    return Check("capture", "ok", f"running ({', '.join(details)})")
+
+
+def check_service(status: ServiceStatus, environ: Mapping[str, str]) -> Check:
+    """Installed and enabled; also that it starts an executable that still exists and that no
+    POSTRUN_* setting is left in the shell, where the service cannot see it."""
+    if status.file is None:
+        return Check("service", "warn", "not installed", "`postrun service install --now`")
+    detail = f"{status.file}; enabled: {status.enabled}"
+    if status.command and not Path(status.command[0]).exists():
+        return Check(
+            "service",
+            "warn",
+            f"{detail}; it runs {status.command[0]}, which does not exist",
+            "`postrun service install --now` rewrites it for this Postrun",
+        )
+    if status.enabled.value is None:
+        hint = ""
+        if status.enabled.detail == NO_USER_MANAGER:
+            hint = "no user service manager here; on a machine without a login session: `loginctl enable-linger $USER`"
+        return Check("service", "warn", detail, hint)
+    if not status.enabled.value:
+        command = (
+            "systemctl --user enable --now postrun" if status.platform == "linux" else "postrun service install --now"
+        )
+        return Check("service", "warn", detail, f"`{command}`")
+    shell_settings = unreachable_variables(environ)
+    if shell_settings:
+        return Check(
+            "service",
+            "warn",
+            f"{detail}; {', '.join(shell_settings)} set here does not reach the service",
+            "put the setting in the config file (`postrun config path`)",
+        )
+    return Check("service", "ok", detail)
+
+
+def check_web_service(status: ServiceStatus) -> Check:
+    """The review app's unit: optional, so only a broken or stopped one warns."""
+    if status.file is None:
+        return Check("web service", "ok", "not installed (optional: `postrun service install --web --now`)")
+    detail = f"{status.file}; enabled: {status.enabled}; running: {status.running}"
+    if status.command and not Path(status.command[0]).exists():
+        return Check(
+            "web service",
+            "warn",
+            f"{detail}; it runs {status.command[0]}, which does not exist",
+            "`postrun service install --web --now` rewrites it for this Postrun",
+        )
+    if status.running.value is False:
+        command = (
+            f"systemctl --user enable --now {WEB.service}"
+            if status.platform == "linux"
+            else ("postrun service install --web --now")
+        )
+        return Check("web service", "warn", detail, f"`{command}`")
+    return Check("web service", "ok", detail)
+
+
+def check_mirror(url: str, db: Path) -> Check:
+    """The team mirror answers, at a schema this Postrun knows; a warning otherwise (recording
+    never depends on it)."""
+    try:
+        require_driver("mirror")
+    except PostrunError as exc:
+        return Check("mirror", "warn", str(exc), "the mirror needs the postgres extra")
+    from postrun.mirror.commands import mirror_status  # psycopg: only when a mirror is configured
+
+    try:
+        status = mirror_status(url, db)
+    except PostrunError as exc:  # the store itself: its own check says what is wrong
+        return Check("mirror", "warn", f"not checked: {exc}")
+    where = f"{status.target.label} ({status.shown_url})"
+    if not status.reach.ok:
+        return Check(
+            "mirror",
+            "warn",
+            f"{where}: {status.reach.detail}; {plural(status.waiting, 'session')} waiting",
+            "check the server, the role and its password (~/.pgpass or PGPASSFILE); `postrun mirror status`",
+        )
+    if status.too_new:
+        return Check("mirror", "warn", f"{where}: {status.reach.detail}", "upgrade Postrun on this machine")
+    last = f", last push {status.last_push}" if status.last_push else ", never pushed"
+    return Check("mirror", "ok", f"{where}: {status.reach.detail}; {plural(status.waiting, 'session')} waiting{last}")

@@ -1,0 +1,87 @@
+"""The store's checks: it opens, is whole, private and at a known version; what ``exclude`` matches in it.
+
+Checking the store opens it as every command does, so an older store is migrated and loose
+file modes are tightened; the modes are read before that, so the check still reports them.
+"""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from postrun.doctor.check import Check
+from postrun.errors import PostrunError, StoreTooNewError
+from postrun.review.exclude import Exclusions
+from postrun.store.db import STORE_VERSION, Database, StoreMissing
+from postrun.store.query import session_workspaces
+
+
+def check_store(db: Path) -> Check:
+    """The store opens, passes SQLite's integrity check, is private and at a known version."""
+    try:
+        modes = _modes(db)
+    except FileNotFoundError:
+        return Check(
+            "store",
+            "warn",
+            f"no store yet at {db}",
+            "it is created by the first capture (`postrun service install --now`) or `postrun ingest`",
+        )
+    except OSError as exc:
+        return Check("store", "fail", f"{db}: cannot inspect ({exc.strerror or exc})", "check the path and its folder")
+    try:
+        with Database.open(db, create=False) as database:
+            problems = database.integrity_problems()
+            version = database.user_version()
+    except StoreTooNewError as exc:
+        return Check("store", "fail", str(exc), "upgrade Postrun", configuration=True)
+    except StoreMissing:
+        return Check("store", "warn", f"no store yet at {db}", "it is created by the first capture")
+    except PostrunError as exc:
+        return Check("store", "fail", str(exc), f"check the file; move it aside to start a new store ({db})")
+    if problems != ["ok"]:
+        return Check(
+            "store",
+            "fail",
+            f"{db}: integrity check failed: {problems[0]}",
+            "stop capture, move the file aside and run `postrun capture --once` to rebuild it from Cline's files",
+        )
+    detail = f"{db} (schema version {version} of {STORE_VERSION}, integrity ok)"
+    loose = [f"{path} was {mode:04o}" for path, mode in modes if mode & 0o077]
+    if loose:
+        return Check(
+            "store",
+            "warn",
+            f"{detail}; readable by others: {', '.join(loose)}",
+            f"chmod 700 {db.parent} && chmod 600 {db} (opening the store tightens the files, not the folder)",
+        )
+    return Check("store", "ok", detail)
+
+
+def check_exclude(exclusions: Exclusions, db: Path) -> Check:
+    """The ``exclude`` patterns, and the stored sessions they match (stored before the pattern was
+    added: they are kept until forgotten explicitly)."""
+    if not exclusions.patterns:
+        return Check("exclude", "ok", "nothing excluded (setting `exclude`)")
+    shown = ", ".join(exclusions.patterns)
+    try:
+        with Database.open(db, create=False) as database:
+            stored = session_workspaces(database)
+    except PostrunError:
+        stored = []
+    matched = [(session_id, root) for session_id, root in stored if exclusions.matching(root) is not None]
+    if matched:
+        listed = ", ".join(f"{session_id} ({root})" for session_id, root in matched[:5])
+        more = f" and {len(matched) - 5} more" if len(matched) > 5 else ""
+        return Check(
+            "exclude",
+            "warn",
+            f"excluded: {shown}; {len(matched)} stored session(s) were recorded before: {listed}{more}",
+            f"they are kept as they are; `postrun forget {matched[0][0]}` removes one for good",
+        )
+    return Check("exclude", "ok", f"excluded: {shown}")
+
+
+def _modes(db: Path) -> list[tuple[Path, int]]:
+    """The permission bits of the store's folder and file (which must exist)."""
+    return [(path, stat.S_IMODE(path.stat().st_mode)) for path in (db.parent, db)]
