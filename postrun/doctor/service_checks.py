@@ -33,13 +33,9 @@ def check_service(status: ServiceStatus, environ: Mapping[str, str]) -> Check:
     if status.file is None:
         return Check("service", "warn", "not installed", "`postrun service install --now`")
     detail = f"{status.file}; enabled: {status.enabled}"
-    if status.command and not Path(status.command[0]).exists():
-        return Check(
-            "service",
-            "warn",
-            f"{detail}; it runs {status.command[0]}, which does not exist",
-            "`postrun service install --now` rewrites it for this Postrun",
-        )
+    stale = _stale_unit("service", status, detail, "postrun service install --now")
+    if stale is not None:
+        return stale
     if status.enabled.value is None:
         hint = ""
         if status.enabled.detail == NO_USER_MANAGER:
@@ -66,13 +62,9 @@ def check_web_service(status: ServiceStatus) -> Check:
     if status.file is None:
         return Check("web service", "ok", "not installed (optional: `postrun service install --web --now`)")
     detail = f"{status.file}; enabled: {status.enabled}; running: {status.running}"
-    if status.command and not Path(status.command[0]).exists():
-        return Check(
-            "web service",
-            "warn",
-            f"{detail}; it runs {status.command[0]}, which does not exist",
-            "`postrun service install --web --now` rewrites it for this Postrun",
-        )
+    stale = _stale_unit("web service", status, detail, "postrun service install --web --now")
+    if stale is not None:
+        return stale
     if status.running.value is False:
         command = (
             f"systemctl --user enable --now {WEB.service}"
@@ -81,6 +73,18 @@ def check_web_service(status: ServiceStatus) -> Check:
         )
         return Check("web service", "warn", detail, f"`{command}`")
     return Check("web service", "ok", detail)
+
+
+def _stale_unit(name: str, status: ServiceStatus, detail: str, reinstall: str) -> Check | None:
+    """A warning when the unit starts a program that no longer exists (a moved or removed install)."""
+    if status.command and not Path(status.command[0]).exists():
+        return Check(
+            name,
+            "warn",
+            f"{detail}; it runs {status.command[0]}, which does not exist",
+            f"`{reinstall}` rewrites it for this Postrun",
+        )
+    return None
 
 
 def check_mirror(url: str, db: Path) -> Check:

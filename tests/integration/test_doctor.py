@@ -11,7 +11,7 @@ import pytest
 
 from postrun.doctor import DoctorInputs, exit_code, run_checks
 from postrun.doctor.machine_checks import check_approvals, check_inotify, check_python, check_sessions
-from postrun.doctor.service_checks import check_service
+from postrun.doctor.service_checks import check_service, check_web_service
 from postrun.doctor.store_checks import check_store
 from postrun.store.db import STORE_VERSION, Database
 from postrun.units import CommandResult, ServiceStatus, State
@@ -123,9 +123,21 @@ def test_service_check_is_never_a_failure() -> None:
     assert (disabled.level, disabled.hint) == ("warn", "`systemctl --user enable --now postrun`")
     stale = check_service(status(command=("/gone/bin/postrun", "capture")), {})
     assert stale.level == "warn" and "/gone/bin/postrun, which does not exist" in stale.detail
+    assert stale.hint == "`postrun service install --now` rewrites it for this Postrun"
     shell = check_service(status(), {"POSTRUN_DB": "/x.db"})
     assert shell.level == "warn" and "POSTRUN_DB set here does not reach the service" in shell.detail
     assert check_service(status(), {}).level == "ok"
+
+
+def test_web_service_check_warns_only_when_its_unit_is_stale_or_stopped() -> None:
+    web = Path("/home/u/.config/systemd/user/postrun-web.service")
+    assert check_web_service(status(file=None)).level == "ok"  # optional
+    stale = check_web_service(status(file=web, command=("/gone/bin/postrun", "serve")))
+    assert (stale.level, stale.hint) == ("warn", "`postrun service install --web --now` rewrites it for this Postrun")
+    assert stale.detail.endswith("; it runs /gone/bin/postrun, which does not exist")
+    stopped = check_web_service(status(file=web, running=State(False, "inactive")))
+    assert (stopped.level, stopped.hint) == ("warn", "`systemctl --user enable --now postrun-web`")
+    assert check_web_service(status(file=web)).level == "ok"
 
 
 @pytest.mark.parametrize(
