@@ -71,6 +71,8 @@ class Database:
         self.path = path
         self.connection = connection
         self._identity = _identity(path)
+        self._at_commit: list[tuple[str, list[tuple[Any, ...]]]] = []
+        self._transaction_open = False  # one that ``transaction`` began (and will commit)
 
     @classmethod
     def open(cls, path: Path, *, create: bool = True) -> Database:
@@ -193,23 +195,50 @@ class Database:
         if not connection.getautocommit():
             # Inside a caller's transaction (a catch-up's batch): a savepoint, so this part is
             # all or nothing on its own and the rest of the transaction stays.
+            deferred = len(self._at_commit)
             connection.execute("SAVEPOINT part")
             try:
                 yield connection
                 connection.execute("RELEASE part")
             except BaseException:
+                del self._at_commit[deferred:]
                 if not connection.getautocommit():
                     connection.execute("ROLLBACK TO part; RELEASE part")
                 raise
             return
         connection.execute("BEGIN IMMEDIATE")
+        self._transaction_open = True
         try:
             yield connection
+            self.run_deferred()
             connection.execute("COMMIT")
         except BaseException:
+            self._at_commit.clear()
             if not connection.getautocommit():
                 connection.execute("ROLLBACK")
             raise
+        finally:
+            self._transaction_open = False
+
+    def at_commit(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        """``executemany(sql, rows)`` just before the transaction in progress commits (never, if
+        the part of it that asked is rolled back).
+
+        For writes to the search index: FTS5 writes the terms it holds in memory out to a new
+        segment of the index at every savepoint, so indexing each session of a catch-up inside
+        its own savepoint writes (and later merges) one small segment per session; indexed at
+        the commit, a batch's sessions make one.
+        """
+        if self._transaction_open:
+            self._at_commit.append((sql, rows))
+        else:  # a transaction begun elsewhere: nothing here would see it commit
+            self.connection.executemany(sql, rows)
+
+    def run_deferred(self) -> None:
+        """Run what ``at_commit`` put off, now (before a statement that must see it)."""
+        deferred, self._at_commit = self._at_commit, []
+        for sql, rows in deferred:
+            self.connection.executemany(sql, rows)
 
     def execute(self, sql: str, bindings: Any = None) -> apsw.Cursor:
         return self.connection.execute(sql, bindings)

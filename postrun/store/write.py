@@ -66,6 +66,7 @@ def _encode_source_files(files: Iterable[SourceFile]) -> str:
 
 class _Writer:
     def __init__(self, database: Database, session_id: str, now: str) -> None:
+        self.database = database
         self.connection = database.connection
         self.session_id = session_id
         self.now = now
@@ -93,6 +94,7 @@ class _Writer:
             if previous is None:
                 added.append(write)
                 continue
+            self.database.run_deferred()  # the index must hold what it is about to unindex
             rowid = self._rowid(row.id)
             self._step_to_history(rowid, "changed")
             # The index's text comes from the steps row: unindex the old text before it changes.
@@ -107,6 +109,8 @@ class _Writer:
             self.rows += 1
         if added:
             self._insert_steps(added)
+        if stored:
+            self.database.run_deferred()
         for step_id in stored:
             rowid = self._rowid(step_id)
             self._step_to_history(rowid, "removed")
@@ -116,7 +120,7 @@ class _Writer:
             self.rows += 1
 
     def _insert_steps(self, added: list[StepWrite]) -> None:
-        """New steps in two ``executemany`` (rows, then their index entries), and their flags.
+        """New steps in one ``executemany``, their index entries at the commit, and their flags.
 
         The rowids are chosen here, as SQLite would (after the largest): this transaction
         holds the write lock, so no other writer can take them.
@@ -128,7 +132,7 @@ class _Writer:
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(first + i, session_id, row.id, *row.columns, row.digest) for i, row in enumerate(added)],
         )
-        self.connection.executemany(
+        self.database.at_commit(
             "INSERT INTO step_search (rowid, body) VALUES (?, ?)",
             [(first + i, row.body) for i, row in enumerate(added)],
         )

@@ -20,6 +20,7 @@ from postrun.store.db import STORE_VERSION, Database, StoreMissing
 from postrun.store.query import history, list_sessions, load_envelope, resolve_session_id, search_query
 from postrun.store.query import search as search_query_in
 from postrun.store.write import stored_state, upsert_session
+from tests.reliability.kit import store_problems
 from tests.support import v12check
 from tests.support.builders import SESSION_ID, command_step, mapped_session, message_step, session_record
 
@@ -211,6 +212,35 @@ def test_search_index_follows_changes_and_removals(database: Database) -> None:
     assert [hit.step_id for hit in search(database, "charlie")] == ["msg_1#0"]
     store(database, [message_step(0, "alpha", role="user")])
     assert search(database, "charlie") == []
+
+
+def test_sessions_of_one_transaction_are_indexed_when_it_commits(database: Database, db_path: Path) -> None:
+    """A catch-up's batch: each session in a savepoint of one transaction. The index is written
+    at the commit; a session rolled back on its own leaves nothing in it, and a session stored
+    twice in the batch is unindexed and indexed again in order."""
+    other = "session-two"
+    with database.transaction():
+        store(database, [message_step(0, "alpha", role="user"), message_step(1, "bravo")])
+        with pytest.raises(RuntimeError), database.transaction():
+            store(database, [message_step(0, "doomed words", role="user", session_id=other)], session_id=other)
+            raise RuntimeError("this session fails after its steps were written")
+        store(database, [message_step(0, "alpha", role="user"), message_step(1, "charlie")])
+        assert database.execute("SELECT count(*) FROM steps WHERE session_id = ?", (other,)).get == 0
+    assert search(database, "doomed") == []
+    assert search(database, "bravo") == []
+    assert [hit.step_id for hit in search(database, "charlie")] == ["msg_1#0"]
+    assert [hit.step_id for hit in search(database, "alpha")] == ["msg_0#0"]
+    assert store_problems(db_path) == []
+
+
+def test_a_transaction_rolled_back_whole_indexes_nothing_later(database: Database, db_path: Path) -> None:
+    with pytest.raises(RuntimeError), database.transaction():
+        store(database, [message_step(0, "vanishing", role="user")])
+        raise RuntimeError("the whole batch fails")
+    store(database, [message_step(0, "kept", role="user")])
+    assert search(database, "vanishing") == []
+    assert [hit.step_id for hit in search(database, "kept")] == ["msg_0#0"]
+    assert store_problems(db_path) == []
 
 
 def test_failed_transaction_leaves_the_store_as_it_was(database: Database) -> None:
