@@ -35,7 +35,7 @@ def serve(
         if open_browser:
             webbrowser.open(where.state.login_url(time.time()))
 
-    run(paths.db, paths.web_state, host=host, port=port, on_listening=listening)
+    run(paths.db, paths.web_state, host=host, port=port, on_listening=listening, home=paths.home)
 
 
 @app.command("open")

@@ -24,6 +24,7 @@ class WebConfig:
     db: Path
     port: int
     secret: str
+    home: Path | None = None  # shown as ~ in downloads meant for sharing, as `postrun export` does
     clock: Callable[[], float] = time.time
     poll_seconds: float = 0.5  # how often live pages look for a change in the store
     stopping: bool = False  # set on SIGTERM/Ctrl-C: live streams end so the server can stop

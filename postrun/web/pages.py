@@ -225,7 +225,8 @@ def export_json(request: Request) -> Response:
 
 def export_markdown(request: Request) -> Response:
     session_id = request.path_params["session_id"]
-    content = export_session(_config(request).db, session_id, "markdown").content
+    config = _config(request)
+    content = export_session(config.db, session_id, "markdown", home=config.home).content
     return _download(content, "text/markdown; charset=utf-8", f"{session_id}.md")
 
 

@@ -87,13 +87,15 @@ def serve(
     host: str = "127.0.0.1",
     port: int = DEFAULT_PORT,
     on_listening: Callable[[Listening], None] = lambda listening: None,
+    home: Path | None = None,
 ) -> None:
-    """Serve the review app over ``db`` until SIGTERM or SIGINT."""
+    """Serve the review app over ``db`` until SIGTERM or SIGINT (``home``: the user's home
+    folder, which the Markdown download shows as ``~``)."""
     host = check_loopback(host)
     sock = bind(host, port)
     port = sock.getsockname()[1]
     state = ServeState(host=host, port=port, pid=os.getpid(), secret=secrets.token_urlsafe(32))
-    web = WebConfig(db=db, port=port, secret=state.secret)
+    web = WebConfig(db=db, port=port, secret=state.secret, home=home)
     config = uvicorn.Config(
         create_app(web),
         log_level=logging.WARNING,

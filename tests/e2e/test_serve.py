@@ -6,11 +6,15 @@ import signal
 import socket
 import stat
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from postrun.store.db import Database
+from postrun.store.write import upsert_session
 from tests.conftest import isolated_environ, run_postrun
+from tests.support.builders import command_step, mapped_session, message_step
 from tests.support.web import (
     HELPER_SESSION,
     ServeProcess,
@@ -157,3 +161,23 @@ def test_stops_cleanly_within_5_s_even_with_a_live_page(env: dict[str, str], tmp
         assert gone.returncode == 3 and "no review app running" in gone.stderr
     finally:
         server.kill()
+
+
+def test_the_markdown_download_is_what_postrun_export_gives(served: tuple[ServeProcess, dict[str, str]]) -> None:
+    """Both are meant for sharing: secrets masked and the home folder shown as ``~``."""
+    server, environ = served
+    home = environ["HOME"]
+    session_id = "1790000000001_homepath"
+    steps = [
+        message_step(0, "read my notes", role="user", session_id=session_id),
+        command_step(1, f"cat {home}/project/notes.txt", "ok", session_id=session_id),
+    ]
+    with Database.open(Path(environ["POSTRUN_DB"])) as database:
+        upsert_session(
+            database, mapped_session(steps, session_id=session_id), now=datetime.now(UTC), captured_on="tests"
+        )
+    answer = request(server.port, f"/s/{session_id}/export.md", cookie=sign_in(server))
+    assert answer.status == 200
+    assert "~/project/notes.txt" in answer.body and home not in answer.body
+    exported = run_postrun("export", session_id, "--format", "markdown", env=environ)
+    assert answer.body == exported.stdout
