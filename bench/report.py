@@ -19,6 +19,7 @@ from bench.peer import AGENTSVIEW, AGENTSVIEW_VERSION
 from bench.stats import median, percentile
 from bench.storesize import StoreSize
 from bench.warm import WarmResult
+from bench.workfloor import WorkFloor
 
 BEGIN = "<!-- bench:begin (written by `python -m bench`; edit outside these markers) -->"
 END = "<!-- bench:end -->"
@@ -55,6 +56,8 @@ class Results:
     history: str  # what was generated
     cold: ColdResult
     sqlite_floor_seconds: float  # SQLite alone writing the first slice's stored steps
+    work_floor: WorkFloor  # the first slice mapped in Python, its records and raw copies compressed
+    cores: int  # CPUs the bench may run on
     warm: WarmResult
     store: StoreSize
     live_events: LiveResult
@@ -95,6 +98,19 @@ def rows(results: Results) -> list[Row]:
             f"{_s(results.sqlite_floor_seconds)} for that run's {cold.runs[0].steps:,} steps",
             f"**{sqlite_ratio:.1f}×** that run's parse floor: {COLD_RATIO_TARGET - sqlite_ratio:.1f}× of the"
             f" {COLD_RATIO_TARGET:g}× target is left for mapping, flags and the rest",
+            None,
+        )
+    )
+    work = results.work_floor
+    bound = (work.cpu_seconds + results.sqlite_floor_seconds) / cold.runs[0].floor_seconds
+    out.append(
+        Row(
+            "1. Work floor (the first run's sessions read, mapped, flagged and validated in Python; their"
+            " records and raw copies compressed; CPU time, one process)",
+            f"mapping {_s(work.mapping_seconds)}, records {_s(work.records_seconds)}, raw copies"
+            f" {_s(work.copies_seconds)}: {work.cpu_seconds / work.steps * 1e6:.0f} µs a step",
+            f"with the SQLite floor **{bound:.1f}×** that run's parse floor of CPU: on {results.cores}"
+            f" cores no less than **{bound / results.cores:.1f}×** of wall time, whatever else the ingest does",
             None,
         )
     )

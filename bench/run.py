@@ -23,7 +23,7 @@ from pathlib import Path
 
 import orjson
 
-from bench import cold, daemon, live, peer, report, sqlitefloor, storesize, warm
+from bench import cold, daemon, live, peer, report, sqlitefloor, storesize, warm, workfloor
 from bench.history import HISTORY_END_MS, MESSAGES_PER_TURN, SessionWriter, open_session, write_history
 from bench.machine import describe
 from bench.noise import CpuMark, others_share
@@ -187,6 +187,7 @@ def measure(profile: Profile, seed: int, workdir: Path, command: str, *, peer_na
         store_result = storesize.measure_store(db, source_bytes=history.bytes)
         first_slice = [s.session_id for s in history.written[0 :: profile.cold_runs]]
         sqlite_seconds = sqlitefloor.sqlite_floor(db, first_slice, scratch=workdir / "sqlite-floor")
+        work = workfloor.work_floor(root, first_slice)
     with phase(f"2 warm start: {profile.warm_runs} runs"):
         warm_result = warm.measure_warm(env, runs=profile.warm_runs, scratch=workdir)
     with phase(f"5 idle capture: {profile.idle_seconds:g} s"):
@@ -236,6 +237,8 @@ def measure(profile: Profile, seed: int, workdir: Path, command: str, *, peer_na
         history=described,
         cold=cold_result,
         sqlite_floor_seconds=sqlite_seconds,
+        work_floor=work,
+        cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
         warm=warm_result,
         store=store_result,
         live_events=live_results[0],

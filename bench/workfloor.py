@@ -1,0 +1,85 @@
+"""The work floor: the CPU time of the work a cold ingest cannot skip, each part on its own.
+
+Beside the parse floor and the SQLite floor, this says what the cold-ingest target leaves
+for everything else on this machine. For the first cold-ingest slice, in a fresh Python
+process (the files are in the page cache: the cold ingest has just read them):
+
+- *mapping*: each session read, parsed, mapped, flagged and validated as a catch-up's
+  mapping process does it (``postrun.mapper.map_location``), with no store;
+- *record compression*: each mapped step's record compressed as the store keeps it
+  (``postrun.store.codec.pack``), which the store-size target needs;
+- *raw copies*: each file the vault keeps, hashed (SHA-256) and compressed at the vault's
+  level (without the vault's dictionary), which the vault needs.
+
+CPU time (``time.process_time``) per part, one pass. All three are single-threaded work that
+spreads over processes, so on ``cores`` cores a cold ingest cannot take less wall time than
+(mapping + compression + raw copies + SQLite floor) / cores, whatever else it does.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+_TIMER = """
+import sys, time, orjson, zstandard
+from pathlib import Path
+from postrun.agents.cline import resolve_targets
+from postrun.mapper import Known, MapRules, Prepared, map_location
+from postrun.store import dictionary
+from postrun.store.codec import pack
+from postrun.store.vault import blob_hash
+root, max_bytes = Path(sys.argv[1]), int(sys.argv[2])
+listing = resolve_targets([str(root / i) for i in sys.stdin.read().split()], root)
+rules = MapRules(max_bytes)
+raw = zstandard.ZstdCompressor(level=dictionary.LEVEL)
+mapping = records = copies = 0.0
+steps = 0
+for location in listing.sessions:
+    started = time.process_time()
+    _, prepared, _ = map_location(location, Known(None), {}, rules)
+    mapped = time.process_time()
+    if not isinstance(prepared, Prepared):
+        raise SystemExit(f"{location.messages}: {prepared}")
+    for row in prepared.mapped.steps:
+        pack(row.blob)
+    packed = time.process_time()
+    for kept in prepared.raw:
+        blob_hash(kept.data)
+        raw.compress(kept.data)
+    done = time.process_time()
+    mapping += mapped - started
+    records += packed - mapped
+    copies += done - packed
+    steps += len(prepared.mapped.steps)
+print(orjson.dumps({"steps": steps, "mapping": mapping, "records": records, "copies": copies}).decode())
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkFloor:
+    steps: int
+    mapping_seconds: float
+    records_seconds: float
+    copies_seconds: float
+
+    @property
+    def cpu_seconds(self) -> float:
+        return self.mapping_seconds + self.records_seconds + self.copies_seconds
+
+
+def work_floor(root: Path, session_ids: Sequence[str], *, max_bytes: int = 64 * 2**20) -> WorkFloor:
+    """The CPU time of mapping ``session_ids`` (folders of ``root``) and compressing what is kept."""
+    finished = subprocess.run(
+        [sys.executable, "-c", _TIMER, str(root), str(max_bytes)],
+        input="\n".join(session_ids).encode(),
+        capture_output=True,
+        check=True,
+    )
+    found = orjson.loads(finished.stdout)
+    return WorkFloor(found["steps"], found["mapping"], found["records"], found["copies"])
