@@ -55,9 +55,13 @@ from postrun.store.write import StepWrite, step_write
 # than they save (about 2 ms a session).
 PROCESSES_FROM_SESSIONS = 200
 # Sessions each process is given ahead of the writer. Memory stays bounded whatever their size:
-# replies wait in the socket's buffer (a few small ones) or, a large one, in its process, which
-# maps nothing more until the writer has read it.
+# replies wait in the socket's buffer or, one that does not fit, in its process, which maps
+# nothing more until the writer has read it.
 _AHEAD = 6
+# The socket's buffer (the kernel's, capped by net.core.wmem_max): a reply holds the session's
+# raw files for the vault, often more than the default ~200 KB, and a process that waits to
+# send stops mapping; room for a few sessions keeps it mapping while the writer stores a slow one.
+_REPLY_BUFFER_BYTES = 4 * 2**20
 _STOP_SECONDS = 5.0
 _COLLECT_EVERY = 500
 
@@ -262,6 +266,8 @@ class _Pool:
         self.working = True
         for _ in range(count):
             ours, theirs = socket.socketpair()
+            with contextlib.suppress(OSError):  # a smaller buffer only slows the catch-up
+                theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _REPLY_BUFFER_BYTES)
             try:
                 # A process of its own, started afresh: the writer holds an open SQLite connection
                 # that a fork must not share, and Postrun may run as any program's module. -P: the
