@@ -158,6 +158,11 @@ class SessionBook:
             self._recent[session_id] = self.wall()
             return True
 
+    def seen_key(self, session_id: str) -> FingerprintKey | None:
+        """The fingerprints the poller (or the start-up plan) last saw of the session."""
+        with self._lock:
+            return self._seen.get(session_id)
+
     def was_read_at(self, session_id: str, key: FingerprintKey) -> bool:
         with self._lock:
             return self._read.get(session_id) == key

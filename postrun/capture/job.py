@@ -1,4 +1,5 @@
-"""One session's ingest as the capture runs it, on the ingest thread.
+"""One session's ingest as the capture runs it, on the ingest thread (the start-up catch-up's
+sessions are stored by ``StartupCatchUp``, then recorded and logged here the same way).
 
 Every ingest logs one line (at DEBUG for the start-up catch-up, at INFO otherwise)::
 
@@ -20,7 +21,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -28,10 +29,12 @@ from typing import Literal, Protocol
 from postrun.agents.cline import MappingCache, SessionLocation, session_fingerprint
 from postrun.capture.book import SessionBook, plan_catch_up
 from postrun.capture.clock import Clock
-from postrun.capture.freshness import fingerprint_key
+from postrun.capture.freshness import FingerprintKey, fingerprint_key
 from postrun.capture.scheduler import Due, Reason
+from postrun.capture.startup import StartupCatchUp
 from postrun.errors import NotParseableYet, NotRecorded, PostrunError, SourceError, StoreError
-from postrun.ingest import Ingester, Progress, refresh_flags
+from postrun.ingest import Ingester, IngestOutcome, Progress, refresh_flags
+from postrun.mapper import Processes
 from postrun.records import SourceFile
 from postrun.review.apply import FlagMemo
 from postrun.review.exclude import Exclusions
@@ -64,6 +67,8 @@ class JobHost(Protocol):
     def retry_later(self, session_id: str, reason: Reason, delay: float) -> None: ...
 
     def catch_up(self, session_ids: Iterable[str]) -> None: ...
+
+    def retry_catch_up(self, delay: float) -> None: ...
 
 
 class MappingCaches:
@@ -152,6 +157,7 @@ class IngestJob:
         on_ingested: Callable[[], None] = lambda: None,
         wall: Callable[[], float] = time.time,
         exclusions: Exclusions | None = None,
+        mapping_processes: Processes | None = None,
     ) -> None:
         self.root = root
         self.db_path = db_path
@@ -160,6 +166,7 @@ class IngestJob:
         self.keep_raw = keep_raw
         self.raw_copy_seconds = raw_copy_seconds
         self.exclusions = exclusions
+        self.mapping_processes = mapping_processes
         self.ingester = self._ingester(database)
         self.book = book
         self.caches = caches
@@ -168,19 +175,16 @@ class IngestJob:
         self.wall = wall
         self.faults = StoreFaults(db_path, logger)
         self.host = host
+        self.startup = StartupCatchUp(self)
 
     def run(self, due: Due, *, copy: bool = False) -> JobResult:
         """Ingest the session if its files changed since the last read (``copy``: read it anyway,
         to copy files a live ingest left behind its records into the vault)."""
         session_id = due.session_id
         location = SessionLocation.in_root(self.root, session_id)
-        try:
-            files = session_fingerprint(location)
-        except PostrunError as exc:
-            return self._failed(session_id, ("stat", str(exc)), str(exc), None)
-        if not files or files[0].path != str(location.messages):
-            self.logger.debug(f"cline {session_id}: no messages file any more; stored data kept")
-            return JobResult("gone")
+        files = self.present_files(location)
+        if isinstance(files, JobResult):
+            return files
         if not self._store_ready(due):
             return JobResult("store")
         key = fingerprint_key(files)
@@ -192,13 +196,66 @@ class IngestJob:
         try:
             live = due.reason != "startup" and not copy
             outcome, cache = self.ingester.ingest(location, self.caches.get(session_id), live=live)
-        except NotRecorded as exc:
+        except StoreError as exc:
+            self.host.retry_later(session_id, due.reason, self.faults.failed(exc))
+            return JobResult("store", time.thread_time() - started)
+        except PostrunError as exc:
+            return self.not_stored(session_id, exc, key, files, time.thread_time() - started)
+        except Exception as exc:  # one bad session must never stop the capture
+            detail = f"internal error: {type(exc).__name__}: {exc}"
+            self.logger.debug(f"cline {session_id}: {detail}", exc_info=True)
+            return self._failed(session_id, ("failed", key), detail, key, time.thread_time() - started)
+        cost = time.thread_time() - started
+        if due.reason != "startup" or outcome.open:
+            self.caches.put(session_id, cache)  # it is likely to change again soon
+        result = self.stored(outcome, key, files, due.reason, cost)
+        self.on_ingested()
+        return result
+
+    def present_files(self, location: SessionLocation) -> tuple[SourceFile, ...] | JobResult:
+        """The session's fingerprints now, or what to report when they cannot be had (it is gone)."""
+        session_id = location.session_id
+        try:
+            files = session_fingerprint(location)
+        except PostrunError as exc:
+            return self._failed(session_id, ("stat", str(exc)), str(exc), None)
+        if not files or files[0].path != str(location.messages):
+            self.logger.debug(f"cline {session_id}: no messages file any more; stored data kept")
+            return JobResult("gone")
+        return files
+
+    def stored(
+        self,
+        outcome: IngestOutcome,
+        key: FingerprintKey,
+        files: Sequence[SourceFile],
+        reason: Reason,
+        cost: float | None,
+    ) -> JobResult:
+        """What an ingest that stored the session (read at ``key``, ``files``) records and logs."""
+        session_id = outcome.session_id
+        self.faults.succeeded()
+        self.book.read(session_id, key, is_open=outcome.open)
+        # A catch-up over a long history would print thousands of these: its progress is the
+        # bar and the `caught up` line; live ingests are news.
+        self.logger.log(
+            logging.DEBUG if reason == "startup" else logging.INFO,
+            f"cline {outcome.status} {session_id} ({outcome.steps} steps, {outcome.turns} turns,"
+            f" {outcome.rows_written} written) on {reason} in {round(outcome.elapsed_ms)} ms",
+        )
+        self._report_unread(session_id, outcome.unread, files)
+        return JobResult(outcome.status, cost, partial=bool(outcome.unread))
+
+    def not_stored(
+        self, session_id: str, exc: PostrunError, key: FingerprintKey, files: Sequence[SourceFile], cost: float | None
+    ) -> JobResult:
+        """What an ingest that did not store the session (read at ``key``, ``files``) records and logs."""
+        if isinstance(exc, NotRecorded):
             self.book.read(session_id, key)  # looked at again only when its files change
             if self.host.report_once(session_id, ("not recorded", type(exc).__name__)):
                 self.logger.info(f"cline {session_id}: {exc.reason}")
-            return JobResult("skipped", time.thread_time() - started)
-        except NotParseableYet as exc:
-            cost = time.thread_time() - started
+            return JobResult("skipped", cost)
+        if isinstance(exc, NotParseableYet):
             self.book.read(session_id, key)
             # Once per change of the torn file itself: a touched manifest next to a torn
             # messages file is read again, but the same tear is not news.
@@ -210,30 +267,7 @@ class IngestJob:
             else:
                 self.logger.debug(f"cline {session_id}: {exc.kind} file still not parseable (already reported)")
             return JobResult("torn", cost)
-        except StoreError as exc:
-            self.host.retry_later(session_id, due.reason, self.faults.failed(exc))
-            return JobResult("store", time.thread_time() - started)
-        except PostrunError as exc:
-            return self._failed(session_id, ("failed", key), str(exc), key, time.thread_time() - started)
-        except Exception as exc:  # one bad session must never stop the capture
-            detail = f"internal error: {type(exc).__name__}: {exc}"
-            self.logger.debug(f"cline {session_id}: {detail}", exc_info=True)
-            return self._failed(session_id, ("failed", key), detail, key, time.thread_time() - started)
-        cost = time.thread_time() - started
-        self.faults.succeeded()
-        self.book.read(session_id, key, is_open=outcome.open)
-        if due.reason != "startup" or outcome.open:
-            self.caches.put(session_id, cache)  # it is likely to change again soon
-        # A catch-up over a long history would print thousands of these: its progress is the
-        # bar and the `caught up` line; live ingests are news.
-        self.logger.log(
-            logging.DEBUG if due.reason == "startup" else logging.INFO,
-            f"cline {outcome.status} {session_id} ({outcome.steps} steps, {outcome.turns} turns,"
-            f" {outcome.rows_written} written) on {due.reason} in {round(outcome.elapsed_ms)} ms",
-        )
-        self._report_unread(session_id, outcome.unread, files)
-        self.on_ingested()
-        return JobResult(outcome.status, cost, partial=bool(outcome.unread))
+        return self._failed(session_id, ("failed", key), str(exc), key, cost)
 
     def _report_unread(self, session_id: str, unread: Iterable[SourceError], files: Iterable[SourceFile]) -> None:
         """One line per helper file that could not be used, once per change of those files."""
@@ -277,9 +311,10 @@ class IngestJob:
             self.ingester.behind.pop(session_id, None)
             self.run(Due(session_id, "poll"), copy=True)
 
-    def check_store(self) -> None:
-        """Housekeeping between ingests: notice a removed store even when nothing changes."""
-        self._store_ready(None)
+    def check_store(self) -> bool:
+        """Between ingests: notice a removed store even when nothing changes. False when the
+        store cannot be opened now."""
+        return self._store_ready(None)
 
     def _store_ready(self, due: Due | None) -> bool:
         """Check the store file's identity before the transaction; recreate it if it went away."""
@@ -289,6 +324,7 @@ class IngestJob:
             self.logger.error(
                 f"store {self.db_path}: the database file was removed or replaced; recreating it and catching up"
             )
+            self.startup.close()  # its catch-up was of the old store
             self.database.close()  # before opening the new file: the old WAL must not meet it
             self.database = None
         try:
@@ -316,6 +352,7 @@ class IngestJob:
             exclusions=self.exclusions,
             flag_memo=FlagMemo(CACHE_LIMIT),
             raw_copy_seconds=self.raw_copy_seconds,
+            mapping_processes=self.mapping_processes,
         )
 
     def refresh_flags(self, progress: Progress | None) -> None:
@@ -328,6 +365,7 @@ class IngestJob:
             self.logger.info(f"capture: re-flagged {count} stored sessions (the flag rules changed)")
 
     def close(self) -> None:
+        self.startup.close()
         if self.database is not None:
             self.database.close()
             self.database = None

@@ -26,6 +26,7 @@ from postrun.capture.scheduler import Dispatcher, Due, Scheduler
 from postrun.capture.signals import Signals
 from postrun.capture.watcher import MAX_FOLDER_WATCHES, SessionWatcher
 from postrun.errors import AlreadyRunning, NotFound, PostrunError
+from postrun.mapper import Processes
 from postrun.mirror import start_mirror
 from postrun.review.exclude import Exclusions
 from postrun.settings import LoadedSettings, paths_for
@@ -67,7 +68,13 @@ class Capture:
         # Problems already logged (a torn file, a bad session) stay logged across a reload.
         self.scheduler.remember_reported(reported or {})
         self.job: IngestJob | None = None
-        self.dispatcher = Dispatcher(self.scheduler, self._run_job, housekeeping=self._housekeeping)
+        self.dispatcher = Dispatcher(
+            self.scheduler,
+            self._run_job,
+            catch_up=self._catch_up,
+            finish=self._end_catch_up,
+            housekeeping=self._housekeeping,
+        )
         self._lost_lock = False
         self.watcher: SessionWatcher | None = None
         self.poller: Poller | None = None
@@ -97,6 +104,7 @@ class Capture:
             logger=self.logger,
             on_ingested=self._ingested,
             exclusions=Exclusions.of(settings.exclude, str(self.context.paths.home)),
+            mapping_processes=Processes.wanted(settings.ingest_processes),
         )
         if settings.use_events:
             self.watcher = SessionWatcher(self.root, self._hint, logger=self.logger)
@@ -208,13 +216,22 @@ class Capture:
     def _run_job(self, due: Due) -> tuple[float | None, bool]:
         assert self.job is not None
         result = self.job.run(due)
-        if due.reason == "startup":
+        return result.cost_seconds, result.resolved
+
+    def _catch_up(self, session_ids: list[str], give_way: Callable[[], bool]) -> None:
+        assert self.job is not None
+        for session_id, result in self.job.startup.run(session_ids, give_way):
+            self.dispatcher.caught_up(session_id, resolved=result.resolved)
             if self.context.progress is not None:
                 self.context.progress.advance()
-            left, _ = self.dispatcher.snapshot()
-            if left == 0:
-                self._caught_up_now()
-        return result.cost_seconds, result.resolved
+        left, _ = self.dispatcher.snapshot()
+        if left == 0:
+            self._caught_up_now()
+
+    def _end_catch_up(self) -> None:
+        """On the ingest thread as it stops, within the stop's grace: the catch-up's mapping processes end."""
+        if self.job is not None:
+            self.job.startup.close()
 
     def _caught_up_now(self) -> None:
         with self._info_lock:

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from postrun.capture.book import SessionBook, plan_catch_up, skipped_line
 from postrun.capture.context import CaptureContext, capture_lock, watching_line
 from postrun.capture.job import IngestJob, MappingCaches, Outcome
-from postrun.capture.scheduler import Due, Reason
+from postrun.capture.scheduler import Reason
 from postrun.capture.signals import Signals
+from postrun.mapper import Processes
 from postrun.review.exclude import Exclusions
 from postrun.store.db import Database
 
@@ -52,6 +53,9 @@ class _OnceHost:
     def catch_up(self, session_ids: Iterable[str]) -> None:
         return None
 
+    def retry_catch_up(self, delay: float) -> None:
+        return None
+
 
 def run_once(context: CaptureContext, signals: Signals | None = None) -> OnceSummary:
     """The start-up pass alone: ingest what is new or changed, then return the tally."""
@@ -69,6 +73,7 @@ def run_once(context: CaptureContext, signals: Signals | None = None) -> OnceSum
             caches=MappingCaches(context.clock, limit=0),
             logger=logger,
             exclusions=Exclusions.of(settings.exclude, str(context.paths.home)),
+            mapping_processes=Processes.wanted(settings.ingest_processes),
         )
         progress = context.progress
         try:
@@ -85,13 +90,19 @@ def run_once(context: CaptureContext, signals: Signals | None = None) -> OnceSum
             summary = OnceSummary(present=len(plan.present), unchanged=len(plan.unchanged))
             if progress is not None and plan.changed:
                 progress.start(len(plan.changed))
-            for session_id in plan.changed:
+            stopped = signals.stop if signals is not None else False
+            handled = 0
+            if not stopped:
+                for _, result in job.startup.run(plan.changed, lambda: signals is not None and signals.stop):
+                    summary.count(result.outcome)
+                    handled += 1
+                    if progress is not None:
+                        progress.advance()
+            if handled < len(plan.changed):
                 if signals is not None and signals.stop:
                     logger.info("capture: interrupted; the sessions not read yet are read on the next run")
-                    break
-                summary.count(job.run(Due(session_id, "startup")).outcome)
-                if progress is not None:
-                    progress.advance()
+                else:
+                    summary.failed += len(plan.changed) - handled  # not stored: the store failed (said once)
         finally:
             if progress is not None:
                 progress.finish()

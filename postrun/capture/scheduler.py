@@ -16,7 +16,8 @@ The rules:
 - One session is never ingested twice at once; a change while it runs makes it due
   again afterwards.
 - Live work (events, polls) goes before the start-up catch-up, so a session being
-  worked on does not wait behind thousands of old ones.
+  worked on does not wait behind thousands of old ones: the catch-up is stored a batch
+  at a time, and gives way to due live work between two batches.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class Scheduler:
         self._sessions: dict[str, _Session] = {}
         self._pending: set[str] = set()
         self._startup: dict[str, None] = {}  # an ordered set: catch-up in listing order
+        self._startup_not_before = 0.0  # a retry of the catch-up after a fault of the store
 
     # -- hints -------------------------------------------------------------------------
 
@@ -95,6 +97,10 @@ class Scheduler:
         """Ingest these sessions as soon as the worker is free (start-up; after the store was recreated)."""
         for session_id in session_ids:
             self._startup[session_id] = None
+
+    def retry_catch_up(self, delay: float) -> None:
+        """Go on with the catch-up after ``delay`` (the store was locked or full)."""
+        self._startup_not_before = self.clock.now() + delay
 
     def retry_later(self, session_id: str, reason: Reason, delay: float) -> None:
         """Try again after ``delay`` (the store was locked or full)."""
@@ -118,7 +124,7 @@ class Scheduler:
     # -- the worker's side -------------------------------------------------------------
 
     def take(self) -> Due | None:
-        """The next session to ingest now (marked running), or None."""
+        """The next live session to ingest now (marked running), or None."""
         now = self.clock.now()
         best: tuple[float, str] | None = None
         for session_id in self._pending:
@@ -134,13 +140,28 @@ class Scheduler:
             self._pending.discard(session_id)
             state.first_change = None
             state.not_before = 0.0
-            return self._start(session_id, state, state.reason, now)
-        for session_id in self._startup:
-            state = self._sessions.setdefault(session_id, _Session())
-            if not state.running:
-                del self._startup[session_id]
-                return self._start(session_id, state, "startup", now)
+            state.running = True
+            state.started = now
+            return Due(session_id, state.reason)
         return None
+
+    def live_due(self) -> bool:
+        """True when ``take`` would hand out a live session now."""
+        now = self.clock.now()
+        return any(not self._sessions[s].running and self._due(self._sessions[s]) <= now for s in self._pending)
+
+    def catch_up_now(self) -> list[str]:
+        """The sessions still to catch up, in order, when the catch-up may go on now (else none)."""
+        return list(self._startup) if self.clock.now() >= self._startup_not_before else []
+
+    def caught_up(self, session_id: str, *, resolved: bool) -> None:
+        """The catch-up is done with the session (``resolved``: as for ``finished``)."""
+        self._startup.pop(session_id, None)
+        state = self._sessions.get(session_id)
+        if state is not None:
+            if resolved:
+                state.reported = None
+            self._drop_if_idle(session_id, state)
 
     def finished(self, due: Due, *, cost_seconds: float | None, resolved: bool) -> None:
         """The ingest handed out by ``take`` is over.
@@ -176,9 +197,9 @@ class Scheduler:
 
     def next_wakeup(self) -> float | None:
         """When ``take`` may next return something (now, if it already can), or None."""
-        if any(not self._running(session_id) for session_id in self._startup):
-            return self.clock.now()
         dues = [self._due(self._sessions[s]) for s in self._pending if not self._sessions[s].running]
+        if self._startup:
+            dues.append(max(self.clock.now(), self._startup_not_before))
         return min(dues, default=None)
 
     def prune(self) -> None:
@@ -193,15 +214,6 @@ class Scheduler:
         return len(self._startup)
 
     # -- internals ---------------------------------------------------------------------
-
-    def _start(self, session_id: str, state: _Session, reason: Reason, now: float) -> Due:
-        state.running = True
-        state.started = now
-        return Due(session_id, reason)
-
-    def _running(self, session_id: str) -> bool:
-        state = self._sessions.get(session_id)
-        return state is not None and state.running
 
     def _pace(self, state: _Session) -> float:
         if not state.costs:
@@ -245,12 +257,18 @@ class Dispatcher:
         scheduler: Scheduler,
         run: Callable[[Due], tuple[float | None, bool]],
         *,
+        catch_up: Callable[[list[str], Callable[[], bool]], None],
+        finish: Callable[[], None] = lambda: None,
         housekeeping: Callable[[], None] = lambda: None,
         housekeeping_seconds: float = HOUSEKEEPING_SECONDS,
         name: str = "ingest",
     ) -> None:
         self.scheduler = scheduler
         self._run = run  # returns (cpu seconds or None when nothing was read, resolved)
+        # Goes on with the catch-up of the sessions given, until the second argument says to
+        # give way between two batches (see ``caught_up``).
+        self._catch_up = catch_up
+        self._finish = finish  # runs on this thread as it stops
         self._housekeeping = housekeeping  # runs on this thread between ingests, every few seconds
         self._housekeeping_seconds = housekeeping_seconds
         self._next_housekeeping = scheduler.clock.now() + housekeeping_seconds
@@ -270,6 +288,15 @@ class Dispatcher:
     def catch_up(self, session_ids: Iterable[str]) -> None:
         with self._condition:
             self.scheduler.catch_up(session_ids)
+            self._condition.notify()
+
+    def caught_up(self, session_id: str, *, resolved: bool) -> None:
+        with self._condition:
+            self.scheduler.caught_up(session_id, resolved=resolved)
+
+    def retry_catch_up(self, delay: float) -> None:
+        with self._condition:
+            self.scheduler.retry_catch_up(delay)
             self._condition.notify()
 
     def retry_later(self, session_id: str, reason: Reason, delay: float) -> None:
@@ -307,29 +334,48 @@ class Dispatcher:
         return not self._thread.is_alive()
 
     def _loop(self) -> None:
-        while True:
-            with self._condition:
-                due = self._next()
-                if due is None:
-                    return
-                if due is _HOUSEKEEPING:
-                    self._next_housekeeping = self.scheduler.clock.now() + self._housekeeping_seconds
-                else:
-                    self._busy = due
-            if due is _HOUSEKEEPING:
-                self._housekeeping()
-                continue
-            cost: float | None = None
-            resolved = False
-            try:
-                cost, resolved = self._run(due)
-            finally:
-                with self._condition:
-                    self._busy = None
-                    self.scheduler.finished(due, cost_seconds=cost, resolved=resolved)
+        try:
+            while self._work():
+                pass
+        finally:
+            self._finish()
 
-    def _next(self) -> Due | None:
-        """Wait (holding the condition) until a session is due or housekeeping is; None when stopping."""
+    def _work(self) -> bool:
+        """Run the next piece of work (waiting for it); False when stopping."""
+        with self._condition:
+            due = self._next()
+            if due is None:
+                return False
+            if due is _HOUSEKEEPING:
+                self._next_housekeeping = self.scheduler.clock.now() + self._housekeeping_seconds
+            elif isinstance(due, Due):
+                self._busy = due
+        if due is _HOUSEKEEPING:
+            self._housekeeping()
+        elif isinstance(due, Due):
+            self._run_due(due)
+        else:
+            self._catch_up(due, self._give_way)
+        return True
+
+    def _give_way(self) -> bool:
+        """Between two batches of the catch-up: True when something else is to run now."""
+        with self._condition:
+            return self._stopping or self.scheduler.clock.now() >= self._next_housekeeping or self.scheduler.live_due()
+
+    def _run_due(self, due: Due) -> None:
+        cost: float | None = None
+        resolved = False
+        try:
+            cost, resolved = self._run(due)
+        finally:
+            with self._condition:
+                self._busy = None
+                self.scheduler.finished(due, cost_seconds=cost, resolved=resolved)
+
+    def _next(self) -> Due | list[str] | None:
+        """Wait (holding the condition) until a session is due, the catch-up may go on (the
+        sessions left) or housekeeping is due; None when stopping."""
         while not self._stopping:
             now = self.scheduler.clock.now()
             if now >= self._next_housekeeping:
@@ -337,6 +383,9 @@ class Dispatcher:
             due = self.scheduler.take()
             if due is not None:
                 return due
+            catch_up = self.scheduler.catch_up_now()
+            if catch_up:
+                return catch_up
             due_at = self.scheduler.next_wakeup()
             wakeup = self._next_housekeeping if due_at is None else min(due_at, self._next_housekeeping)
             self._condition.wait(max(wakeup - now, 0.0))

@@ -32,7 +32,7 @@ def ingest(
     Prints one line per session stored; exits 1 when any target or session failed.
     Forgotten sessions and excluded workspaces are not recorded (a warning each).
     """
-    from postrun.ingest import ingest_targets
+    from postrun.catchup import ingest_targets
     from postrun.review.exclude import Exclusions
 
     check_agent(agent)

@@ -554,22 +554,21 @@ def test_sighup_to_an_unlistable_sessions_root_keeps_the_running_capture(
     assert (code, seconds < 5) == (0, True), capture.log()
 
 
-# `postrun` whose every ingest announces itself in a file, then takes a minute.
-# `postrun` whose every ingest announces itself in a file, then waits (a minute at most) for
-# a second file to appear.
+# `postrun` whose every ingest (live or of the start-up catch-up) announces itself in a file as
+# it stores the session, then waits (a minute at most) for a second file to appear.
 SLOW_INGEST = """
 import pathlib, sys, time
 import postrun.ingest
 from postrun.cli import main
 marker, release = pathlib.Path(sys.argv.pop(1)), pathlib.Path(sys.argv.pop(1))
-real = postrun.ingest.Ingester.ingest
-def slow(self, location, cache=None, **options):
+real = postrun.ingest.Ingester.store
+def slow(self, location, *args, **options):
     marker.write_text(location.session_id)
     deadline = time.monotonic() + 60
     while not release.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
-    return real(self, location, cache, **options)
-postrun.ingest.Ingester.ingest = slow
+    return real(self, location, *args, **options)
+postrun.ingest.Ingester.store = slow
 sys.argv[0] = "postrun"
 main()
 """

@@ -119,7 +119,7 @@ class Polling:
         self.poller = Poller(
             root,
             self.book,
-            Dispatcher(self.scheduler, lambda due: (None, True)),
+            Dispatcher(self.scheduler, lambda due: (None, True), catch_up=lambda session_ids, give_way: None),
             None,
             poll_seconds=1,
             full_sweep_seconds=300,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,11 @@ import apsw
 import psutil
 import pytest
 
-from postrun import ingest, mapper
-from postrun.agents.cline import list_sessions
+from postrun import catchup, mapper
+from postrun.agents.cline import SessionLocation, list_sessions
+from postrun.catchup import ingest_all, ingest_targets
 from postrun.errors import Forgotten, NotParseableYet, SourceError
-from postrun.ingest import Ingester, IngestFailure, IngestOutcome, ingest_targets
+from postrun.ingest import Ingester, IngestFailure, IngestOutcome
 from postrun.mapper import Processes
 from postrun.store.db import Database
 from postrun.store.forget import forget_sessions
@@ -57,7 +59,7 @@ def run(
 
             database.connection.set_commit_hook(count)
         ingester = Ingester(database, max_bytes=MAX_BYTES, mapping_processes=Processes(processes, from_sessions=4))
-        results = list(ingester.ingest_all(list_sessions(root).sessions))
+        results = list(ingest_all(ingester, list_sessions(root).sessions))
     assert mapping_processes() == []  # every one ended with the catch-up
     return results
 
@@ -84,7 +86,7 @@ def summary(results: list[IngestOutcome | IngestFailure]) -> list[tuple[object, 
 
 @pytest.fixture
 def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setattr(ingest, "BATCH_SECONDS", 60.0)  # one transaction however loaded the machine
+    monkeypatch.setattr(catchup, "BATCH_SECONDS", 60.0)  # one transaction however loaded the machine
     folder = tmp_path / "cline" / "sessions"
     history(folder)
     return folder
@@ -123,13 +125,12 @@ def test_a_mapping_process_that_dies_loses_no_session(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Killed mid-catch-up (out of memory, by hand): what it had not given back is mapped in line."""
-    monkeypatch.setattr(ingest, "BATCH_SECONDS", 0.0)  # each session reported as it is stored
+    monkeypatch.setattr(catchup, "BATCH_SECONDS", 0.0)  # each session reported as it is stored
     db = tmp_path / "killed.db"
     with Database.open(db) as database:
         database.connection.limit(apsw.SQLITE_LIMIT_LENGTH, LIMIT)
-        results = Ingester(database, max_bytes=MAX_BYTES, mapping_processes=Processes(2, from_sessions=4)).ingest_all(
-            list_sessions(root).sessions
-        )
+        ingester = Ingester(database, max_bytes=MAX_BYTES, mapping_processes=Processes(2, from_sessions=4))
+        results = ingest_all(ingester, list_sessions(root).sessions)
         first = next(results)
         started = mapping_processes()
         assert len(started) == 2
@@ -165,7 +166,7 @@ def test_a_bug_met_mapping_one_session_is_that_sessions_failure_alone(
 
 
 def test_a_long_catch_up_commits_as_it_goes(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ingest, "BATCH_SECONDS", 0.0)
+    monkeypatch.setattr(catchup, "BATCH_SECONDS", 0.0)
     commits: list[int] = []
     results = run(root, tmp_path / "each.db", commits)
     assert len(commits) == COUNT  # every session's own transaction
@@ -196,3 +197,42 @@ def test_a_forgotten_session_of_a_catch_up_is_not_recorded_unless_forced(root: P
     forced = ingest_targets([str(root)], db=db, default_root=root, max_bytes=MAX_BYTES, force=True)
     assert [o.session_id for o in forced.outcomes if o.revived] == [forgotten]
     assert forgotten in read_records(db) and store_problems(db) == []
+
+
+def idle(process: psutil.Process) -> None:
+    """Wait until ``process`` waits for work: its CPU time unchanged over a tenth of a second."""
+    deadline = time.monotonic() + 30
+    spent = None
+    while (now := process.cpu_times()) != spent or process.status() != psutil.STATUS_SLEEPING:
+        assert time.monotonic() < deadline, "the mapping process never went idle"
+        spent = now
+        time.sleep(0.1)
+
+
+def test_a_session_stored_by_someone_else_between_two_batches_is_read_again(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Capture's live work between two batches of its catch-up: what the mapping process mapped
+    ahead of a session changed meanwhile is older than what the store holds, and is not stored."""
+    monkeypatch.setattr(catchup, "BATCH_SECONDS", 0.0)  # each session its own batch
+    db = tmp_path / "live.db"
+    later = synthetic_id(5)  # sent to the mapping process with the first sessions
+    with Database.open(db) as database:
+        database.connection.limit(apsw.SQLITE_LIMIT_LENGTH, LIMIT)
+        ingester = Ingester(database, max_bytes=MAX_BYTES, mapping_processes=Processes(1, from_sessions=4))
+        batches = catchup.committed_batches(ingester, list_sessions(root).sessions)
+        first = next(batches)
+        assert [r.session_id for r in first] == [synthetic_id(0)]
+        (process,) = mapping_processes()
+        idle(process)  # it mapped every session it was sent, ``later`` included
+        grown = Synthetic(later, seed=6)
+        for _ in range(8):
+            grown.grow()
+        grown.write(root)
+        live, _ = ingester.ingest(SessionLocation.in_root(root, later), live=True)  # the live work
+        assert live.status == "ingested"  # not stored yet by the catch-up
+        rest = [result for results in batches for result in results]
+    assert mapping_processes() == []
+    assert {r.session_id: r.status for r in rest if isinstance(r, IngestOutcome)}[later] == "unchanged"
+    assert differences(read_records(db), one_at_a_time(root, tmp_path / "reference.db")) == []
+    assert store_problems(db) == []

@@ -10,8 +10,9 @@ import orjson
 import pytest
 
 from postrun.agents.cline import SessionLocation
+from postrun.catchup import ingest_targets
 from postrun.errors import NotParseableYet
-from postrun.ingest import Ingester, ingest_targets
+from postrun.ingest import Ingester
 from postrun.store import vault
 from postrun.store.db import Database
 from postrun.store.migrations import MIGRATIONS

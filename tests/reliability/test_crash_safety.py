@@ -32,7 +32,15 @@ from postrun.agents.cline import SessionLocation
 from postrun.ingest import Ingester
 from postrun.store.db import Database
 from tests.conftest import postrun_command, run_postrun
-from tests.reliability.kit import StoredRecords, Synthetic, differences, one_shot, read_records, store_problems
+from tests.reliability.kit import (
+    StoredRecords,
+    Synthetic,
+    differences,
+    install_sitecustomize,
+    one_shot,
+    read_records,
+    store_problems,
+)
 from tests.support.capture_process import CaptureProcess
 
 VARIANTS = 3
@@ -169,14 +177,27 @@ def converges(history: History, tmp_path: Path) -> None:
     assert all(variant is not None for variant in history.stored_variants().values())
 
 
+# A catch-up commits a batch of sessions every half second; these catch-ups take a fraction
+# of that, so the processes here commit every twentieth of a second: the kills then land
+# inside a transaction of many sessions and between two of them, as in a long history's.
+SHORT_BATCHES = """
+import postrun.catchup
+
+postrun.catchup.BATCH_SECONDS = 0.05
+"""
+
+
 @pytest.fixture
 def crash_env(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
-    return env | {
+    crash = env | {
         "POSTRUN_CLINE_DIR": str(tmp_path / "cline" / "sessions"),
         "POSTRUN_DEBOUNCE_SECONDS": "0.1",
         "POSTRUN_POLL_SECONDS": "0.5",
-        "POSTRUN_LOG_LEVEL": "DEBUG",  # the kills are timed by the ingest lines
+        "POSTRUN_LOG_LEVEL": "DEBUG",  # the kills are timed by the ingest lines (one per session as its batch commits)
+        "POSTRUN_INGEST_PROCESSES": "1",  # capture's catch-ups mapped apart, as a long history's are
     }
+    install_sitecustomize(tmp_path / "site", SHORT_BATCHES, crash)
+    return crash
 
 
 def crash_test(tmp_path: Path, env: dict[str, str], *, sessions: int, kills: int) -> None:

@@ -336,7 +336,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     assert "symlink to outside the sessions folder" in ingest.stderr
     record_modes(world, "ingest")
     Synthetic(synthetic_id(2), seed=2).write(world.root)  # something new for --once
-    once = world.run("capture-once", "capture", "--once")
+    once = world.run("capture-once", "capture", "--once", env={"POSTRUN_INGEST_PROCESSES": "2"})  # mapped apart too
     assert once.returncode == 1, once.stderr  # the planted symlink again
     live_capture(world)
     out = world.base / "exports"
@@ -432,7 +432,7 @@ def test_no_network_and_no_process(world: World, command: str) -> None:
     )
     assert [entry for entry in network if entry.get("family") != socket.AF_UNIX] == []
     started = audit.events("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork")
-    if command == "ingest":
+    if command in ("ingest", "capture-once"):
         # The one kind of process Postrun starts: its own mapping processes, the same Python.
         assert len(started) == 2, started
         assert all(entry["event"] == "subprocess.Popen" and MAPPING_PROCESS in entry["args"] for entry in started)

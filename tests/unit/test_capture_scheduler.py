@@ -5,11 +5,12 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
 from postrun.capture.clock import MonotonicClock
-from postrun.capture.scheduler import Dispatcher, Due, Reason, Scheduler
+from postrun.capture.scheduler import Dispatcher, Due, Scheduler
 from tests.support.clock import FakeClock
 
 MAX_WAIT_SECONDS = 60  # a session that keeps changing never waits longer than this
@@ -125,24 +126,41 @@ def test_pacing_never_exceeds_the_max_wait_of_a_burst(scheduler: Scheduler, cloc
 
 def test_startup_cost_does_not_pace(scheduler: Scheduler, clock: FakeClock) -> None:
     scheduler.catch_up(["big"])
-    due = scheduler.take()
-    assert due == Due("big", "startup")
-    ingest(scheduler, due, clock, cost=5.0)  # an expensive first ingest
+    assert scheduler.catch_up_now() == ["big"]
+    clock.advance(5.0)  # an expensive first ingest
+    scheduler.caught_up("big", resolved=True)
     assert pace_interval(scheduler, "big") == 0
     scheduler.changed("big", "event")
     _, waited = run_until_due(scheduler, clock)
     assert waited == pytest.approx(DEBOUNCE, abs=0.11)
 
 
-def test_catch_up_runs_in_order_and_after_live_work(scheduler: Scheduler, clock: FakeClock) -> None:
-    scheduler.catch_up(["old1", "old2"])
+def test_catch_up_runs_in_order_and_gives_way_to_live_work(scheduler: Scheduler, clock: FakeClock) -> None:
+    scheduler.catch_up(["old1", "old2", "old3"])
     scheduler.changed("live", "event")
-    first = scheduler.take()
-    assert first == Due("old1", "startup")
+    assert scheduler.take() is None  # the catch-up is not handed out one session at a time
+    assert scheduler.next_wakeup() == clock.now()  # the catch-up may go on now
+    assert scheduler.catch_up_now() == ["old1", "old2", "old3"]
+    assert not scheduler.live_due()
+    scheduler.caught_up("old1", resolved=True)  # a batch committed
     clock.advance(DEBOUNCE)
-    assert scheduler.take() == Due("live", "event")  # due live work jumps the catch-up queue
-    assert scheduler.take() == Due("old2", "startup")
+    assert scheduler.live_due()  # the catch-up gives way here
+    assert scheduler.take() == Due("live", "event")
+    assert not scheduler.live_due()
+    assert scheduler.catch_up_now() == ["old2", "old3"]  # and goes on where it stopped
+    for session_id in ("old2", "old3"):
+        scheduler.caught_up(session_id, resolved=True)
     assert scheduler.catching_up == 0
+    assert scheduler.catch_up_now() == []
+
+
+def test_catch_up_retried_after_a_store_fault(scheduler: Scheduler, clock: FakeClock) -> None:
+    scheduler.catch_up(["a", "b"])
+    scheduler.retry_catch_up(30.0)
+    assert scheduler.catch_up_now() == []
+    assert scheduler.next_wakeup() == pytest.approx(clock.now() + 30.0)
+    clock.advance(30.0)
+    assert scheduler.catch_up_now() == ["a", "b"]
 
 
 def test_one_session_never_runs_twice_at_once(scheduler: Scheduler, clock: FakeClock) -> None:
@@ -151,7 +169,6 @@ def test_one_session_never_runs_twice_at_once(scheduler: Scheduler, clock: FakeC
     running = scheduler.take()
     assert running == Due("a", "event")
     scheduler.changed("a", "event")  # changed while its ingest runs
-    scheduler.catch_up(["a"])
     clock.advance(DEBOUNCE * 5)
     assert scheduler.take() is None
     assert scheduler.next_wakeup() is None  # nothing can run until it finishes
@@ -211,6 +228,7 @@ def test_forget_drops_pending_work(scheduler: Scheduler, clock: FakeClock) -> No
     scheduler.forget("gone")
     clock.advance(MAX_WAIT_SECONDS)
     assert scheduler.take() is None
+    assert scheduler.catch_up_now() == []
 
 
 def test_idle_sessions_are_forgotten(scheduler: Scheduler, clock: FakeClock) -> None:
@@ -228,53 +246,89 @@ def test_idle_sessions_are_forgotten(scheduler: Scheduler, clock: FakeClock) -> 
     assert not scheduler._sessions  # nothing kept for idle sessions
 
 
-def test_dispatcher_runs_due_sessions_on_its_thread_and_stops() -> None:
+class CatchUp:
+    """A catch-up that stores one session per batch, each when the test says so."""
+
+    def __init__(self, dispatcher: Callable[[], Dispatcher]) -> None:
+        self.dispatcher = dispatcher
+        self.batches: list[tuple[str, str]] = []  # (session, thread)
+        self.release = threading.Semaphore(0)
+        self.entered = threading.Event()
+        self.finished: list[str] = []
+
+    def __call__(self, session_ids: list[str], give_way: Callable[[], bool]) -> None:
+        for session_id in session_ids:
+            self.entered.set()
+            assert self.release.acquire(timeout=5)
+            self.batches.append((session_id, threading.current_thread().name))
+            self.dispatcher().caught_up(session_id, resolved=True)
+            if give_way():
+                return
+
+    def finish(self) -> None:
+        self.finished.append(threading.current_thread().name)
+
+
+def test_dispatcher_runs_live_work_between_two_batches_of_the_catch_up_on_its_thread() -> None:
     """The thin timer thread, on the real clock with a short debounce."""
     ran: list[tuple[Due, str]] = []
-    done = threading.Event()
+    live_done = threading.Event()
 
     def run(due: Due) -> tuple[float, bool]:
         ran.append((due, threading.current_thread().name))
-        if len(ran) == 2:
-            done.set()
+        live_done.set()
         return 0.001, True
 
-    dispatcher = Dispatcher(Scheduler(MonotonicClock(), debounce_seconds=0.05), run)
+    catch_up = CatchUp(lambda: dispatcher)
+    dispatcher = Dispatcher(
+        Scheduler(MonotonicClock(), debounce_seconds=0.05), run, catch_up=catch_up, finish=catch_up.finish
+    )
     dispatcher.start()
     try:
         started = time.monotonic()
-        dispatcher.changed("a", "event")
-        dispatcher.catch_up(["b"])
-        assert done.wait(5)
+        dispatcher.catch_up(["b1", "b2", "b3"])
+        assert catch_up.entered.wait(5)
+        dispatcher.changed("a", "event")  # while the first batch is stored
+        wait_for(dispatcher.scheduler.live_due)  # its debounce passed while the batch is under way
+        catch_up.release.release()
+        assert live_done.wait(5)
+        assert [session for session, _ in catch_up.batches] == ["b1"]  # the live session went next
+        catch_up.release.release()
+        catch_up.release.release()
+        wait_for(lambda: dispatcher.snapshot()[0] == 0)
         elapsed = time.monotonic() - started
     finally:
         assert dispatcher.stop(5)
-    reasons: dict[str, Reason] = {due.session_id: due.reason for due, _ in ran}
-    assert reasons == {"a": "event", "b": "startup"}
-    assert {name for _, name in ran} == {"postrun-ingest"}
+    assert [session for session, _ in catch_up.batches] == ["b1", "b2", "b3"]
+    assert [(due.session_id, due.reason) for due, _ in ran] == [("a", "event")]
+    threads = {name for _, name in ran} | {name for _, name in catch_up.batches} | set(catch_up.finished)
+    assert threads == {"postrun-ingest"}
     assert elapsed < 2
 
 
-def test_dispatcher_stop_waits_for_the_ingest_in_progress() -> None:
-    entered = threading.Event()
-    release = threading.Event()
-    finished: list[str] = []
-
-    def run(due: Due) -> tuple[float, bool]:
-        entered.set()
-        release.wait(5)
-        finished.append(due.session_id)
-        return 0.0, True
-
-    dispatcher = Dispatcher(Scheduler(MonotonicClock(), debounce_seconds=0.01), run)
+def test_dispatcher_stop_waits_for_the_batch_in_progress_then_ends_the_catch_up() -> None:
+    catch_up = CatchUp(lambda: dispatcher)
+    dispatcher = Dispatcher(
+        Scheduler(MonotonicClock(), debounce_seconds=0.01),
+        lambda due: (0.0, True),
+        catch_up=catch_up,
+        finish=catch_up.finish,
+    )
     dispatcher.start()
     dispatcher.catch_up(["a", "b"])
-    assert entered.wait(5)
-    assert dispatcher.snapshot()[1] == Due("a", "startup")
-    assert not dispatcher.stop(0.05)  # still ingesting
-    release.set()
+    assert catch_up.entered.wait(5)
+    assert not dispatcher.stop(0.05)  # still storing its batch
+    catch_up.release.release()
     assert dispatcher.stop(5)
-    assert finished == ["a"]  # "b" was not started after the stop
+    assert [session for session, _ in catch_up.batches] == ["a"]  # "b" was not started after the stop
+    assert catch_up.finished == ["postrun-ingest"]  # ended on the worker thread, within the stop
+
+
+def wait_for(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 5
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
 
 
 def test_dispatcher_housekeeping_runs_on_its_thread_between_ingests() -> None:
@@ -289,6 +343,7 @@ def test_dispatcher_housekeeping_runs_on_its_thread_between_ingests() -> None:
     dispatcher = Dispatcher(
         Scheduler(MonotonicClock(), debounce_seconds=0.01),
         lambda due: (0.0, True),
+        catch_up=lambda session_ids, give_way: None,
         housekeeping=housekeeping,
         housekeeping_seconds=0.05,
     )

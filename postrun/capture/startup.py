@@ -1,0 +1,113 @@
+"""Capture's start-up pass: the sessions the start-up plan found new or changed, stored by the
+batched catch-up ``postrun ingest`` uses (``postrun.catchup``: many sessions per transaction,
+mapping processes for a long one), and recorded, logged and reported as ``IngestJob`` does
+for each session.
+
+The catch-up is taken a batch at a time: between two batches the worker goes back to live
+work (a session being written must not wait for a year of history), then resumes it where
+it stopped, its mapping processes still running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Generator, Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from postrun.agents.cline import SessionLocation, session_fingerprint
+from postrun.capture.freshness import FingerprintKey, fingerprint_key
+from postrun.catchup import CatchUpStopped, Result, committed_batches
+from postrun.errors import PostrunError
+from postrun.ingest import Ingester, IngestOutcome, collector_paused
+from postrun.records import SourceFile
+
+if TYPE_CHECKING:
+    from postrun.capture.job import IngestJob, JobResult
+
+
+class StartupCatchUp:
+    """The start-up catch-up of one ``IngestJob``, kept between two batches. One thread at a time."""
+
+    def __init__(self, job: IngestJob) -> None:
+        self.job = job
+        self._batches: Generator[list[Result], None, None] | None = None
+        self._ingester: Ingester | None = None
+        # The fingerprints each session had before the catch-up read it: what the book records.
+        self._keys: dict[str, FingerprintKey] = {}
+
+    def run(self, session_ids: Sequence[str], pause: Callable[[], bool]) -> Iterator[tuple[str, JobResult]]:
+        """Store ``session_ids`` in order (the catch-up under way goes on where it stopped),
+        yielding each session's result once its transaction committed, until ``pause()`` is
+        true after a batch, all are stored, or the store fails (the host retries the rest
+        later) or is replaced (the host catches up the new one)."""
+        job = self.job
+        if not job.check_store():
+            job.host.retry_catch_up(job.faults.delay)
+            return
+        with collector_paused():
+            batches = self._started(session_ids)
+            while True:
+                try:
+                    results = next(batches)
+                except StopIteration:
+                    self.close()
+                    return
+                except CatchUpStopped as stop:
+                    self.close()
+                    yield from self._reported(stop.failures)
+                    job.host.retry_catch_up(job.faults.failed(stop.error))
+                    return
+                yield from self._reported(results)
+                if any(isinstance(result, IngestOutcome) for result in results):
+                    job.on_ingested()
+                if pause() or not job.check_store() or job.ingester is not self._ingester:
+                    return
+
+    def close(self) -> None:
+        """Abandon the catch-up under way (between two batches: nothing is left uncommitted);
+        its mapping processes end."""
+        batches, self._batches, self._ingester = self._batches, None, None
+        self._keys = {}
+        if batches is not None:
+            with collector_paused():
+                batches.close()
+
+    def _started(self, session_ids: Sequence[str]) -> Generator[list[Result], None, None]:
+        if self._batches is not None and self._ingester is self.job.ingester:
+            return self._batches
+        self.close()
+        root, book = self.job.root, self.job.book
+        locations = [SessionLocation.in_root(root, session_id) for session_id in session_ids]
+        for location in locations:
+            key = book.seen_key(location.session_id)
+            self._keys[location.session_id] = key if key is not None else _key_now(location)
+        self._ingester = self.job.ingester
+        self._batches = committed_batches(self._ingester, locations)
+        return self._batches
+
+    def _reported(self, results: Sequence[Result]) -> Iterator[tuple[str, JobResult]]:
+        job = self.job
+        for result in results:
+            session_id = result.session_id
+            assert session_id is not None  # a committed result is always a session's
+            key = self._keys.pop(session_id)
+            location = SessionLocation.in_root(job.root, session_id)
+            if isinstance(result, IngestOutcome):
+                files = _files_now(location) if result.unread else ()
+                yield session_id, job.stored(result, key, files, "startup", None)
+                continue
+            present = job.present_files(location)
+            if not isinstance(present, tuple):
+                yield session_id, present  # gone meanwhile
+                continue
+            yield session_id, job.not_stored(session_id, result.error, key, present, None)
+
+
+def _files_now(location: SessionLocation) -> tuple[SourceFile, ...]:
+    with contextlib.suppress(PostrunError):
+        return session_fingerprint(location)
+    return ()
+
+
+def _key_now(location: SessionLocation) -> FingerprintKey:
+    return fingerprint_key(_files_now(location))

@@ -1,0 +1,280 @@
+"""A catch-up: many sessions stored many to a transaction, mapped in line or in mapping processes.
+
+``postrun ingest`` of its targets and capture's start-up pass both come through here. Each
+session is all or nothing on its own (a savepoint): one that fails is rolled back alone and
+the others of its transaction are kept. Results come out once the transaction holding them
+committed, a batch at a time, so whoever runs a catch-up may do other work between two
+batches (capture ingests a live session there) and then take the next one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import apsw
+
+from postrun.agents.cline import SessionLocation, Skipped, read_session, resolve_targets
+from postrun.errors import NotRecorded, PostrunError, StoreError
+from postrun.ingest import (
+    Ingester,
+    IngestFailure,
+    IngestOutcome,
+    Progress,
+    collector_paused,
+    forgotten_refusal,
+    refresh_flags,
+)
+from postrun.mapper import Known, Prepared, Processes, internal_error, mapped_in_order, prepare
+from postrun.review.exclude import Exclusions
+from postrun.store.actors import StoredHelpers
+from postrun.store.db import Database, describe_sqlite_error
+from postrun.store.forget import is_forgotten, lift_tombstone, tombstone_ids
+from postrun.store.write import StoredState
+
+# A catch-up stores many sessions per transaction (one commit, and one flush of the search
+# index, per batch instead of per session), committed after this long or this much source:
+# the batch holds the store's write lock, and another writer waits at most the busy timeout.
+BATCH_SECONDS = 0.5
+BATCH_SOURCE_BYTES = 64 * 2**20
+
+Result = IngestOutcome | IngestFailure
+
+
+class CatchUpStopped(Exception):
+    """A store fault (locked, full, broken) stopped the catch-up: every other session would fail
+    the same way, each after the busy timeout.
+
+    ``failures`` are the sessions of the rolled-back transaction that failed on their own;
+    ``rolled_back`` counts those it had stored, now not stored; ``position`` is the index of
+    the session whose store failed (the number of sessions when it was the commit)."""
+
+    def __init__(self, error: StoreError, failures: list[IngestFailure], rolled_back: int, position: int) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.failures = failures
+        self.rolled_back = rolled_back
+        self.position = position
+
+
+def committed_batches(
+    ingester: Ingester, locations: Sequence[SessionLocation], *, force: bool = False
+) -> Generator[list[Result], None, None]:
+    """Store every session of ``locations``, in order, many per transaction (``force``: forgotten
+    ones too); yields the results of each transaction once it committed (no transaction is
+    open while the caller holds one). A session not recorded (forgotten, excluded) is a
+    failure whose error is NotRecorded. Raises CatchUpStopped at a store fault.
+
+    A session stored by someone else since the catch-up began (capture's live work between
+    two batches, say) is read again before it is stored: what was mapped of it may be older
+    than what the store holds now.
+    """
+    batch = _Batch(ingester.database, ingester.timer)
+    position = 0  # of the next session to store
+    stored_before: dict[str, StoredState | None] = {}
+
+    def known(session_id: str) -> Known:
+        if session_id in forgotten and not force:
+            return Known(None, forgotten_refusal(session_id))
+        state = stored_before[session_id] = ingester.stored_state(session_id)
+        return Known(None if state is None else state.approvals)
+
+    try:
+        forgotten = set(ingester.read(tombstone_ids))
+        with (
+            contextlib.closing(Database.open_reader(ingester.database.path)) as reader,
+            mapped_in_order(
+                locations,
+                known,
+                lambda session_id: StoredHelpers(reader, session_id),
+                ingester.rules,
+                processes=ingester.mapping_processes,
+                store=ingester.database.path,
+            ) as results,
+        ):
+            for location, mapped, mapped_ms in results:
+                batch.open()
+                before = stored_before.pop(location.session_id, None)
+                batch.results.append(_store_mapped(ingester, location, mapped, mapped_ms, before, force))
+                if isinstance(mapped, Prepared):
+                    batch.source_bytes += sum(f.size for f in mapped.mapped.source_files)
+                position += 1
+                if batch.full():
+                    yield batch.commit()
+            last = batch.commit()
+            if last:
+                yield last
+    except StoreError as exc:
+        pending = batch.roll_back()
+        failures = [result for result in pending if isinstance(result, IngestFailure)]
+        raise CatchUpStopped(exc, failures, len(pending) - len(failures), position) from None
+    finally:
+        batch.roll_back()  # after any other error too: never leave the transaction open
+
+
+def ingest_all(ingester: Ingester, locations: Sequence[SessionLocation], *, force: bool = False) -> Iterator[Result]:
+    """Every session's result of ``committed_batches``, in order. A store fault stops the run:
+    its failure names how many sessions were not stored, those of the rolled-back transaction
+    included."""
+    with collector_paused():
+        try:
+            for results in committed_batches(ingester, locations, force=force):
+                yield from results
+        except CatchUpStopped as stop:
+            yield from stop.failures
+            failed = locations[stop.position].session_id if stop.position < len(locations) else None
+            untried = len(locations) - stop.position - (failed is not None)
+            reason = stop.error.reason
+            if untried:
+                reason += f"; {untried} more session(s) not tried"
+            if stop.rolled_back:
+                reason += f"; {stop.rolled_back} session(s) of the same transaction rolled back, not stored"
+            yield IngestFailure(failed, type(stop.error)(stop.error.where, reason))
+
+
+def _store_mapped(
+    ingester: Ingester,
+    location: SessionLocation,
+    mapped: Prepared | PostrunError,
+    mapped_ms: float,
+    before: StoredState | None,
+    force: bool,
+) -> Result:
+    """Store what ``mapped_in_order`` gave (``before``: what the store held when the catch-up
+    began); a session's own failure is kept as a result."""
+    started = ingester.timer() - mapped_ms / 1000
+    session_id = location.session_id
+    try:
+        if isinstance(mapped, PostrunError):
+            raise mapped
+        forgotten = ingester.read(lambda database: is_forgotten(database, session_id))
+        if forgotten and not force:
+            raise forgotten_refusal(session_id)  # forgotten since the run began
+        state = ingester.stored_state(session_id)
+        if state != before:
+            # Stored by someone else since it was mapped: read it again, and its steps'
+            # decisions follow the snapshot the store kept.
+            files = read_session(location, max_bytes=ingester.max_bytes)
+            approvals = None if state is None else state.approvals
+            mapped, _ = prepare(files, approvals, StoredHelpers(ingester.database, session_id), ingester.rules)
+        outcome = ingester.store(location, mapped, started)
+        if forgotten:
+            outcome = replace(outcome, revived=lift_tombstone(ingester.database, session_id))
+        return outcome
+    except StoreError:
+        raise
+    except PostrunError as exc:
+        return IngestFailure(session_id, exc)
+    except Exception as exc:  # noqa: BLE001 - one bad session never stops the others
+        # Its savepoint was rolled back; the failure names the session.
+        return IngestFailure(session_id, internal_error(location, exc))
+
+
+class _Batch:
+    """Sessions stored in one transaction, reported once it committed."""
+
+    def __init__(self, database: Database, timer: Callable[[], float]) -> None:
+        self.database = database
+        self.timer = timer
+        self.results: list[Result] = []
+        self.source_bytes = 0
+        self._started: float | None = None
+        self._transaction = contextlib.ExitStack()
+
+    def open(self) -> None:
+        if self._started is None:
+            try:
+                self._transaction.enter_context(self.database.transaction())
+            except apsw.Error as exc:
+                raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+            self._started = self.timer()
+
+    def full(self) -> bool:
+        return self._started is not None and (
+            self.timer() - self._started >= BATCH_SECONDS or self.source_bytes >= BATCH_SOURCE_BYTES
+        )
+
+    def commit(self) -> list[Result]:
+        if self._started is not None:
+            self._started = None
+            self.source_bytes = 0
+            try:
+                self._transaction.close()
+            except apsw.Error as exc:
+                raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+        results, self.results = self.results, []
+        return results
+
+    def roll_back(self) -> list[Result]:
+        """Abandon the transaction (SQLite may have rolled it back already); the results it
+        held (its outcomes are now not stored)."""
+        results, self.results = self.results, []
+        if self._started is not None:
+            self._started = None
+            failure = StoreError(str(self.database.path), "rolled back")
+            with contextlib.suppress(apsw.Error, StoreError):
+                self._transaction.__exit__(StoreError, failure, None)
+        return results
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    outcomes: list[IngestOutcome] = field(default_factory=list)
+    failures: list[IngestFailure] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # how targets were taken (see ``Listing.notes``)
+    not_recorded: list[NotRecorded] = field(default_factory=list)  # forgotten or excluded: not failures
+    reflagged: int = 0  # stored sessions re-flagged first, because the rules changed
+
+
+def ingest_targets(
+    targets: Sequence[str],
+    *,
+    db: Path,
+    default_root: Path,
+    max_bytes: int,
+    keep_raw: bool = True,
+    exclusions: Exclusions | None = None,
+    force: bool = False,
+    progress: Progress | None = None,
+    processes: int | None = None,
+) -> IngestReport:
+    """``postrun ingest TARGET...``: every session the targets name, each on its own.
+
+    A target that names no session and a session that cannot be stored are failures of
+    their own; the others are stored. The store is opened (created) only when there is a
+    session to store. ``force`` records forgotten sessions again. ``processes``: how many
+    map them (``Processes.wanted``).
+    """
+    listing = resolve_targets(targets, default_root)
+    report = IngestReport(
+        skipped=list(listing.skipped),
+        failures=[IngestFailure(None, failure) for failure in listing.failures],
+        notes=list(listing.notes),
+    )
+    if not listing.sessions:
+        return report
+    with Database.open(db) as database:
+        ingester = Ingester(
+            database,
+            max_bytes=max_bytes,
+            keep_raw=keep_raw,
+            exclusions=exclusions,
+            mapping_processes=Processes.wanted(processes),
+        )
+        try:
+            reflagged = refresh_flags(database, now=datetime.now(UTC), captured_on=ingester.hostname, progress=progress)
+        except apsw.Error as exc:
+            raise StoreError(str(database.path), describe_sqlite_error(exc)) from None
+        report = replace(report, reflagged=reflagged)
+        for result in ingest_all(ingester, listing.sessions, force=force):
+            if isinstance(result, IngestOutcome):
+                report.outcomes.append(result)
+            elif isinstance(result.error, NotRecorded):
+                report.not_recorded.append(result.error)
+            else:
+                report.failures.append(result)
+    return report
