@@ -12,24 +12,22 @@ import os
 import threading
 import time
 from collections.abc import Callable, Hashable
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from postrun.agents.cline import list_sessions
 from postrun.capture.book import SessionBook, plan_catch_up
 from postrun.capture.context import CaptureContext, capture_lock, watching_line
 from postrun.capture.job import IngestJob, MappingCaches
 from postrun.capture.lock import CaptureLock
 from postrun.capture.notify import Notifier
 from postrun.capture.poller import Poller, root_state
+from postrun.capture.reload import reloaded_context
 from postrun.capture.scheduler import Dispatcher, Due, Scheduler
 from postrun.capture.signals import Signals
 from postrun.capture.watcher import MAX_FOLDER_WATCHES, SessionWatcher
-from postrun.errors import AlreadyRunning, NotFound, PostrunError
+from postrun.errors import AlreadyRunning, PostrunError
 from postrun.mapper import Processes
 from postrun.mirror import start_mirror
 from postrun.review.exclude import Exclusions
-from postrun.settings import LoadedSettings, paths_for
 from postrun.store.db import Database
 from postrun.text import plural
 from postrun.timestamps import utc_now
@@ -307,7 +305,7 @@ def run_capture(context: CaptureContext, signals: Signals) -> int:
         while True:
             ended = capture.serve(signals)
             if ended == "reload":
-                reloaded = _reloaded(context)
+                reloaded = reloaded_context(context)
                 if reloaded is None:
                     continue  # nothing to apply: the running capture goes on as it was
                 notifier.reloading()
@@ -360,17 +358,6 @@ def wait_for_ingest(join: Callable[[float | None], bool], *, grace: float | None
     return join(STOP_GRACE_SECONDS)
 
 
-def _unlistable(root: Path) -> PostrunError | None:
-    """Why capture could not list ``root`` (None: it can, or the root is missing and is waited for)."""
-    try:
-        list_sessions(root)
-    except NotFound:
-        return None
-    except PostrunError as exc:
-        return exc
-    return None
-
-
 def _started(capture: Capture) -> Capture:
     try:
         capture.start()
@@ -378,47 +365,3 @@ def _started(capture: Capture) -> Capture:
         capture.stop()
         raise
     return capture
-
-
-def _reloaded(context: CaptureContext) -> CaptureContext | None:
-    """The context with the configuration read again (SIGHUP); None when there is nothing to
-    apply: the file is broken (the previous configuration stays) or nothing changed."""
-    logger = context.logger
-    if context.reload is None:
-        return None
-    try:
-        loaded = context.reload()
-    except PostrunError as exc:
-        logger.error(f"capture: configuration not reloaded: {exc}; keeping the previous one")
-        return None
-    for warning in loaded.warnings:
-        logger.warning(warning)
-    settings = loaded.settings
-    if settings.db != context.settings.db:
-        logger.warning(
-            f"capture: the store cannot change while capture runs; still using {context.settings.db}"
-            " (restart capture to switch)"
-        )
-        settings = settings.model_copy(update={"db": context.settings.db})
-        loaded = LoadedSettings(settings, loaded.config_path, loaded.config_found, loaded.sources, loaded.warnings)
-    source = str(loaded.config_path) if loaded.config_found else f"{loaded.config_path} (absent: defaults)"
-    if settings == context.settings:
-        logger.info(f"capture: configuration re-read from {source}; nothing changed")
-        return None
-    problem = None if settings.cline_dir == context.settings.cline_dir else _unlistable(settings.cline_dir)
-    if problem is not None:
-        logger.error(f"capture: configuration not reloaded: {problem}; keeping the previous one")
-        return None
-    context.set_log_level(settings.log_level)
-    logger.info(f"capture: configuration reloaded from {source}")
-    return CaptureContext(
-        loaded=loaded,
-        paths=paths_for(loaded, context.environ),
-        environ=context.environ,
-        logger=logger,
-        progress=None,
-        reload=context.reload,
-        on_ready=context.on_ready,
-        set_log_level=context.set_log_level,
-        clock=context.clock,
-    )
