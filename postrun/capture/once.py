@@ -90,16 +90,19 @@ def run_once(context: CaptureContext, signals: Signals | None = None) -> OnceSum
             summary = OnceSummary(present=len(plan.present), unchanged=len(plan.unchanged))
             if progress is not None and plan.changed:
                 progress.start(len(plan.changed))
-            stopped = signals.stop if signals is not None else False
+
+            def stopping() -> bool:
+                return signals is not None and signals.stop
+
             handled = 0
-            if not stopped:
-                for _, result in job.startup.run(plan.changed, lambda: signals is not None and signals.stop):
+            if plan.changed and not stopping():
+                for _, result in job.startup.run(plan.changed, stopping):  # stops between two batches
                     summary.count(result.outcome)
                     handled += 1
                     if progress is not None:
                         progress.advance()
             if handled < len(plan.changed):
-                if signals is not None and signals.stop:
+                if stopping():
                     logger.info("capture: interrupted; the sessions not read yet are read on the next run")
                 else:
                     summary.failed += len(plan.changed) - handled  # not stored: the store failed (said once)

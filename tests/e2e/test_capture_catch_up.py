@@ -167,3 +167,23 @@ def test_a_live_session_is_stored_between_two_batches_of_a_long_catch_up(
     assert finished.returncode == 0, finished.stderr
     assert differences(read_records(db), one_shot(root, tmp_path / "ingest" / "postrun.db", catch_up_env)) == []
     assert capture.lines(r"Traceback|internal error") == []
+
+
+def test_sigterm_stops_capture_once_between_two_batches_and_the_next_run_stores_the_rest(
+    catch_up_env: dict[str, str], root: Path, tmp_path: Path, started: list[CaptureProcess]
+) -> None:
+    history(root, 80, broken=False)
+    once = CaptureProcess(catch_up_env, tmp_path, "--once", program=(sys.executable, "-c", SLOW_CATCH_UP))
+    started.append(once)
+    once.wait_for_log(STARTUP_LINE)  # a first batch committed
+    code, seconds = once.stop()  # SIGTERM
+    assert (code, seconds < 5) == (0, True), once.log()
+    once.wait_for_log(r"INFO capture: interrupted; the sessions not read yet are read on the next run")
+    assert once.process.stdout is not None
+    stored = int(once.process.stdout.read().split(" sessions, ")[1].split(" ingested")[0])
+    db = Path(catch_up_env["POSTRUN_DB"])
+    assert 0 < stored == len(read_records(db)) < 80  # what was committed, kept
+    assert store_problems(db) == []
+    rest = run_postrun("capture", "--once", env=catch_up_env, timeout=120)
+    assert rest.stdout.startswith(f"summary: 80 sessions, {80 - stored} ingested, 0 updated, {stored} unchanged, ")
+    assert differences(read_records(db), one_shot(root, tmp_path / "ingest" / "postrun.db", catch_up_env)) == []
