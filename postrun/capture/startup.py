@@ -53,8 +53,8 @@ class StartupCatchUp:
                     self.close()
                     return
                 except CatchUpStopped as stop:
+                    yield from self._reported(stop.failures)  # their own failures, whatever the store's
                     self.close()
-                    yield from self._reported(stop.failures)
                     job.host.retry_catch_up(job.faults.failed(stop.error))
                     return
                 yield from self._reported(results)

@@ -176,6 +176,42 @@ def test_disk_full_under_capture_is_said_once_retried_and_recovered(
     assert_clean_log(capture)
 
 
+def test_disk_full_during_the_start_up_catch_up_is_said_once_retried_and_recovered(
+    fault_env: dict[str, str], tmp_path: Path, started: list[CaptureProcess]
+) -> None:
+    """The catch-up's transaction meets the full disk: it is rolled back, the sessions that
+    failed on their own in it are reported all the same, and the catch-up goes on from there
+    once the disk has room."""
+    root, _ = sessions_root(tmp_path, 6)
+    torn = root / synthetic_id(0) / f"{synthetic_id(0)}.messages.json"  # the first of the catch-up
+    torn.write_bytes(torn.read_bytes()[:120])
+    db = Path(fault_env["POSTRUN_DB"])
+    Database.open(db).close()  # an empty store, full from the start
+    limit = PageLimit(tmp_path, fault_env)
+    limit.set_to_current_size(db)
+    once = run_postrun("capture", "--once", env=fault_env)
+    assert once.returncode == 1
+    assert once.stdout.startswith("summary: 6 sessions, 0 ingested, 0 updated, 0 unchanged, 1 torn, 5 failed in ")
+    assert [line.split(" ", 1)[1] for line in once.stderr.splitlines() if " ERROR " in line] == [
+        f"ERROR store {db}: {FULL}; capture keeps running and retries (every 60 s at most)"
+    ]
+    capture = CaptureProcess(fault_env, tmp_path)
+    started.append(capture)
+    capture.wait_for_log(rf"ERROR store {db}: {FULL}; capture keeps running and retries")
+    capture.wait_for_log(rf"INFO cline {synthetic_id(0)}: messages file not parseable yet")
+    capture.wait_for_log(rf"DEBUG store {db}: still failing: {FULL}")  # the catch-up, retried
+    assert read_records(db) == {}
+    assert store_problems(db) == []
+    limit.lift()
+    capture.wait_for_log(rf"INFO store {db}: writable again")
+    capture.wait_for_log(r"INFO cline: caught up with 6 sessions in ")
+    assert_converged(capture, root, db, fault_env, tmp_path)
+    assert len(capture.lines(r" ERROR ")) == 1
+    assert len(capture.lines(rf"cline {synthetic_id(0)}: messages file not parseable yet")) == 1
+    assert capture.stop()[0] == 0
+    assert_clean_log(capture)
+
+
 def test_disk_full_under_postrun_ingest_is_one_line_and_changes_nothing(
     fault_env: dict[str, str], tmp_path: Path
 ) -> None:
