@@ -178,6 +178,14 @@ class Ingester:
         with collector_paused():
             return self._ingest(location, cache, force, live)
 
+    def mapping_cache(self, location: SessionLocation) -> MappingCache:
+        """The mapping cache an ingest of the session would leave: it is read and mapped, nothing
+        is stored. Raises as ``ingest`` does."""
+        with collector_paused():
+            files = read_session(location, max_bytes=self.max_bytes)
+            helpers = StoredHelpers(self.database, location.session_id)
+            return prepare(files, self._stored_approvals(location.session_id), helpers, self.rules)[1]
+
     def copies_due(self, *, everything: bool = False) -> list[str]:
         """The sessions in ``behind`` whose newest copy is ``raw_copy_seconds`` old (``everything``: all)."""
         now = self.clock()

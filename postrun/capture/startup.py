@@ -34,6 +34,7 @@ class StartupCatchUp:
         self._ingester: Ingester | None = None
         # The fingerprints each session had before the catch-up read it: what the book records.
         self._keys: dict[str, FingerprintKey] = {}
+        self._open: list[str] = []  # the open sessions it stored, in order
 
     def run(self, session_ids: Sequence[str], pause: Callable[[], bool]) -> Iterator[tuple[str, JobResult]]:
         """Store ``session_ids`` in order (the catch-up under way goes on where it stopped),
@@ -50,6 +51,7 @@ class StartupCatchUp:
                 try:
                     results = next(batches)
                 except StopIteration:
+                    self._warm_caches()
                     self.close()
                     return
                 except CatchUpStopped as stop:
@@ -67,10 +69,21 @@ class StartupCatchUp:
         """Abandon the catch-up under way (between two batches: nothing is left uncommitted);
         its mapping processes end."""
         batches, self._batches, self._ingester = self._batches, None, None
-        self._keys = {}
+        self._keys, self._open = {}, []
         if batches is not None:
             with collector_paused():
                 batches.close()
+
+    def _warm_caches(self) -> None:
+        """The mapping caches of the last open sessions stored, as many as the caches keep: an
+        open session is likely to be written again soon, and its next ingest then parses only
+        what was added. (A mapping process cannot hand its caches back.)"""
+        job = self.job
+        for session_id in self._open[-job.caches.limit :] if job.caches.limit else ():
+            try:
+                job.caches.put(session_id, job.ingester.mapping_cache(SessionLocation.in_root(job.root, session_id)))
+            except Exception:  # noqa: BLE001 - only a cache: the next ingest reports what is wrong
+                continue
 
     def _started(self, session_ids: Sequence[str]) -> Generator[list[Result], None, None]:
         if self._batches is not None and self._ingester is self.job.ingester:
@@ -93,6 +106,8 @@ class StartupCatchUp:
             key = self._keys.pop(session_id)
             location = SessionLocation.in_root(job.root, session_id)
             if isinstance(result, IngestOutcome):
+                if result.open:
+                    self._open.append(session_id)
                 files = _files_now(location) if result.unread else ()
                 yield session_id, job.stored(result, key, files, "startup", None)
                 continue

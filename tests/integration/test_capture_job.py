@@ -42,6 +42,9 @@ class Host:
     def catch_up(self, session_ids: Iterable[str]) -> None:
         self.catch_ups.append(list(session_ids))
 
+    def retry_catch_up(self, delay: float) -> None:
+        self.retries.append(("", "startup", delay))
+
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
@@ -108,6 +111,27 @@ def test_a_start_up_ingest_logs_nothing_at_info(job: tuple[IngestJob, Host], log
     ingest_job, _ = job
     assert ingest_job.run(Due(BASIC, "startup")).outcome == "ingested"
     assert log.lines == []  # its line is at DEBUG: the catch-up reports itself with one summary
+
+
+def test_the_start_up_catch_up_leaves_the_open_sessions_mapping_caches(
+    job: tuple[IngestJob, Host], root: Path, db_path: Path, log: LogLines
+) -> None:
+    """A session open at start-up is likely the one being written: its next ingest parses only
+    what was added, though a mapping process may have mapped it (its caches stay there)."""
+    ingest_job, _ = job
+    still_open = "1790000100000_plans"
+    shutil.copytree(FIXTURES / "cline/plan_act_resumed_open/data/sessions" / still_open, root / still_open)
+    results = list(ingest_job.startup.run([BASIC, still_open], lambda: False))
+    assert [(session_id, result.outcome) for session_id, result in results] == [
+        (BASIC, "ingested"),
+        (still_open, "ingested"),
+    ]
+    assert log.lines == []  # start-up lines are at DEBUG
+    stored = read_store(db_path)
+    assert {session_id: ingest_job.caches.get(session_id) is not None for session_id in stored} == {
+        session_id: session.ended_at is None for session_id, session in stored.items()
+    }
+    assert stored[still_open].ended_at is None and stored[BASIC].ended_at is not None
 
 
 def test_torn_file_reported_once_per_change_and_store_untouched(
