@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 import apsw
@@ -266,7 +265,7 @@ def ingest_targets(
             mapping_processes=Processes.wanted(processes),
         )
         try:
-            reflagged = refresh_flags(database, now=datetime.now(UTC), captured_on=ingester.hostname, progress=progress)
+            reflagged = refresh_flags(database, now=ingester.clock(), captured_on=ingester.hostname, progress=progress)
         except apsw.Error as exc:
             raise StoreError(str(database.path), describe_sqlite_error(exc)) from None
         report = replace(report, reflagged=reflagged)
