@@ -22,6 +22,10 @@ from postrun.store import codec
 from postrun.store.migrations import MIGRATIONS
 
 BUSY_TIMEOUT_MS = 5000
+# What ``at_commit`` holds back at most (rows; a search-index row is a step's text, a few KB):
+# beyond it, the rows are written between two parts of the transaction, so a long batch's
+# memory stays bounded and the index still gets one segment per many sessions.
+DEFERRED_ROWS = 2000
 STORE_VERSION = len(MIGRATIONS)
 _FILE_MODE = 0o600
 _SIDE_FILES = ("-wal", "-shm")
@@ -73,6 +77,7 @@ class Database:
         self._identity = _identity(path)
         self._at_commit: list[tuple[str, list[tuple[Any, ...]]]] = []
         self._transaction_open = False  # one that ``transaction`` began (and will commit)
+        self._savepoints = 0  # open inside it
 
     @classmethod
     def open(cls, path: Path, *, create: bool = True) -> Database:
@@ -197,6 +202,7 @@ class Database:
             # all or nothing on its own and the rest of the transaction stays.
             deferred = len(self._at_commit)
             connection.execute("SAVEPOINT part")
+            self._savepoints += 1
             try:
                 yield connection
                 connection.execute("RELEASE part")
@@ -205,9 +211,16 @@ class Database:
                 if not connection.getautocommit():
                     connection.execute("ROLLBACK TO part; RELEASE part")
                 raise
+            finally:
+                self._savepoints -= 1
+            if self._savepoints == 0 and sum(len(rows) for _, rows in self._at_commit) >= DEFERRED_ROWS:
+                # Between two parts, outside any savepoint: what is run now is rolled back
+                # only with the whole transaction, as it would be at the commit.
+                self.run_deferred()
             return
         connection.execute("BEGIN IMMEDIATE")
         self._transaction_open = True
+        self._savepoints = 0
         try:
             yield connection
             self.run_deferred()
@@ -227,7 +240,7 @@ class Database:
         For writes to the search index: FTS5 writes the terms it holds in memory out to a new
         segment of the index at every savepoint, so indexing each session of a catch-up inside
         its own savepoint writes (and later merges) one small segment per session; indexed at
-        the commit, a batch's sessions make one.
+        the commit (or, past ``DEFERRED_ROWS``, between two parts), many sessions make one.
         """
         if self._transaction_open:
             self._at_commit.append((sql, rows))

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from postrun.errors import StoreError, StoreTooNewError
 from postrun.exitcodes import ExitCode
 from postrun.schema import envelope_problems
+from postrun.store import db as db_module
 from postrun.store.db import STORE_VERSION, Database, StoreMissing
 from postrun.store.query import history, list_sessions, load_envelope, resolve_session_id, search_query
 from postrun.store.query import search as search_query_in
@@ -229,6 +230,24 @@ def test_sessions_of_one_transaction_are_indexed_when_it_commits(database: Datab
     assert search(database, "doomed") == []
     assert search(database, "bravo") == []
     assert [hit.step_id for hit in search(database, "charlie")] == ["msg_1#0"]
+    assert [hit.step_id for hit in search(database, "alpha")] == ["msg_0#0"]
+    assert store_problems(db_path) == []
+
+
+def test_a_long_batch_indexes_between_its_sessions_what_it_held_back(
+    database: Database, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``DEFERRED_ROWS`` the held-back index rows are written between two sessions: a
+    session rolled back after that takes only its own rows with it."""
+    monkeypatch.setattr(db_module, "DEFERRED_ROWS", 2)
+    other = "session-two"
+    with database.transaction():
+        store(database, [message_step(0, "alpha", role="user"), message_step(1, "bravo")])
+        assert [hit.step_id for hit in search(database, "bravo")] == ["msg_1#0"]  # before the commit
+        with pytest.raises(RuntimeError), database.transaction():
+            store(database, [message_step(0, "doomed", role="user", session_id=other)], session_id=other)
+            raise RuntimeError("this session fails after its steps were written")
+    assert search(database, "doomed") == []
     assert [hit.step_id for hit in search(database, "alpha")] == ["msg_0#0"]
     assert store_problems(db_path) == []
 
