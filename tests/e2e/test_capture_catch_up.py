@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import run_postrun
 from tests.reliability.kit import Synthetic, differences, one_shot, read_records, store_problems, synthetic_id
 from tests.support.capture_process import CaptureProcess
+from tests.support.processes import mapping_processes
 
 SESSIONS = 40
 BAD = synthetic_id(SESSIONS)  # a messages file that is no transcript at all
@@ -51,17 +52,6 @@ def history(root: Path, count: int = SESSIONS, *, broken: bool = True) -> None:
         torn.write(root)
         messages = root / TORN / f"{TORN}.messages.json"
         messages.write_bytes(messages.read_bytes()[:150])
-
-
-def mapping_processes(pid: int) -> set[psutil.Process]:
-    found = set()
-    for child in psutil.Process(pid).children():
-        try:
-            if "postrun.mapper_process" in child.cmdline():
-                found.add(child)
-        except psutil.NoSuchProcess:
-            continue
-    return found
 
 
 @pytest.fixture
@@ -145,7 +135,7 @@ def test_a_live_session_is_stored_between_two_batches_of_a_long_catch_up(
     capture = CaptureProcess(catch_up_env, tmp_path, program=(sys.executable, "-c", SLOW_CATCH_UP))
     started.append(capture)
     capture.wait_for_log(STARTUP_LINE)  # a first batch committed
-    mappers = mapping_processes(capture.pid)
+    mappers = set(mapping_processes(capture.pid))
     assert len(mappers) == 2, capture.log()
     live = Synthetic(synthetic_id(500), seed=500)
     for _ in range(3):
@@ -155,7 +145,7 @@ def test_a_live_session_is_stored_between_two_batches_of_a_long_catch_up(
     assert capture.lines(r"caught up with") == [], capture.log()  # before the catch-up ended
     stored_before_live = len(capture.lines(STARTUP_LINE))
     capture.wait_for_log(STARTUP_LINE, count=stored_before_live + 1)  # and it goes on after
-    assert mapping_processes(capture.pid) == mappers  # the same ones, kept across
+    assert set(mapping_processes(capture.pid)) == mappers  # the same ones, kept across
     code, seconds = capture.stop()  # SIGTERM
     assert (code, seconds < 5) == (0, True), capture.log()
     assert psutil.wait_procs(list(mappers), timeout=10)[1] == []

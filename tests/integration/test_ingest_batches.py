@@ -22,6 +22,7 @@ from postrun.mapper import Processes
 from postrun.store.db import Database
 from postrun.store.forget import forget_sessions
 from tests.reliability.kit import Synthetic, differences, read_records, store_problems, synthetic_id
+from tests.support.processes import mapping_processes
 
 MAX_BYTES = 64 * 2**20
 COUNT = 8
@@ -40,10 +41,6 @@ def history(root: Path) -> None:
         if index == 2:
             messages = root / session.session_id / f"{session.session_id}.messages.json"
             messages.write_bytes(messages.read_bytes()[:200])
-
-
-def mapping_processes() -> list[psutil.Process]:
-    return [child for child in psutil.Process().children() if "postrun.mapper_process" in child.cmdline()]
 
 
 def run(

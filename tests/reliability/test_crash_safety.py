@@ -42,6 +42,7 @@ from tests.reliability.kit import (
     store_problems,
 )
 from tests.support.capture_process import CaptureProcess
+from tests.support.processes import mapping_processes
 
 VARIANTS = 3
 INGEST_LINE = r" (DEBUG|INFO) cline (ingested|updated|unchanged) "  # start-up ingests log at DEBUG
@@ -213,17 +214,6 @@ def test_kill_9_during_ingest_never_corrupts_or_mixes(tmp_path: Path, crash_env:
 @pytest.mark.slow
 def test_kill_9_many_times_over_a_larger_history(tmp_path: Path, crash_env: dict[str, str]) -> None:
     crash_test(tmp_path, crash_env, sessions=400, kills=80)
-
-
-def mapping_processes(parent: psutil.Process) -> list[psutil.Process]:
-    with_children = []
-    for child in parent.children():
-        try:
-            if "postrun.mapper_process" in child.cmdline():
-                with_children.append(child)
-        except psutil.NoSuchProcess:
-            continue
-    return with_children
 
 
 def test_kill_9_of_a_catch_up_ends_its_mapping_processes(tmp_path: Path, crash_env: dict[str, str]) -> None:
