@@ -16,7 +16,7 @@ from pathlib import Path
 
 import apsw
 
-from postrun.agents.cline import SessionLocation, Skipped, read_session, resolve_targets
+from postrun.agents.cline import SessionLocation, Skipped, resolve_targets
 from postrun.errors import NotRecorded, PostrunError, StoreError
 from postrun.ingest import (
     Ingester,
@@ -27,7 +27,7 @@ from postrun.ingest import (
     forgotten_refusal,
     refresh_flags,
 )
-from postrun.mapper import Known, Prepared, Processes, internal_error, mapped_in_order, prepare
+from postrun.mapper import Known, Prepared, Processes, internal_error, mapped_in_order, prepare, read_admitted
 from postrun.review.exclude import Exclusions
 from postrun.store.actors import StoredHelpers
 from postrun.store.db import Database, describe_sqlite_error
@@ -156,7 +156,7 @@ def _store_mapped(
         if state != before:
             # Stored by someone else since it was mapped: read it again, and its steps'
             # decisions follow the snapshot the store kept.
-            files = read_session(location, max_bytes=ingester.max_bytes)
+            files = read_admitted(location, ingester.rules)
             approvals = None if state is None else state.approvals
             mapped, _ = prepare(files, approvals, StoredHelpers(ingester.database, session_id), ingester.rules)
         outcome = ingester.store(location, mapped, started)

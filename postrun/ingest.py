@@ -24,7 +24,6 @@ from postrun.agents.cline import (
     MappingCache,
     SessionLocation,
     parse_session,
-    read_session,
     snapshot_from_settings,
 )
 from postrun.agents.cline.locate import MESSAGES_SUFFIX
@@ -42,6 +41,7 @@ from postrun.mapper import (
     Processes,
     map_files,
     prepare,
+    read_admitted,
 )
 from postrun.records import MappedSession, RawFile
 from postrun.review.apply import FlagMemo, flag_session
@@ -182,7 +182,7 @@ class Ingester:
         """The mapping cache an ingest of the session would leave: it is read and mapped, nothing
         is stored. Raises as ``ingest`` does."""
         with collector_paused():
-            files = read_session(location, max_bytes=self.max_bytes)
+            files = read_admitted(location, self.rules)
             helpers = StoredHelpers(self.database, location.session_id)
             return prepare(files, self._stored_approvals(location.session_id), helpers, self.rules)[1]
 
@@ -205,7 +205,7 @@ class Ingester:
         if forgotten and not force:
             raise forgotten_refusal(session_id)
         known = cache.transcript.layout if cache is not None and cache.transcript is not None else None
-        files = read_session(location, max_bytes=self.max_bytes, known=known)
+        files = read_admitted(location, self.rules, known)
         helpers = StoredHelpers(self.database, session_id)
         prepared, cache = prepare(files, self._stored_approvals(session_id), helpers, self.rules, cache)
         outcome = self.store(location, prepared, started, live=live)

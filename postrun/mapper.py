@@ -42,6 +42,7 @@ from postrun.agents.cline import (
     read_session,
     workspace_root,
 )
+from postrun.agents.cline.layout import ByteLayout
 from postrun.errors import Excluded, PostrunError, SourceError
 from postrun.records import MappedSession, RawFile, StoredActor
 from postrun.review.apply import FlagMemo, flag_session
@@ -114,6 +115,25 @@ def internal_error(location: SessionLocation, exc: Exception) -> PostrunError:
     return PostrunError(str(location.messages), f"internal error: {type(exc).__name__}: {exc}")
 
 
+def refuse_excluded(session_id: str, manifest: dict[str, Any] | None, rules: MapRules) -> None:
+    """Raise ``Excluded`` when the session's workspace (from its manifest) matches an exclude."""
+    root = workspace_root(manifest)
+    pattern = rules.exclusions.matching(root) if rules.exclusions is not None else None
+    if pattern is not None:
+        raise Excluded(session_id, f"not recorded: workspace {root} matches exclude {pattern!r}")
+
+
+def read_admitted(location: SessionLocation, rules: MapRules, known: ByteLayout | None = None) -> SessionFiles:
+    """``read_session`` for mapping: an excluded session costs a read of its manifest, never of
+    its transcripts (they may be large, and are read again at every start-up otherwise)."""
+    return read_session(
+        location,
+        max_bytes=rules.max_bytes,
+        known=known,
+        admit=lambda manifest: refuse_excluded(location.session_id, manifest, rules),
+    )
+
+
 def map_files(
     files: SessionFiles,
     approvals: Approvals,
@@ -123,11 +143,8 @@ def map_files(
     cache: MappingCache | None = None,
 ) -> tuple[Prepared, MappingCache]:
     """Map, flag and validate a session's files (``raw``: what they were read from)."""
-    # Checked before mapping: an excluded session costs a read, never a mapping.
-    root = workspace_root(files.manifest)
-    pattern = rules.exclusions.matching(root) if rules.exclusions is not None else None
-    if pattern is not None:
-        raise Excluded(files.location.session_id, f"not recorded: workspace {root} matches exclude {pattern!r}")
+    # Files not read by ``read_admitted`` (the vault's copies) are checked here, before mapping.
+    refuse_excluded(files.location.session_id, files.manifest, rules)
     try:
         mapped, cache = map_session(files, approvals, cache, helpers)
         mapped = flag_session(mapped, rules.flag_memo)
@@ -162,7 +179,7 @@ def map_location(location: SessionLocation, known: Known, helpers: Helpers, rule
         return location, known.refused, 0.0
     started = time.perf_counter()
     try:
-        files = read_session(location, max_bytes=rules.max_bytes)
+        files = read_admitted(location, rules)
         prepared: Prepared | PostrunError = prepare(files, known.approvals, helpers, rules)[0]
     except PostrunError as exc:
         prepared = exc

@@ -216,6 +216,17 @@ def test_excluded_workspaces_are_never_recorded(env: dict[str, str], root: Path,
     assert BASIC in run_postrun("sessions", env=env).stdout
 
 
+def test_an_excluded_sessions_transcript_is_never_read(env: dict[str, str], root: Path) -> None:
+    """Its manifest says the workspace; its transcript (here torn, so reading it would fail) is
+    not read, by capture or by ingest, at this start-up or any later one."""
+    (root / SESSION / f"{SESSION}.messages.json").write_bytes(b'{"messages": [')
+    env.update(POSTRUN_CLINE_DIR=str(root), POSTRUN_EXCLUDE="/home/dev/shop")
+    for command in (("capture", "--once"), ("ingest", str(root / SESSION)), ("capture", "--once")):
+        done = run_postrun(*command, env=env)
+        assert f"{SESSION}: not recorded: workspace /home/dev/shop matches exclude" in done.stderr, command
+        assert "parseable" not in done.stderr and "torn" not in done.stderr.replace("0 torn", ""), done.stderr
+
+
 def test_stored_sessions_are_reflagged_when_the_rules_change(stored: dict[str, str], root: Path) -> None:
     db = Path(stored["POSTRUN_DB"])
     connection = apsw.Connection(str(db))

@@ -10,7 +10,7 @@ session; a helper's transcript or the sidecar that cannot be read is that file's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,12 +62,20 @@ class SessionFiles:
         return None
 
 
-def read_session(location: SessionLocation, *, max_bytes: int, known: ByteLayout | None = None) -> SessionFiles:
+def read_session(
+    location: SessionLocation,
+    *,
+    max_bytes: int,
+    known: ByteLayout | None = None,
+    admit: Callable[[dict[str, Any] | None], None] | None = None,
+) -> SessionFiles:
     """Read and parse a session's files.
 
     ``known`` is the last pass's layout of the messages file (``TranscriptResume.layout``):
     when the file still begins its messages with those bytes, only what follows is parsed
-    (``SessionFiles.known``), the vault still gets the whole file.
+    (``SessionFiles.known``), the vault still gets the whole file. ``admit`` is given the
+    manifest (None: there is none) before any transcript is read, and may refuse the session
+    by raising (an excluded workspace): its transcripts are then never read.
 
     Raises ``SourceError`` when the messages file is missing or unusable, when either
     file is a symlink that leads outside the sessions root (never followed out of it) or
@@ -78,18 +86,14 @@ def read_session(location: SessionLocation, *, max_bytes: int, known: ByteLayout
     if messages_fingerprint is None:
         raise SourceError(str(location.messages), "no messages file")
     _refuse_outside(location, location.messages)
-    raw: list[RawFile] = []
-    try:
-        messages, cut = _read_messages(location, messages_fingerprint, max_bytes, raw, known)
-    except NotFound:
-        raise SourceError(str(location.messages), "no messages file") from None
-    source_files = [messages_fingerprint]
     manifest: dict[str, Any] | None = None
+    manifest_raw: list[RawFile] = []
+    source_files = [messages_fingerprint]
     manifest_fingerprint = stat_fingerprint(location.manifest)
     if manifest_fingerprint is not None:
         _refuse_outside(location, location.manifest)
         try:
-            parsed = _read(location, location.manifest, manifest_fingerprint, "manifest", max_bytes, raw)
+            parsed = _read(location, location.manifest, manifest_fingerprint, "manifest", max_bytes, manifest_raw)
         except NotFound:
             parsed = None  # removed between stat and read: as if it never existed
         else:
@@ -97,6 +101,14 @@ def read_session(location: SessionLocation, *, max_bytes: int, known: ByteLayout
                 raise SourceError(str(location.manifest), "wrong shape: top level: expected an object")
             manifest = parsed
             source_files.append(manifest_fingerprint)
+    if admit is not None:
+        admit(manifest)
+    raw: list[RawFile] = []
+    try:
+        messages, cut = _read_messages(location, messages_fingerprint, max_bytes, raw, known)
+    except NotFound:
+        raise SourceError(str(location.messages), "no messages file") from None
+    raw.extend(manifest_raw)  # in the order the vault has always had them: messages first
     helpers = tuple(
         side
         for name, path in helper_transcripts(location)
