@@ -16,7 +16,7 @@ from pathlib import Path
 
 import apsw
 
-from postrun.agents.cline import SessionLocation, Skipped, resolve_targets
+from postrun.agents.cline import MappingCache, SessionLocation, Skipped, resolve_targets
 from postrun.errors import NotRecorded, PostrunError, StoreError
 from postrun.ingest import (
     Ingester,
@@ -60,7 +60,11 @@ class CatchUpStopped(Exception):
 
 
 def committed_batches(
-    ingester: Ingester, locations: Sequence[SessionLocation], *, force: bool = False
+    ingester: Ingester,
+    locations: Sequence[SessionLocation],
+    *,
+    force: bool = False,
+    keep_cache: Callable[[str, MappingCache], None] | None = None,
 ) -> Generator[list[Result], None, None]:
     """Store every session of ``locations``, in order, many per transaction (``force``: forgotten
     ones too); yields the results of each transaction once it committed (no transaction is
@@ -69,7 +73,8 @@ def committed_batches(
 
     A session stored by someone else since the catch-up began (capture's live work between
     two batches, say) is read again before it is stored: what was mapped of it may be older
-    than what the store holds now.
+    than what the store holds now. ``keep_cache`` is given the mapping cache of each open
+    session stored that was mapped in line (one mapped in a process leaves none).
     """
     batch = _Batch(ingester.database, ingester.timer)
     position = 0  # of the next session to store
@@ -97,7 +102,7 @@ def committed_batches(
             for location, mapped, mapped_ms in results:
                 batch.open()
                 before = stored_before.pop(location.session_id, None)
-                batch.results.append(_store_mapped(ingester, location, mapped, mapped_ms, before, force))
+                batch.results.append(_store_mapped(ingester, location, mapped, mapped_ms, before, force, keep_cache))
                 if isinstance(mapped, Prepared):
                     batch.source_bytes += sum(f.size for f in mapped.mapped.source_files)
                 position += 1
@@ -141,6 +146,7 @@ def _store_mapped(
     mapped_ms: float,
     before: StoredState | None,
     force: bool,
+    keep_cache: Callable[[str, MappingCache], None] | None,
 ) -> Result:
     """Store what ``mapped_in_order`` gave (``before``: what the store held when the catch-up
     began); a session's own failure is kept as a result."""
@@ -158,8 +164,11 @@ def _store_mapped(
             # decisions follow the snapshot the store kept.
             files = read_admitted(location, ingester.rules)
             approvals = None if state is None else state.approvals
-            mapped, _ = prepare(files, approvals, StoredHelpers(ingester.database, session_id), ingester.rules)
+            prepared, cache = prepare(files, approvals, StoredHelpers(ingester.database, session_id), ingester.rules)
+            mapped = replace(prepared, cache=cache)
         outcome = ingester.store(location, mapped, started)
+        if keep_cache is not None and outcome.open and mapped.cache is not None:
+            keep_cache(session_id, mapped.cache)
         if forgotten:
             outcome = replace(outcome, revived=lift_tombstone(ingester.database, session_id))
         return outcome

@@ -94,12 +94,14 @@ class Prepared:
     """A session mapped, flagged and validated, with the raw files it was mapped from (for the vault).
 
     ``steps``, when a mapping process packed them, are the session's steps as the store writes
-    them; ``mapped.steps`` is then empty (the records are not sent twice).
+    them; ``mapped.steps`` is then empty (the records are not sent twice). ``cache``, when it
+    was mapped in line, is the mapping cache it left (a mapping process keeps none).
     """
 
     mapped: MappedSession
     raw: tuple[RawFile, ...]
     steps: tuple[StepWrite, ...] | None = None
+    cache: MappingCache | None = None
 
     def packed(self) -> Prepared:
         steps = tuple(step_write(row) for row in self.mapped.steps)
@@ -180,7 +182,8 @@ def map_location(location: SessionLocation, known: Known, helpers: Helpers, rule
     started = time.perf_counter()
     try:
         files = read_admitted(location, rules)
-        prepared: Prepared | PostrunError = prepare(files, known.approvals, helpers, rules)[0]
+        mapped, cache = prepare(files, known.approvals, helpers, rules)
+        prepared: Prepared | PostrunError = dataclasses.replace(mapped, cache=cache)
     except PostrunError as exc:
         prepared = exc
     except Exception as exc:  # noqa: BLE001 - one bad session never stops the others

@@ -11,10 +11,11 @@ it stopped, its mapping processes still running.
 from __future__ import annotations
 
 import contextlib
+from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from postrun.agents.cline import SessionLocation, session_fingerprint
+from postrun.agents.cline import MappingCache, SessionLocation, session_fingerprint
 from postrun.capture.freshness import FingerprintKey, fingerprint_key
 from postrun.catchup import CatchUpStopped, Result, committed_batches
 from postrun.errors import PostrunError
@@ -35,6 +36,7 @@ class StartupCatchUp:
         # The fingerprints each session had before the catch-up read it: what the book records.
         self._keys: dict[str, FingerprintKey] = {}
         self._open: list[str] = []  # the open sessions it stored, in order
+        self._kept: OrderedDict[str, MappingCache] = OrderedDict()  # the newest of their caches
 
     def run(self, session_ids: Sequence[str], pause: Callable[[], bool]) -> Iterator[tuple[str, JobResult]]:
         """Store ``session_ids`` in order (the catch-up under way goes on where it stopped),
@@ -69,7 +71,7 @@ class StartupCatchUp:
         """Abandon the catch-up under way (between two batches: nothing is left uncommitted);
         its mapping processes end."""
         batches, self._batches, self._ingester = self._batches, None, None
-        self._keys, self._open = {}, []
+        self._keys, self._open, self._kept = {}, [], OrderedDict()
         if batches is not None:
             with collector_paused():
                 batches.close()
@@ -77,13 +79,26 @@ class StartupCatchUp:
     def _warm_caches(self) -> None:
         """The mapping caches of the last open sessions stored, as many as the caches keep: an
         open session is likely to be written again soon, and its next ingest then parses only
-        what was added. (A mapping process cannot hand its caches back.)"""
+        what was added. The catch-up kept the caches of those it mapped in line; one mapped in
+        a process (which cannot hand its caches back) is mapped again here."""
         job = self.job
         for session_id in self._open[-job.caches.limit :] if job.caches.limit else ():
+            if job.caches.get(session_id) is not None:
+                continue  # a live ingest since the catch-up stored it left a newer one
+            cache = self._kept.get(session_id)
             try:
-                job.caches.put(session_id, job.ingester.mapping_cache(SessionLocation.in_root(job.root, session_id)))
+                if cache is None:
+                    cache = job.ingester.mapping_cache(SessionLocation.in_root(job.root, session_id))
             except Exception:  # noqa: BLE001 - only a cache: the next ingest reports what is wrong
                 continue
+            job.caches.put(session_id, cache)
+
+    def _keep(self, session_id: str, cache: MappingCache) -> None:
+        limit = self.job.caches.limit
+        self._kept[session_id] = cache
+        self._kept.move_to_end(session_id)
+        while len(self._kept) > limit:
+            self._kept.popitem(last=False)
 
     def _started(self, session_ids: Sequence[str]) -> Generator[list[Result], None, None]:
         if self._batches is not None and self._ingester is self.job.ingester:
@@ -95,7 +110,7 @@ class StartupCatchUp:
             key = book.seen_key(location.session_id)
             self._keys[location.session_id] = key if key is not None else _key_now(location)
         self._ingester = self.job.ingester
-        self._batches = committed_batches(self._ingester, locations)
+        self._batches = committed_batches(self._ingester, locations, keep_cache=self._keep)
         return self._batches
 
     def _reported(self, results: Sequence[Result]) -> Iterator[tuple[str, JobResult]]:

@@ -7,10 +7,12 @@ import shutil
 import time
 from collections.abc import Hashable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
 
+from postrun import mapper
 from postrun.agents.cline import MappingCache, SessionLocation
 from postrun.capture.book import SessionBook, plan_catch_up
 from postrun.capture.job import IngestJob, MappingCaches
@@ -132,6 +134,26 @@ def test_the_start_up_catch_up_leaves_the_open_sessions_mapping_caches(
         session_id: session.ended_at is None for session_id, session in stored.items()
     }
     assert stored[still_open].ended_at is None and stored[BASIC].ended_at is not None
+
+
+def test_a_start_up_catch_up_mapped_in_line_maps_each_session_once(
+    job: tuple[IngestJob, Host], root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The open sessions' caches are those their one mapping left: not made by mapping them again."""
+    ingest_job, _ = job
+    still_open = "1790000100000_plans"
+    shutil.copytree(FIXTURES / "cline/plan_act_resumed_open/data/sessions" / still_open, root / still_open)
+    mapped: list[str] = []
+    real = mapper.map_session
+
+    def counted(files: Any, *args: Any) -> Any:
+        mapped.append(files.location.session_id)
+        return real(files, *args)
+
+    monkeypatch.setattr(mapper, "map_session", counted)
+    assert len(list(ingest_job.startup.run([BASIC, still_open], lambda: False))) == 2
+    assert sorted(mapped) == [BASIC, still_open]
+    assert ingest_job.caches.get(still_open) is not None
 
 
 def test_torn_file_reported_once_per_change_and_store_untouched(
