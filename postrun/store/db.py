@@ -200,14 +200,16 @@ class Database:
         if not connection.getautocommit():
             # Inside a caller's transaction (a catch-up's batch): a savepoint, so this part is
             # all or nothing on its own and the rest of the transaction stays.
-            deferred = len(self._at_commit)
+            # What was held back when this part began: rolled back, the part also undoes what it
+            # ran of it (``run_deferred`` before a step is unindexed), which is then held again.
+            deferred = list(self._at_commit)
             connection.execute("SAVEPOINT part")
             self._savepoints += 1
             try:
                 yield connection
                 connection.execute("RELEASE part")
             except BaseException:
-                del self._at_commit[deferred:]
+                self._at_commit = deferred
                 if not connection.getautocommit():
                     connection.execute("ROLLBACK TO part; RELEASE part")
                 raise

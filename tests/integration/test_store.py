@@ -252,6 +252,26 @@ def test_a_long_batch_indexes_between_its_sessions_what_it_held_back(
     assert store_problems(db_path) == []
 
 
+def test_a_session_rolled_back_after_unindexing_keeps_the_others_index_rows(database: Database, db_path: Path) -> None:
+    """Changing a stored step writes what the batch held back first (the index must hold what it
+    unindexes); that session then failing must not take the other sessions' rows with it."""
+    other = "session-two"
+    store(database, [message_step(0, "oldtext", role="user", session_id=other)], session_id=other)
+    with database.transaction():
+        store(database, [message_step(0, "alpha", role="user"), message_step(1, "bravo")])
+        with pytest.raises(RuntimeError), database.transaction():
+            changed = [
+                message_step(0, "newtext", role="user", session_id=other),
+                message_step(1, "ghost", session_id=other),
+            ]
+            store(database, changed, session_id=other)
+            raise RuntimeError("this session fails after it changed a step")
+    assert [hit.step_id for hit in search(database, "alpha")] == ["msg_0#0"]
+    assert [hit.step_id for hit in search(database, "oldtext")] == ["msg_0#0"]
+    assert search(database, "ghost") == [] and search(database, "newtext") == []
+    assert store_problems(db_path) == []
+
+
 def test_a_transaction_rolled_back_whole_indexes_nothing_later(database: Database, db_path: Path) -> None:
     with pytest.raises(RuntimeError), database.transaction():
         store(database, [message_step(0, "vanishing", role="user")])
