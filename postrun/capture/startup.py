@@ -64,7 +64,9 @@ class StartupCatchUp:
                 yield from self._reported(results)
                 if any(isinstance(result, IngestOutcome) for result in results):
                     job.on_ingested()
-                if pause() or not job.check_store() or job.ingester is not self._ingester:
+                # Once every session is reported the catch-up runs on to its end (its processes
+                # end there), whatever is due: there is nothing left to resume it for.
+                if self._keys and (pause() or not job.check_store() or job.ingester is not self._ingester):
                     return
 
     def close(self) -> None:

@@ -12,17 +12,20 @@ from typing import Any
 import apsw
 import pytest
 
-from postrun import mapper
+from postrun import catchup, mapper
 from postrun.agents.cline import MappingCache, SessionLocation
 from postrun.capture.book import SessionBook, plan_catch_up
 from postrun.capture.job import IngestJob, MappingCaches
 from postrun.capture.scheduler import Due, Reason, Scheduler
 from postrun.ingest import IngestOutcome
+from postrun.mapper import Processes
 from postrun.store.db import Database
 from tests.conftest import FIXTURES
+from tests.reliability.kit import Synthetic, synthetic_id
 from tests.support.capture_process import read_store
 from tests.support.clock import FakeClock
 from tests.support.logs import LogLines, captured
+from tests.support.processes import mapping_processes
 
 BASIC = "1790000000000_basic"
 
@@ -154,6 +157,36 @@ def test_a_start_up_catch_up_mapped_in_line_maps_each_session_once(
     assert len(list(ingest_job.startup.run([BASIC, still_open], lambda: False))) == 2
     assert sorted(mapped) == [BASIC, still_open]
     assert ingest_job.caches.get(still_open) is not None
+
+
+def test_a_catch_up_that_gives_way_after_its_last_batch_still_ends_its_mapping_processes(
+    root: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Live work due just as the last batch commits: nothing is left to resume the catch-up for,
+    so it ends there, and so do its mapping processes."""
+    monkeypatch.setattr(catchup, "BATCH_SECONDS", 60.0)  # one batch
+    ids = []
+    for index in range(6):
+        session = Synthetic(synthetic_id(index), seed=index)
+        session.grow()
+        session.write(root)
+        ids.append(session.session_id)
+    job = IngestJob(
+        host=Host(),
+        root=root,
+        db_path=db_path,
+        database=Database.open(db_path),
+        max_bytes=2**26,
+        book=SessionBook(),
+        caches=MappingCaches(FakeClock()),
+        logger=logging.getLogger("postrun.test.job"),
+        mapping_processes=Processes(2, from_sessions=4),
+    )
+    try:
+        assert len(list(job.startup.run(ids, lambda: True))) == len(ids)
+        assert mapping_processes() == []
+    finally:
+        job.close()
 
 
 def test_torn_file_reported_once_per_change_and_store_untouched(
