@@ -15,7 +15,7 @@ from typing import Literal
 
 from postrun.review.argv import base, git_command, positionals, short_flags, unwrapped
 from postrun.review.path_rules import is_sensitive_path
-from postrun.review.shell import Command
+from postrun.review.shell import SHELLS, Command
 from postrun.text import one_line
 
 Severity = Literal["info", "warn", "danger"]
@@ -23,7 +23,6 @@ QUOTED_CHARS = 120  # the most of a matched part a flag's reason quotes
 
 # Deleting these is routine: build output and caches a build recreates.
 ROUTINE_OUTPUT = frozenset({"node_modules", "dist", "build", ".venv", "target", "__pycache__"})
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "fish"})
 _SOURCING = frozenset({"eval", "source", "."})
 _INTERPRETER = re.compile(r"(?:python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|perl|ruby|php)")
 _DOWNLOADERS = frozenset({"curl", "wget", "fetch", "http", "https", "aria2c"})
@@ -107,7 +106,7 @@ def _git_subcommand(
 
 def _runs_code(argv: tuple[str, ...]) -> bool:
     name = base(argv[0]) if argv else ""
-    return name in _SHELLS or name in _SOURCING or bool(_INTERPRETER.fullmatch(name))
+    return name in SHELLS or name in _SOURCING or bool(_INTERPRETER.fullmatch(name))
 
 
 def _reads_stdin(argv: tuple[str, ...]) -> bool:
@@ -130,7 +129,7 @@ def _download_to_shell(command: Command, argv: tuple[str, ...]) -> str | None:
     if download is None and command.substituted:
         name = base(argv[0])
         executes = (
-            name in _SHELLS or name in _SOURCING or any(arg.startswith("<(") or arg in ("-c", "-e") for arg in argv[1:])
+            name in SHELLS or name in _SOURCING or any(arg.startswith("<(") or arg in ("-c", "-e") for arg in argv[1:])
         )
         download = _downloads(command.substituted) if executes else None
     if download is None:

@@ -22,7 +22,7 @@ import tree_sitter_bash
 
 # `bash -c "bash -c '…'"` nests; past this depth the inner text is left as words.
 _MAX_DEPTH = 4
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "fish"})
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "fish"})  # programs that run shell text
 _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 # A line of only these characters (no quote, escape, expansion, glob, operator or comment) is
@@ -179,7 +179,7 @@ def _inline_script(command: Command) -> str | None:
     argv = command.argv
     if command.name == "eval":
         return " ".join(argv[1:]) or None
-    if command.name not in _SHELLS:
+    if command.name not in SHELLS:
         return None
     for index, word in enumerate(argv[1:], start=1):
         if not word.startswith("-") or word.startswith("--"):
