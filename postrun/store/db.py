@@ -222,7 +222,6 @@ class Database:
             return
         connection.execute("BEGIN IMMEDIATE")
         self._transaction_open = True
-        self._savepoints = 0
         try:
             yield connection
             self.run_deferred()
