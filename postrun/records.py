@@ -130,6 +130,10 @@ class MappedSession:
     # Files of the session that could not be used this time (a torn helper transcript):
     # what the store holds of them is carried over as it is.
     unread: tuple[SourceError, ...] = ()
+    # What each read step's read returned (step id -> text), which the agent sent to its model:
+    # the flagger scans it for secrets (the read step gets ``secret_in_output`` with the masked
+    # match) and drops it; it is never stored, and a step without an entry is simply not scanned.
+    read_texts: dict[str, str] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
