@@ -134,6 +134,9 @@ class MappedSession:
     # the flagger scans it for secrets (the read step gets ``secret_in_output`` with the masked
     # match) and drops it; it is never stored, and a step without an entry is simply not scanned.
     read_texts: dict[str, str] = field(default_factory=dict)
+    # Source files whose last line was not complete yet (an agent caught writing it): what
+    # came before it was mapped; that line is read again at the next change.
+    incomplete: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:

@@ -1,0 +1,170 @@
+"""Read one session's files: the transcript, its sub-agents' transcripts and sidecars, and
+the large tool outputs Claude Code saved beside them.
+
+Transcripts only grow, so each is read from where the last read stopped (``Mark``, kept
+by the mapping cache): only the new bytes, after checking the last bytes before them.
+Each file is fingerprinted before it is read, so a fingerprint never claims newer content
+than what was parsed. The main transcript makes or breaks the session; a sub-agent's file
+that cannot be read is that file's failure alone. Files read whole are handed on as read
+(``SessionFiles.raw``), for the vault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from postrun.agents.claude_code.locate import (
+    OUTSIDE_ROOT,
+    SessionLocation,
+    leads_outside,
+    subagent_files,
+    tool_result_files,
+)
+from postrun.appendonly import Appended, Mark, read_appended
+from postrun.errors import NotFound, SourceError
+from postrun.jsonio import parse_json, read_bytes, stat_fingerprint
+from postrun.records import RawFile, SourceFile
+
+
+@dataclass(frozen=True, slots=True)
+class Subagent:
+    """A sub-agent's transcript and sidecar as read (``transcript`` None: see ``error``)."""
+
+    actor_id: str  # ``agent-<id>``, the transcript's stem
+    path: Path
+    transcript: Appended | None
+    meta: dict[str, Any] | None  # None when there is none (or it is not an object)
+    error: SourceError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFiles:
+    """What one read of a session gave, with the fingerprints seen before each file was read."""
+
+    location: SessionLocation
+    main: Appended
+    subagents: tuple[Subagent, ...] = ()
+    source_files: tuple[SourceFile, ...] = ()  # every file the session was read from, main first
+    raw: tuple[RawFile, ...] = ()  # the bytes of each file read whole, for the vault
+
+
+@dataclass(frozen=True, slots=True)
+class ReadFrom:
+    """What the last read of a session knew: where each transcript was used up to, and the
+    fingerprints of the files it read whole (unchanged ones are not read again)."""
+
+    marks: Mapping[str, Mark]  # by path
+    seen: Mapping[str, SourceFile]  # by path
+
+
+NOTHING_READ = ReadFrom({}, {})
+
+
+def read_session(location: SessionLocation, *, max_bytes: int, since: ReadFrom = NOTHING_READ) -> SessionFiles:
+    """Read a session's files, each transcript from its mark in ``since``.
+
+    Raises ``SourceError`` when the transcript is missing, unusable or a symlink that leads
+    outside the projects root (never followed out of it).
+    """
+    transcript = location.transcript
+    where = str(transcript)
+    if stat_fingerprint(transcript) is None:
+        raise SourceError(where, "no transcript file")
+    if leads_outside(transcript, location):
+        raise SourceError(where, OUTSIDE_ROOT)
+    try:
+        main = read_appended(transcript, since.marks.get(where), max_bytes=max_bytes)
+    except NotFound:
+        raise SourceError(where, "no transcript file") from None
+    raw: list[RawFile] = []
+    fingerprints = [main.fingerprint]
+    _keep_whole(location, main, raw)
+    subagents = []
+    for actor_id, path, meta_path in subagent_files(location):
+        subagent = _read_subagent(location, actor_id, path, meta_path, max_bytes, since, raw, fingerprints)
+        if subagent is not None:
+            subagents.append(subagent)
+    for path in tool_result_files(location):
+        _read_side(location, path, max_bytes, since, raw, fingerprints)
+    return SessionFiles(location, main, tuple(subagents), tuple(fingerprints), tuple(raw))
+
+
+def _keep_whole(location: SessionLocation, read: Appended, raw: list[RawFile]) -> None:
+    if read.start == 0:
+        raw.append(RawFile(location.relative(Path(read.fingerprint.path)), read.data, read.fingerprint))
+
+
+def _read_subagent(
+    location: SessionLocation,
+    actor_id: str,
+    path: Path,
+    meta_path: Path,
+    max_bytes: int,
+    since: ReadFrom,
+    raw: list[RawFile],
+    fingerprints: list[SourceFile],
+) -> Subagent | None:
+    """A sub-agent as read, or its failure; None when its file is gone."""
+    meta = _read_meta(location, meta_path, max_bytes, since, raw, fingerprints)
+    try:
+        if leads_outside(path, location):
+            raise SourceError(str(path), OUTSIDE_ROOT)
+        transcript = read_appended(path, since.marks.get(str(path)), max_bytes=max_bytes)
+    except NotFound:
+        return None
+    except SourceError as exc:
+        return Subagent(actor_id, path, None, meta, exc)
+    fingerprints.append(transcript.fingerprint)
+    _keep_whole(location, transcript, raw)
+    return Subagent(actor_id, path, transcript, meta)
+
+
+def _read_meta(
+    location: SessionLocation,
+    path: Path,
+    max_bytes: int,
+    since: ReadFrom,
+    raw: list[RawFile],
+    fingerprints: list[SourceFile],
+) -> dict[str, Any] | None:
+    """A sub-agent's sidecar; None when there is none or it cannot be used (Claude Code
+    replaces it whole, so a bad one is not a torn one: the sub-agent is kept without it)."""
+    data = _read_side(location, path, max_bytes, since, raw, fingerprints, always=True)
+    if data is None:
+        return None
+    try:
+        meta = parse_json(data, str(path), "meta")
+    except SourceError:
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def _read_side(
+    location: SessionLocation,
+    path: Path,
+    max_bytes: int,
+    since: ReadFrom,
+    raw: list[RawFile],
+    fingerprints: list[SourceFile],
+    *,
+    always: bool = False,
+) -> bytes | None:
+    """A small file read whole: for the vault when it is new or changed since the last read,
+    and its bytes when ``always`` (they are needed every time). None when missing or unusable."""
+    try:
+        fingerprint = stat_fingerprint(path)
+        if fingerprint is None or leads_outside(path, location):
+            return None
+        if not always and since.seen.get(str(path)) == fingerprint:
+            fingerprints.append(fingerprint)
+            return None
+        data = read_bytes(path, max_bytes=max_bytes)
+    except (NotFound, SourceError):
+        return None
+    fingerprints.append(fingerprint)
+    if since.seen.get(str(path)) != fingerprint:
+        raw.append(RawFile(location.relative(path), data, fingerprint))
+    return data

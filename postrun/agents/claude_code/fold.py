@@ -1,0 +1,363 @@
+"""A transcript folded record by record: the state after a prefix of the file, extended by
+the records that follow it. Claude Code only appends, so a live transcript is folded once:
+each ingest folds only the new lines, onto the state the last one left (``Fold``).
+
+A fold's entries are the transcript's steps in file order (a line's blocks in order). A
+``tool_result`` completes the entry of its earlier ``tool_use``; every other record only
+adds. The main transcript's fold also opens turns (each prompt) and segments (each
+invocation: the first timestamped record after a ``cost-state``), and keeps the session's
+times, usage (per API response, ``message.id``) and last reported cost.
+
+A ``Fold`` is never changed once made: folding more copies its lists first, so the state an
+earlier ingest left stays valid whatever happens to the next one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from postrun.agents.claude_code.results import MISSING, Call, Result
+from postrun.agents.claude_code.text import has_tool_results, is_prompt, text_field, text_of, timestamp
+from postrun.agents.claude_code.tools import read_text
+from postrun.records import StepRow
+
+ROOT_ACTOR = "root"
+Usage = tuple[int, int, int, int]  # input, output, cache read, cache creation tokens
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+_NO_USAGE: Usage = (0, 0, 0, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: str
+    text: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """An assistant block of a kind without a step type of its own (kept as it is)."""
+
+    block: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One step of a transcript: what it is, where it was written, and its row once built.
+
+    ``row`` is the step as the last mapping placed it; ``built`` is what it was built under
+    (whether its process had ended, the actor it spawned, the session's start for a step
+    without a time of its own), so the mapping builds it again only when one changed.
+    """
+
+    id: str
+    body: Message | Block | Call
+    at: str | None
+    turn: int  # main transcript: the turn it is in (0: before the first prompt); sub-agents: 0
+    segment: int
+    row: StepRow | None = None
+    built: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Fold:
+    """The state after folding a transcript's first ``end`` bytes."""
+
+    actor_id: str
+    main: bool
+    end: int = 0
+    entries: list[Entry] = field(default_factory=list)
+    calls: dict[str, int] = field(default_factory=dict)  # tool_use id -> its entry
+    ids: dict[str, int] = field(default_factory=dict)  # step ids used -> how often (to keep them unique)
+    turns: list[dict[str, Any]] = field(default_factory=list)  # opened turns (main), without step ids
+    segments: list[dict[str, Any]] = field(default_factory=lambda: [{"index": 0, "start_reason": "start"}])
+    usage: dict[str, Usage | None] = field(default_factory=dict)  # message.id -> its last usage
+    tokens: Usage = _NO_USAGE  # the sum of ``usage``
+    cost_usd: float | None = None  # the last ``cost-state``'s total
+    last_is_cost: bool = False  # the last record is a ``cost-state`` (the invocation exited)
+    after_cost: bool = False  # a ``cost-state`` came, and no timestamped record since
+    earliest: tuple[datetime, str] | None = None
+    latest: tuple[datetime, str] | None = None
+    last_at: str | None = None  # the last timestamp (a step without one takes it)
+    version: str | None = None  # of the first message record
+    cwd: str | None = None  # of the first ``user`` line
+    branch: str | None = None  # of the first ``user`` line
+    model: str | None = None  # of the last model-written assistant line
+    prompt_id: str | None = None  # of the first line that has one (a sub-agent's placement)
+    read_texts: dict[str, str] = field(default_factory=dict)  # step id -> what a Read returned
+    skipped: int = 0  # lines that are not JSON objects
+
+    def with_rows(self, changed: dict[int, Entry]) -> Fold:
+        """This fold with some entries built again (their rows set)."""
+        if not changed:
+            return self
+        entries = list(self.entries)
+        for index, entry in changed.items():
+            entries[index] = entry
+        return replace(self, entries=entries)
+
+
+def fold_records(fold: Fold, records: Iterable[tuple[int, dict[str, Any]]], end: int, skipped: int = 0) -> Fold:
+    """``fold`` extended by ``records`` (offset, object), which end at byte ``end``."""
+    work = _Work(fold)
+    for offset, record in records:
+        work.take(offset, record)
+    return work.done(end, skipped)
+
+
+class _Work:
+    """A fold being extended: copies of the fold's containers, changed record by record."""
+
+    def __init__(self, fold: Fold) -> None:
+        self.fold = fold
+        self.entries = list(fold.entries)
+        self.calls = dict(fold.calls)
+        self.ids = dict(fold.ids)
+        self.turns = list(fold.turns)
+        self.segments = [dict(segment) for segment in fold.segments]
+        self.usage = dict(fold.usage)
+        self.tokens = list(fold.tokens)
+        self.read_texts = dict(fold.read_texts)
+        self.facts: dict[str, Any] = {
+            name: getattr(fold, name)
+            for name in (
+                "cost_usd",
+                "last_is_cost",
+                "after_cost",
+                "earliest",
+                "latest",
+                "last_at",
+                "version",
+                "cwd",
+                "branch",
+                "model",
+                "prompt_id",
+            )
+        }
+        self.prefix = "" if fold.main else f"{fold.actor_id}/"
+
+    def done(self, end: int, skipped: int) -> Fold:
+        tokens: Usage = (self.tokens[0], self.tokens[1], self.tokens[2], self.tokens[3])
+        return replace(
+            self.fold,
+            end=end,
+            entries=self.entries,
+            calls=self.calls,
+            ids=self.ids,
+            turns=self.turns,
+            segments=self.segments,
+            usage=self.usage,
+            tokens=tokens,
+            read_texts=self.read_texts,
+            skipped=self.fold.skipped + skipped,
+            **self.facts,
+        )
+
+    # -- records ------------------------------------------------------------------------
+
+    def take(self, offset: int, record: dict[str, Any]) -> None:
+        kind = record.get("type")
+        facts = self.facts
+        if kind == "cost-state":
+            if self.fold.main:
+                self._cost_state(record)
+            return
+        facts["last_is_cost"] = False
+        at = timestamp(record)
+        if at is not None:
+            self._time(at)
+        if kind in ("user", "assistant", "attachment", "system"):
+            if facts["version"] is None:
+                facts["version"] = text_field(record.get("version"))
+            if facts["prompt_id"] is None:
+                facts["prompt_id"] = text_field(record.get("promptId"))
+        if kind == "user":
+            self._user(offset, record, at)
+        elif kind == "assistant":
+            self._assistant(offset, record, at)
+        # Every other kind (requests replayed, attachments, queue operations, modes, ...) adds no step.
+
+    def _time(self, at: str) -> None:
+        facts = self.facts
+        if facts["after_cost"]:
+            # The first timestamped record after a ``cost-state``: the next invocation (a resume).
+            self.segments[-1]["ended_at"] = self.segments[-1].get("last_at")
+            self.segments.append({"index": len(self.segments), "start_reason": "resume", "started_at": at})
+            facts["after_cost"] = False
+        self.segments[-1]["last_at"] = at
+        facts["last_at"] = at
+        moment = _instant(at)
+        if moment is None:
+            return
+        if facts["earliest"] is None or moment < facts["earliest"][0]:
+            facts["earliest"] = (moment, at)
+        if facts["latest"] is None or moment > facts["latest"][0]:
+            facts["latest"] = (moment, at)
+
+    def _cost_state(self, record: dict[str, Any]) -> None:
+        cost = record.get("totalCostUSD")
+        if type(cost) in (int, float) and math.isfinite(cost) and cost >= 0:
+            # Cumulative for the whole session, across resumes: the last one is the total.
+            self.facts["cost_usd"] = float(cost)
+        self.facts["last_is_cost"] = True
+        self.facts["after_cost"] = True
+
+    def _user(self, offset: int, record: dict[str, Any], at: str | None) -> None:
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        facts = self.facts
+        if facts["cwd"] is None and self.fold.main:
+            facts["cwd"] = text_field(record.get("cwd"))
+            facts["branch"] = text_field(record.get("gitBranch"))
+        line_id = self._line_id(record, offset)
+        if has_tool_results(content):
+            blocks = [block for block in content if isinstance(block, dict)]
+            answers = [block for block in blocks if block.get("type") == "tool_result"]
+            alone = len(answers) == 1  # the line's own fields speak of its one result
+            for block in answers:
+                self._answer(block, record if alone else None)
+            text = text_of(blocks)
+            if text is not None:
+                self._add(line_id, Message("system", text), at)
+            return
+        text = text_of(content)
+        if text is None and not isinstance(content, (str, list)):
+            return
+        if self.fold.main and is_prompt(record, text):
+            turn = len(self.turns) + 1
+            opened: dict[str, Any] = {"id": f"turn:{turn}", "index": turn, "segment_index": len(self.segments) - 1}
+            prompt_id = text_field(record.get("promptId"))
+            if prompt_id is not None:
+                opened["prompt_id"] = prompt_id
+            opened["mode"] = "plan" if record.get("permissionMode") == "plan" else "act"
+            opened["at"] = at
+            self.turns.append(opened)
+            self._add(line_id, Message("user", text), at)
+        else:
+            # Injected by Claude Code (a notice, a summary, a command's output), or in a
+            # sub-agent's transcript the prompt its parent wrote.
+            self._add(line_id, Message("system", text), at)
+
+    def _assistant(self, offset: int, record: dict[str, Any], at: str | None) -> None:
+        message = record.get("message")
+        if not isinstance(message, dict):
+            return
+        self._usage(message)
+        model = text_field(message.get("model"))
+        if model is not None and model != "<synthetic>":
+            self.facts["model"] = model
+        content = message.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        if not isinstance(content, list):
+            return
+        line_id = self._line_id(record, offset)
+        cwd = text_field(record.get("cwd"))
+        run: list[str] = []  # consecutive text (or thinking) blocks make one step
+        run_role = ""
+        first = True
+        for index, block in enumerate(content):
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            role = "assistant" if kind == "text" else "thinking" if kind == "thinking" else ""
+            text = block.get("text" if kind == "text" else "thinking")
+            if role and isinstance(text, str):
+                if run and role != run_role:
+                    first = self._message_run(line_id, first, index, run_role, run, at)
+                run.append(text)
+                run_role = role
+                continue
+            if run:
+                first = self._message_run(line_id, first, index, run_role, run, at)
+            if kind == "tool_use":
+                self._call(block, line_id, index, cwd, at)
+            elif isinstance(kind, str) and kind:
+                self._add(line_id if first else f"{line_id}#{index}", Block(block), at)
+                first = False
+        if run:
+            self._message_run(line_id, first, len(content), run_role, run, at)
+
+    def _message_run(self, line_id: str, first: bool, index: int, role: str, run: list[str], at: str | None) -> bool:
+        """One message step of the run of blocks before ``index``; the line's first takes its id."""
+        self._add(line_id if first else f"{line_id}#{index - len(run)}", Message(role, "\n".join(run)), at)
+        run.clear()
+        return False
+
+    def _usage(self, message: dict[str, Any]) -> None:
+        message_id = message.get("id")
+        if not isinstance(message_id, str) or not message_id:
+            return
+        found = message.get("usage")
+        usage: Usage | None = None
+        if isinstance(found, dict):
+            counts = [found.get(key) for key in _USAGE_KEYS]
+            usage = tuple(count if type(count) is int and count >= 0 else 0 for count in counts)  # type: ignore[assignment]
+        old = self.usage.get(message_id)
+        # Every line of one API response carries its usage: the last line's counts, once.
+        self.usage[message_id] = usage
+        for position in range(4):
+            self.tokens[position] += (usage or _NO_USAGE)[position] - (old or _NO_USAGE)[position]
+
+    def _call(self, block: dict[str, Any], line_id: str, index: int, cwd: str | None, at: str | None) -> None:
+        tool_id = block.get("id")
+        name = block.get("name")
+        base = tool_id if isinstance(tool_id, str) and tool_id else f"{line_id}#{index}"
+        step_id = self._unique(self.prefix + base)
+        call = Call(step_id, base, name if isinstance(name, str) and name else "unknown", block.get("input"), cwd)
+        self.calls[base] = len(self.entries)
+        self._append(Entry(step_id, call, at, len(self.turns), len(self.segments) - 1))
+
+    def _answer(self, block: dict[str, Any], line: dict[str, Any] | None) -> None:
+        tool_id = block.get("tool_use_id")
+        index = self.calls.get(tool_id) if isinstance(tool_id, str) else None
+        if index is None:
+            return  # an answer to a call this transcript does not hold
+        entry = self.entries[index]
+        call = entry.body
+        if not isinstance(call, Call) or call.result is not None:
+            return  # the first answer counts
+        if line is None:
+            result = Result(block)
+        else:
+            result = Result(
+                block,
+                line.get("toolUseResult", MISSING),
+                line.get("permissionDecision", MISSING),
+                line.get("toolDenialKind", MISSING),
+            )
+        answered = replace(call, result=result)
+        self.entries[index] = replace(entry, body=answered, row=None, built=())
+        text = read_text(answered)
+        if text is not None:
+            self.read_texts[entry.id] = text
+
+    # -- steps --------------------------------------------------------------------------
+
+    def _line_id(self, record: dict[str, Any], offset: int) -> str:
+        uuid = text_field(record.get("uuid"))
+        return uuid if uuid is not None else f"@{offset}"  # the line's place: stable, the file only grows
+
+    def _unique(self, step_id: str) -> str:
+        seen = self.ids.get(step_id, 0)
+        self.ids[step_id] = seen + 1
+        return step_id if seen == 0 else f"{step_id}#{seen + 1}"
+
+    def _add(self, base: str, body: Message | Block, at: str | None) -> None:
+        step_id = self._unique(self.prefix + base)
+        self._append(Entry(step_id, body, at, len(self.turns), len(self.segments) - 1))
+
+    def _append(self, entry: Entry) -> None:
+        if entry.at is None:
+            entry = replace(entry, at=self.facts["last_at"])
+        self.entries.append(entry)
+
+
+def _instant(at: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(at)
+    except ValueError:
+        return None

@@ -1,0 +1,329 @@
+"""A Claude Code session's files as v1.2 records: pure, and incremental.
+
+Each transcript is folded (``fold``) from where the last mapping stopped: only its new
+lines are parsed and folded. The steps are then placed (``place``) and each is built as a
+``StepRow`` only when it is new or something it depends on changed (a result came, the
+call's process ended, its sub-agent got linked); a step that only moved gets its new
+``seq`` (a background sub-agent's steps go in before the main agent's later ones). With or
+without a cache, the result is the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from postrun.agents.claude_code.files import ReadFrom, SessionFiles
+from postrun.agents.claude_code.fold import ROOT_ACTOR, Block, Entry, Fold, Message, Usage, fold_records
+from postrun.agents.claude_code.place import Placed, plan
+from postrun.agents.claude_code.results import Call
+from postrun.agents.claude_code.tools import call_step
+from postrun.appendonly import Appended, Mark
+from postrun.errors import SourceError
+from postrun.jsonl import parse_lines
+from postrun.records import MappedSession, SessionExtras, StepRow, StoredActor
+from postrun.timestamps import utc_iso
+
+AGENT = "claude-code"
+_CHANNELS = ("conversation",)
+
+
+@dataclass(frozen=True, slots=True)
+class MappingCache:
+    """What the next ``map_session`` of the same session may reuse (keep it in memory only).
+
+    ``since`` is what the next ``read_session`` reads from: each transcript's mark, where
+    its fold stopped.
+    """
+
+    main: Fold
+    subagents: Mapping[str, Fold]
+    since: ReadFrom
+
+
+def read_from(cache: MappingCache | None) -> ReadFrom:
+    """Where a read of the session may start, given the last mapping's cache."""
+    return cache.since if cache is not None else ReadFrom({}, {})
+
+
+_NOTHING_KEPT: Mapping[str, StoredActor] = {}
+
+
+def map_session(
+    files: SessionFiles,
+    previous: MappingCache | None = None,
+    kept: Mapping[str, StoredActor] = _NOTHING_KEPT,
+) -> tuple[MappedSession, MappingCache]:
+    """Map a session's files, its sub-agents' included, to v1.2 records.
+
+    ``previous`` is the cache the last call for this session returned (``files`` must have
+    been read from ``read_from(previous)``); ``kept`` is what the store holds of each
+    sub-agent actor, used only for one whose transcript cannot be read this time.
+    """
+    marks: dict[str, Mark] = {}
+    incomplete: list[str] = []
+    main = _advance(previous.main if previous else None, files.main, ROOT_ACTOR, marks, incomplete)
+    subagents: dict[str, Fold] = {}
+    unread: list[SourceError] = []
+    unread_names: list[str] = []
+    metas: dict[str, dict[str, Any] | None] = {}
+    for subagent in files.subagents:
+        last = previous.subagents.get(subagent.actor_id) if previous is not None else None
+        metas[subagent.actor_id] = subagent.meta
+        if subagent.transcript is None:
+            if subagent.error is not None:
+                unread.append(subagent.error)
+            if last is not None:
+                subagents[subagent.actor_id] = last  # as it was folded before: still its latest
+            elif subagent.actor_id in kept:
+                unread_names.append(subagent.actor_id)
+            continue
+        subagents[subagent.actor_id] = _advance(last, subagent.transcript, subagent.actor_id, marks, incomplete)
+    session_id = files.location.session_id
+    started_at = _started_at(main, files.main)
+    placed = plan(main, subagents, metas)
+    rows, rebuilt = _rows(session_id, placed.order, len(main.segments) - 1, started_at)
+    # A sub-agent whose transcript cannot be read now: its steps as the store holds them, at the end.
+    kept_rows = [row for name in unread_names for row in kept[name].steps]
+    rows.extend(row.with_fields(seq=len(rows) + position) for position, row in enumerate(kept_rows))
+    main = main.with_rows(rebuilt.get(ROOT_ACTOR, {}))
+    subagents = {name: fold.with_rows(rebuilt.get(name, {})) for name, fold in subagents.items()}
+    transcripts = [files.main.fingerprint.path, *(str(sub.path) for sub in files.subagents if sub.actor_id in subagents)]
+    actors = [{"id": ROOT_ACTOR, "type": "root", "label": AGENT}]
+    for name in sorted([*subagents, *unread_names]):
+        actors.append(_actor(name, placed.parents.get(name, ROOT_ACTOR), metas.get(name)))
+    read_texts: dict[str, str] = dict(main.read_texts)
+    for fold in subagents.values():
+        read_texts.update(fold.read_texts)
+    mapped = MappedSession(
+        agent=AGENT,
+        session=_session(files, main, subagents, started_at),
+        segments=_segments(main, started_at, transcripts),
+        actors=actors,
+        turns=_turns(session_id, main, rows, started_at),
+        steps=rows,
+        extras=SessionExtras(model=main.model, git_branch=main.branch),
+        source_files=files.source_files,
+        unread=tuple(unread),
+        read_texts=read_texts,
+        incomplete=tuple(incomplete),
+    )
+    seen = {fingerprint.path: fingerprint for fingerprint in files.source_files if fingerprint.path not in marks}
+    return mapped, MappingCache(main, subagents, ReadFrom(marks, seen))
+
+
+def _advance(last: Fold | None, read: Appended, actor_id: str, marks: dict[str, Mark], incomplete: list[str]) -> Fold:
+    """``last`` extended by the new bytes of ``read`` (a fresh fold when it was read whole)."""
+    if read.start == 0 or last is None:
+        if read.start != 0:
+            raise ValueError(f"{read.fingerprint.path}: read from {read.start}, but no fold to extend")
+        base = Fold(actor_id, actor_id == ROOT_ACTOR)
+    elif last.end != read.start:
+        raise ValueError(f"{read.fingerprint.path}: read from {read.start}, folded up to {last.end}")
+    else:
+        base = last
+    lines = parse_lines(read.new, read.start)
+    marks[read.fingerprint.path] = read.mark(lines.end)
+    if lines.incomplete:
+        incomplete.append(read.fingerprint.path)
+    if not lines.records and lines.end == base.end and not lines.skipped:
+        return base
+    return fold_records(base, lines.records, lines.end, lines.skipped)
+
+
+def _started_at(main: Fold, read: Appended) -> str:
+    """The earliest timestamp of the main transcript, else (none yet) the file's mtime."""
+    if main.earliest is not None:
+        return main.earliest[1]
+    moment = datetime.fromtimestamp(read.fingerprint.mtime_ns / 1e9, UTC)
+    return utc_iso(moment)
+
+
+def _rows(
+    session_id: str, order: list[Placed], last_segment: int, started_at: str
+) -> tuple[list[StepRow], dict[str, dict[int, Entry]]]:
+    """Every placed entry's row, in order, and the entries built again (by actor, by index)."""
+    rows: list[StepRow] = []
+    rebuilt: dict[str, dict[int, Entry]] = {}
+    for seq, placed in enumerate(order):
+        entry = placed.entry
+        body = entry.body
+        closed = isinstance(body, Call) and body.result is None and placed.segment < last_segment
+        at = entry.at if entry.at is not None else started_at
+        built = (closed, placed.spawned, at)
+        row = entry.row
+        if row is None or entry.built != built:
+            row = StepRow.build(_record(session_id, placed, seq, at, closed))
+            rebuilt.setdefault(placed.actor_id, {})[placed.index] = Entry(
+                entry.id, body, entry.at, entry.turn, entry.segment, row, built
+            )
+        else:
+            record = row.record
+            if record["seq"] != seq or record["turn_id"] != placed.turn_id or record["segment_index"] != placed.segment:
+                row = row.with_fields(seq=seq, turn_id=placed.turn_id, segment_index=placed.segment)
+        rows.append(row)
+    return rows, rebuilt
+
+
+def _record(session_id: str, placed: Placed, seq: int, at: str, closed: bool) -> dict[str, Any]:
+    entry = placed.entry
+    body = entry.body
+    record: dict[str, Any] = {
+        "id": entry.id,
+        "session_id": session_id,
+        "segment_index": placed.segment,
+        "turn_id": placed.turn_id,
+        "actor_id": placed.actor_id,
+        "seq": seq,
+        "at": at,
+    }
+    if isinstance(body, Call):
+        step = call_step(body, closed=closed, spawned=placed.spawned)
+        record.update(
+            type=step.type,
+            decision=step.decision,
+            outcome=step.outcome,
+            content_status=step.content_status,
+            payload=step.payload,
+        )
+        if step.error is not None:
+            record["error"] = step.error
+    elif isinstance(body, Message):
+        payload: dict[str, Any] = {"role": body.role}
+        if body.text is not None:
+            payload["text"] = body.text
+        record.update(type="message", decision="n/a", outcome="ok", content_status="inline", payload=payload)
+    else:
+        assert isinstance(body, Block)
+        payload = {"tool_name": f"block:{body.block.get('type')}", "raw": {"block": body.block}}
+        record.update(type="other", decision="n/a", outcome="ok", content_status="inline", payload=payload)
+    record["channels"] = list(_CHANNELS)
+    record["flags"] = []
+    return record
+
+
+def _actor(actor_id: str, parent_id: str, meta: dict[str, Any] | None) -> dict[str, Any]:
+    actor: dict[str, Any] = {"id": actor_id, "type": "subagent", "parent_id": parent_id}
+    label = meta.get("description") if meta is not None else None
+    if isinstance(label, str) and label:
+        actor["label"] = label
+    return actor
+
+
+def _session(files: SessionFiles, main: Fold, subagents: Mapping[str, Fold], started_at: str) -> dict[str, Any]:
+    session: dict[str, Any] = {
+        "id": files.location.session_id,
+        "agent": {"kind": AGENT, "version": main.version or "unknown"},
+        "workspace": {"root": main.cwd or ""},
+        "started_at": started_at,
+        "source": str(files.location.source),
+    }
+    # Claude Code writes no end: a last record that is a ``cost-state`` is an invocation that exited.
+    if main.last_is_cost and main.latest is not None:
+        session["ended_at"] = main.latest[1]
+    metrics = _metrics(main, subagents)
+    if metrics is not None:
+        session["metrics"] = metrics
+    return session
+
+
+def _metrics(main: Fold, subagents: Mapping[str, Fold]) -> dict[str, Any] | None:
+    """Usage once per API response over every transcript; cost as the last ``cost-state`` said."""
+    folds = [main, *(subagents[name] for name in sorted(subagents))]
+    requests, tokens = _usage(folds)
+    if requests == 0 and main.cost_usd is None:
+        return None
+    return {
+        "cost_usd": main.cost_usd if main.cost_usd is not None else 0.0,
+        "api_requests": requests,
+        "tokens": {"input": tokens[0], "output": tokens[1], "cache_read": tokens[2], "cache_creation": tokens[3]},
+    }
+
+
+def _usage(folds: list[Fold]) -> tuple[int, Usage]:
+    """(API responses, tokens) of the transcripts together: each fold's own sums, unless one
+    response is recorded in two of them (it then counts once, with the later one's usage)."""
+    if len(folds) > 1:
+        seen: set[str] = set()
+        for fold in folds:
+            if not seen.isdisjoint(fold.usage):
+                return _union(folds)
+            seen.update(fold.usage)
+    tokens: Usage = (0, 0, 0, 0)
+    for fold in folds:
+        tokens = _sum(tokens, fold.tokens)
+    return sum(len(fold.usage) for fold in folds), tokens
+
+
+def _sum(left: Usage, right: Usage) -> Usage:
+    return (left[0] + right[0], left[1] + right[1], left[2] + right[2], left[3] + right[3])
+
+
+def _union(folds: list[Fold]) -> tuple[int, Usage]:
+    usage: dict[str, Usage | None] = {}
+    for fold in folds:
+        usage.update(fold.usage)
+    tokens: Usage = (0, 0, 0, 0)
+    for counts in usage.values():
+        if counts is not None:
+            tokens = _sum(tokens, counts)
+    return len(usage), tokens
+
+
+def _segments(main: Fold, started_at: str, transcripts: list[str]) -> list[dict[str, Any]]:
+    segments: list[dict[str, Any]] = []
+    last = len(main.segments) - 1
+    for position, found in enumerate(main.segments):
+        segment: dict[str, Any] = {
+            "index": found["index"],
+            "start_reason": found["start_reason"],
+            "started_at": started_at if position == 0 else found["started_at"],
+        }
+        ended = found.get("ended_at")
+        if position == last and main.after_cost:
+            ended = found.get("last_at")  # closed by a ``cost-state``, no record since
+        if ended is not None:
+            segment["ended_at"] = ended
+        segment["source_files"] = list(transcripts)
+        segments.append(segment)
+    return segments
+
+
+def _turns(session_id: str, main: Fold, rows: list[StepRow], started_at: str) -> list[dict[str, Any]]:
+    step_ids: dict[str, list[str]] = {}
+    for row in rows:
+        record = row.record
+        step_ids.setdefault(record["turn_id"], []).append(record["id"])
+    turns: list[dict[str, Any]] = []
+    if "turn:0" in step_ids:
+        first = next(row.record["at"] for row in rows if row.record["turn_id"] == "turn:0")
+        turns.append(_turn(session_id, "turn:0", 0, 0, first, step_ids["turn:0"]))
+    for opened in main.turns:
+        turn = _turn(
+            session_id,
+            opened["id"],
+            opened["index"],
+            opened["segment_index"],
+            opened["at"] if opened["at"] is not None else started_at,
+            step_ids.get(opened["id"], []),
+        )
+        if "prompt_id" in opened:
+            turn["prompt_id"] = opened["prompt_id"]
+        turn["mode"] = opened["mode"]
+        turns.append(turn)
+    return turns
+
+
+def _turn(session_id: str, turn_id: str, index: int, segment: int, at: str, step_ids: list[str]) -> dict[str, Any]:
+    return {
+        "id": turn_id,
+        "session_id": session_id,
+        "segment_index": segment,
+        "actor_id": ROOT_ACTOR,
+        "index": index,
+        "started_at": at,
+        "step_ids": step_ids,
+    }
+
