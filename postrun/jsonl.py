@@ -17,6 +17,7 @@ import orjson
 from postrun.errors import SourceError
 from postrun.jsonio import parse_json
 
+
 @dataclass(frozen=True, slots=True)
 class Lines:
     records: list[tuple[int, dict[str, Any]]]  # (where the line starts in the file, its object)

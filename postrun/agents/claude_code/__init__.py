@@ -1,7 +1,34 @@
 """The Claude Code adapter: Claude Code's transcripts in, v1.2 records out.
 
 Reading (``locate``, ``files``) is I/O at the edge; ``map_session`` is pure and takes
-everything it needs as arguments.
+everything it needs as arguments. Transcripts only grow: each is read from where the last
+read stopped and folded onto the state the last mapping left (``MappingCache``).
+
+Where each Claude Code field is mapped (module.function)::
+
+    <slug>/<id>.jsonl (the main transcript, one record a line)
+      <id>                                locate.list_project      session.id
+      its folder (the slug folder)        mapping._session         session.source
+      version (first message record)      fold._Work.take          session.agent.version
+      cwd, gitBranch (first user line)    fold._Work._user         session.workspace.root; branch column
+      timestamp (every record)            fold._Work._time         session.started_at (earliest), ended_at
+                                                                   (latest, when a cost-state is last); segment times
+      cost-state                          fold._Work._cost_state   segments (the next timestamped record resumes);
+                                                                   session.metrics.cost_usd (the last one)
+      assistant message.id, usage         fold._Work._usage        metrics.api_requests, tokens (once per id)
+      assistant message.model             fold._Work._assistant    model column
+      assistant text / thinking blocks    fold._Work._assistant    message steps (assistant, thinking)
+      assistant other blocks              fold._Work._assistant    other steps, tool_name block:<type>
+      assistant tool_use                  fold._Work._call         command, read, edit and other steps (tools.call_step)
+      user prompt (text.is_prompt)        fold._Work._user         turns (promptId, permissionMode); user messages
+      user lines Claude Code injected     fold._Work._user         system messages (notices, /compact, summaries)
+      tool_result, toolUseResult          fold._Work._answer       outcome, output, exit code, patch, range (tools)
+      permissionDecision, toolDenialKind  results.decision, outcome  step decision, error type
+      Read results                        tools.read_text          MappedSession.read_texts (scanned, never stored)
+      every other record kind             fold._Work.take          nothing (skipped)
+    <id>/subagents/agent-<id>.jsonl       fold (same rules)        sub-agent actors' steps, after the spawning step
+    <id>/subagents/agent-<id>.meta.json   place.spawn_links        the spawning step (place.plan); actor label
+    <id>/tool-results/*                   files.read_session       raw copies for the vault only
 """
 
 from __future__ import annotations

@@ -199,7 +199,7 @@ class _Work:
 
     def _cost_state(self, record: dict[str, Any]) -> None:
         cost = record.get("totalCostUSD")
-        if type(cost) in (int, float) and math.isfinite(cost) and cost >= 0:
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0:
             # Cumulative for the whole session, across resumes: the last one is the total.
             self.facts["cost_usd"] = float(cost)
         self.facts["last_is_cost"] = True
@@ -213,7 +213,7 @@ class _Work:
             facts["cwd"] = text_field(record.get("cwd"))
             facts["branch"] = text_field(record.get("gitBranch"))
         line_id = self._line_id(record, offset)
-        if has_tool_results(content):
+        if isinstance(content, list) and has_tool_results(content):
             blocks = [block for block in content if isinstance(block, dict)]
             answers = [block for block in blocks if block.get("type") == "tool_result"]
             alone = len(answers) == 1  # the line's own fields speak of its one result
@@ -294,8 +294,8 @@ class _Work:
         found = message.get("usage")
         usage: Usage | None = None
         if isinstance(found, dict):
-            counts = [found.get(key) for key in _USAGE_KEYS]
-            usage = tuple(count if type(count) is int and count >= 0 else 0 for count in counts)  # type: ignore[assignment]
+            counts = [_count(found.get(key)) for key in _USAGE_KEYS]
+            usage = (counts[0], counts[1], counts[2], counts[3])
         old = self.usage.get(message_id)
         # Every line of one API response carries its usage: the last line's counts, once.
         self.usage[message_id] = usage
@@ -354,6 +354,10 @@ class _Work:
         if entry.at is None:
             entry = replace(entry, at=self.facts["last_at"])
         self.entries.append(entry)
+
+
+def _count(value: Any) -> int:
+    return value if type(value) is int and value >= 0 else 0
 
 
 def _instant(at: str) -> datetime | None:

@@ -320,6 +320,6 @@ def location_for_event(root: Path, path: str | os.PathLike[str]) -> SessionLocat
     if not is_safe_name(slug) or not is_safe_name(stem):
         return None
     location = SessionLocation(_absolute(root), slug, stem)
-    if len(parts) > 2 and not os.path.isfile(location.transcript):
+    if len(parts) > 2 and not location.transcript.is_file():
         return None  # a folder of the slug folder that belongs to no session (``memory/``)
     return location

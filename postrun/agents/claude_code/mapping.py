@@ -90,7 +90,10 @@ def map_session(
     rows.extend(row.with_fields(seq=len(rows) + position) for position, row in enumerate(kept_rows))
     main = main.with_rows(rebuilt.get(ROOT_ACTOR, {}))
     subagents = {name: fold.with_rows(rebuilt.get(name, {})) for name, fold in subagents.items()}
-    transcripts = [files.main.fingerprint.path, *(str(sub.path) for sub in files.subagents if sub.actor_id in subagents)]
+    transcripts = [
+        files.main.fingerprint.path,
+        *(str(sub.path) for sub in files.subagents if sub.actor_id in subagents),
+    ]
     actors = [{"id": ROOT_ACTOR, "type": "root", "label": AGENT}]
     for name in sorted([*subagents, *unread_names]):
         actors.append(_actor(name, placed.parents.get(name, ROOT_ACTOR), metas.get(name)))
@@ -326,4 +329,3 @@ def _turn(session_id: str, turn_id: str, index: int, segment: int, at: str, step
         "started_at": at,
         "step_ids": step_ids,
     }
-

@@ -46,7 +46,9 @@ def call_step(call: Call, *, closed: bool, spawned: str | None = None) -> CallSt
     return CallStep(step_type, decision(result), step_outcome, status or inline, payload, error)
 
 
-def _typed(name: str, tool_input: dict[str, Any], result: Result | None, cwd: str | None) -> tuple[str, Any, str | None]:
+def _typed(
+    name: str, tool_input: dict[str, Any], result: Result | None, cwd: str | None
+) -> tuple[str, Any, str | None]:
     """(type, payload, content status when the payload sets one) for the tools with a type of their own."""
     if name == "Bash":
         payload, status = _command(tool_input, result, cwd)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from postrun.agents.claude_code import MappingCache, SessionLocation, list_sessions, map_session, read_from, read_session
+from postrun.agents.claude_code import (
+    MappingCache,
+    SessionLocation,
+    list_sessions,
+    map_session,
+    read_from,
+    read_session,
+)
 from postrun.errors import SourceError
 from postrun.records import MappedSession
 from tests.unit.cline.kit import assert_valid, check_expect, envelope

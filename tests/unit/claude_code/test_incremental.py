@@ -13,7 +13,7 @@ import pytest
 from postrun.agents.claude_code import MappingCache, list_sessions, read_from, read_session
 from postrun.agents.claude_code.mapping import map_session
 from postrun.appendonly import TAIL_BYTES
-from tests.unit.claude_code.kit import MAX_BYTES, REAL_CASES, assert_valid, map_location, same_mapping
+from tests.unit.claude_code.kit import MADE_CASES, MAX_BYTES, REAL_CASES, assert_valid, map_location, same_mapping
 
 
 def _kept_versions(case: Path) -> list[tuple[str, Path]]:
@@ -39,7 +39,7 @@ class Replay:
         self.cache: MappingCache | None = None
         self.changes = 0
 
-    def map_and_compare(self, expect_incomplete: str | None = None) -> None:
+    def map_and_compare(self, expect_incomplete: str | None = None, *, check_incomplete: bool = True) -> None:
         listing = list_sessions(self.root)
         if not listing.sessions:
             return
@@ -51,7 +51,7 @@ class Replay:
         assert_valid(cached)
         if expect_incomplete is not None:
             assert cached.incomplete == (expect_incomplete,)
-        else:
+        elif check_incomplete:
             assert cached.incomplete == ()
         self.changes += 1
 
@@ -127,3 +127,29 @@ def test_a_transcript_that_did_not_only_grow_is_read_again_whole(tmp_path: Path,
     mapped, _ = map_session(files, cache)
     fresh, _ = map_location(location)
     assert same_mapping(mapped, fresh)
+
+
+@pytest.mark.parametrize("case", MADE_CASES, ids=lambda case: case.name)
+def test_hand_made_transcripts_grown_line_by_line_map_as_whole_files(case: Path, tmp_path: Path) -> None:
+    """Every transcript of the case grows a line at a time, in turn (sub-agents too, meta files first)."""
+    source = case / "claude" / "projects"
+    for listing in list_sessions(source).sessions:
+        root = tmp_path / listing.session_id / "projects"
+        replay = Replay(root)
+        files = sorted(path for path in source.rglob("*.jsonl") if listing.session_id in str(path))
+        for meta in source.rglob("*.meta.json"):
+            if listing.session_id in str(meta):
+                target = root / meta.relative_to(source)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(meta, target)
+        pending = {path: path.read_bytes().splitlines(keepends=True) for path in files}
+        while any(pending.values()):
+            for path, lines in pending.items():
+                if not lines:
+                    continue
+                target = root / path.relative_to(source)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with target.open("ab") as out:
+                    out.write(lines.pop(0))
+                replay.map_and_compare(check_incomplete=False)  # a junk line is incomplete while last
+        assert replay.changes >= len(files)

@@ -1,0 +1,193 @@
+"""Single mapping rules on small hand-made transcripts (shapes from the real files)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from postrun.agents.claude_code import SessionLocation, read_session
+from postrun.errors import SourceError
+from postrun.records import MappedSession
+from tests.support.claude_lines import Transcript, meta
+from tests.unit.claude_code.kit import MAX_BYTES, assert_valid, map_location
+
+CWD = "/home/dev/work/rules"
+SID = "0ddba11e-0000-4000-8000-000000000001"
+
+
+def _location(tmp_path: Path) -> SessionLocation:
+    return SessionLocation(tmp_path / "projects", "-home-dev-work-rules", SID)
+
+
+def _started() -> Transcript:
+    t = Transcript(SID, CWD)
+    t.enqueue("go")
+    t.prompt("go", promptId="prompt-1", uuid="line-prompt")
+    return t
+
+
+def _map(tmp_path: Path, t: Transcript) -> MappedSession:
+    location = _location(tmp_path)
+    t.write(location.transcript)
+    mapped, _ = map_location(location)
+    assert_valid(mapped)
+    return mapped
+
+
+def _steps(mapped: MappedSession) -> dict[str, dict[str, Any]]:
+    return {row.id: row.record for row in mapped.steps}
+
+
+def test_a_hook_s_yes_is_automatic_and_a_person_s_is_accepted(tmp_path: Path) -> None:
+    t = _started()
+    for number, source in enumerate(["hook", "user", "config"]):
+        t.call(f"msg_{number}", f"toolu_{source}", "Bash", {"command": "true"})
+        permission = {"decision": "accept", "source": source}
+        t.result(f"toolu_{source}", "", tool_use_result={"stdout": "", "stderr": ""}, permission=permission)
+    steps = _steps(_map(tmp_path, t))
+    assert [steps[f"toolu_{source}"]["decision"] for source in ("hook", "user", "config")] == [
+        "auto",
+        "accepted",
+        "auto",
+    ]
+
+
+def test_read_texts_hold_what_each_read_returned_in_main_and_sub_agent_files(tmp_path: Path) -> None:
+    t = _started()
+    t.call("msg_1", "toolu_read", "Read", {"file_path": f"{CWD}/.env"})
+    read = {"filePath": f"{CWD}/.env", "content": "TOKEN=abc\n", "numLines": 1, "startLine": 1, "totalLines": 1}
+    t.result("toolu_read", "1\tTOKEN=abc\n", tool_use_result={"type": "text", "file": read})
+    t.call("msg_2", "toolu_agent", "Agent", {"description": "Look", "prompt": "look"})
+    t.call("msg_3", "toolu_missing", "Read", {"file_path": f"{CWD}/nope"})
+    t.result("toolu_missing", "File does not exist.", is_error=True, tool_use_result="Error: File does not exist.")
+    sub = Transcript(SID, CWD, agent_id="abc")
+    sub.prompt("look")
+    sub.call("msg_4", "toolu_sub_read", "Read", {"file_path": f"{CWD}/a.py"})
+    sub.result("toolu_sub_read", "1\tx = 1\n")
+    location = _location(tmp_path)
+    sub.write(location.subagents / "agent-abc.jsonl")
+    (location.subagents / "agent-abc.meta.json").write_text(json.dumps(meta("toolu_agent", "Look")))
+    mapped = _map(tmp_path, t)
+    assert mapped.read_texts == {"toolu_read": "TOKEN=abc\n", "agent-abc/toolu_sub_read": "1\tx = 1\n"}
+
+
+def test_a_line_that_is_not_json_yet_at_the_end_waits_and_junk_before_it_is_skipped(tmp_path: Path) -> None:
+    t = _started()
+    t.raw(b"not json at all\n")
+    t.raw(b"\xff\xfe broken bytes\n")
+    t.text("msg_1", "after the junk", uuid="line-after")
+    t.raw(b'{"type":"assistant","message":{"id":"msg_2"')  # being written
+    mapped = _map(tmp_path, t)
+    assert [row.id for row in mapped.steps] == ["line-prompt", "line-after"]
+    assert mapped.incomplete == (str(_location(tmp_path).transcript),)
+
+
+def test_a_line_with_lone_surrogates_is_read_leniently(tmp_path: Path) -> None:
+    t = _started()
+    t.text("msg_1", "placeholder", uuid="line-odd")
+    data = t.data().replace(b"placeholder", b"half \\ud800 a pair")
+    location = _location(tmp_path)
+    location.transcript.parent.mkdir(parents=True)
+    location.transcript.write_bytes(data)
+    mapped, _ = map_location(location)
+    assert _steps(mapped)["line-odd"]["payload"]["text"] == "half \ufffd a pair"
+
+
+def test_repeated_ids_stay_unique(tmp_path: Path) -> None:
+    t = _started()
+    t.text("msg_1", "once", uuid="line-same")
+    t.text("msg_2", "twice", uuid="line-same")
+    t.call("msg_3", "toolu_same", "Bash", {"command": "true"})
+    t.call("msg_4", "toolu_same", "Bash", {"command": "false"})
+    t.result("toolu_same", "Exit code 1", is_error=True, tool_use_result="Error: Exit code 1")
+    steps = _steps(_map(tmp_path, t))
+    assert list(steps) == ["line-prompt", "line-same", "line-same#2", "toolu_same", "toolu_same#2"]
+    assert steps["toolu_same"]["outcome"] == "pending"  # the answer went to the latest call of that id
+    assert steps["toolu_same#2"]["payload"]["exit_code"] == 1
+
+
+def test_a_sub_agent_s_backgrounded_and_persisted_commands_are_references(tmp_path: Path) -> None:
+    t = _started()
+    t.call("msg_1", "toolu_agent", "Agent", {"description": "Work", "prompt": "work"})
+    sub = Transcript(SID, CWD, agent_id="bg")
+    sub.prompt("work")
+    sub.call("msg_2", "toolu_slow", "Bash", {"command": "sleep 9", "timeout": 1000})
+    sub.result(
+        "toolu_slow",
+        "Command did not complete within its 1s timeout and was moved to the background (ID: b1)."
+        " Output is being written to: /tmp/claude-0/x/tasks/b1.output. You will be notified.",
+    )
+    sub.call("msg_3", "toolu_big", "Bash", {"command": "seq 1 99999"})
+    sub.result(
+        "toolu_big", "<persisted-output>\nOutput too large (600KB). Full output saved to: /p/tool-results/x.txt\n"
+    )
+    location = _location(tmp_path)
+    sub.write(location.subagents / "agent-bg.jsonl")
+    (location.subagents / "agent-bg.meta.json").write_text(json.dumps(meta("toolu_agent", "Work")))
+    steps = _steps(_map(tmp_path, t))
+    slow, big = steps["agent-bg/toolu_slow"], steps["agent-bg/toolu_big"]
+    assert slow["content_status"] == "reference_only" and "exit_code" not in slow["payload"]
+    assert slow["payload"]["output_ref"] == "/tmp/claude-0/x/tasks/b1.output"
+    assert big["content_status"] == "reference_only" and big["payload"]["exit_code"] == 0
+    assert big["payload"]["output_ref"] == "/p/tool-results/x.txt"
+
+
+def test_sub_agents_that_name_each_other_are_both_kept(tmp_path: Path) -> None:
+    t = _started()
+    location = _location(tmp_path)
+    for name, other in (("one", "two"), ("two", "one")):
+        sub = Transcript(SID, CWD, agent_id=name)
+        sub.prompt(f"{name} starts")
+        sub.call(f"msg_{name}", f"toolu_{name}", "Agent", {"prompt": "x"})
+        sub.write(location.subagents / f"agent-{name}.jsonl")
+        (location.subagents / f"agent-{name}.meta.json").write_text(json.dumps(meta(f"toolu_{other}", name)))
+    (location.subagents / "agent-bad.meta.json").write_text("{not json")
+    mapped = _map(tmp_path, t)
+    assert {actor["id"]: actor.get("parent_id") for actor in mapped.actors} == {
+        "root": None,
+        "agent-one": "root",
+        "agent-two": "agent-one",
+    }
+    assert len(mapped.steps) == 5
+
+
+def test_a_symlink_out_of_the_projects_folder_is_never_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.jsonl"
+    _started().write(outside)
+    location = _location(tmp_path)
+    location.transcript.parent.mkdir(parents=True)
+    os.symlink(outside, location.transcript)
+    with pytest.raises(SourceError, match="symlink to outside the projects folder"):
+        read_session(location, max_bytes=MAX_BYTES)
+    location.transcript.unlink()
+    t = _started()
+    t.call("msg_1", "toolu_agent", "Agent", {"prompt": "x"})
+    location.subagents.mkdir(parents=True)
+    os.symlink(outside, location.subagents / "agent-evil.jsonl")
+    mapped = _map(tmp_path, t)
+    assert [str(problem) for problem in mapped.unread] == [
+        f"{location.subagents / 'agent-evil.jsonl'}: symlink to outside the projects folder"
+    ]
+    assert [actor["id"] for actor in mapped.actors] == ["root"]
+
+
+def test_a_transcript_too_large_is_refused_naming_the_setting(tmp_path: Path) -> None:
+    location = _location(tmp_path)
+    _started().write(location.transcript)
+    with pytest.raises(SourceError, match=r"larger than 0 MB \(max_file_mb\)"):
+        read_session(location, max_bytes=100)
+
+
+def test_steps_before_the_first_prompt_are_in_turn_zero(tmp_path: Path) -> None:
+    t = Transcript(SID, CWD)
+    t.notification("<task-notification>\n<task-id>x</task-id>\n</task-notification>", uuid="line-notice")
+    t.prompt("now", promptId="prompt-1", uuid="line-prompt")
+    mapped = _map(tmp_path, t)
+    assert [(turn["id"], turn["step_ids"]) for turn in mapped.turns] == [
+        ("turn:0", ["line-notice"]),
+        ("turn:1", ["line-prompt"]),
+    ]
