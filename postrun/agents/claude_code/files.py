@@ -6,12 +6,13 @@ by the mapping cache): only the new bytes, after checking the last bytes before 
 Each file is fingerprinted before it is read, so a fingerprint never claims newer content
 than what was parsed. The main transcript makes or breaks the session; a sub-agent's file
 that cannot be read is that file's failure alone. Files read whole are handed on as read
-(``SessionFiles.raw``), for the vault.
+(``SessionFiles.raw``), for the vault; a transcript read from a mark is read whole only when
+the vault asks for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from postrun.agents.claude_code.locate import (
 from postrun.appendonly import Appended, Mark, read_appended
 from postrun.errors import NotFound, SourceError
 from postrun.jsonio import parse_json, read_bytes, stat_fingerprint
+from postrun.jsonl import parse_lines
 from postrun.records import RawFile, SourceFile
 
 
@@ -48,24 +50,54 @@ class SessionFiles:
     main: Appended
     subagents: tuple[Subagent, ...] = ()
     source_files: tuple[SourceFile, ...] = ()  # every file the session was read from, main first
-    raw: tuple[RawFile, ...] = ()  # the bytes of each file read whole, for the vault
+    whole: tuple[RawFile, ...] = ()  # the bytes of each file read whole
+
+    @property
+    def raw(self) -> tuple[RawFile, ...]:
+        """Every file's bytes, for the vault: as read when read whole; the transcripts read
+        from a mark are read whole now, up to the length that was read (the records' bytes)."""
+        grown = [self.main, *(sub.transcript for sub in self.subagents if sub.transcript is not None)]
+        copies = [copy for read in grown if read.start > 0 and (copy := _prefix(self.location, read)) is not None]
+        return (*self.whole, *copies)
+
+
+def _prefix(location: SessionLocation, read: Appended) -> RawFile | None:
+    """The first ``read.size`` bytes of a transcript that was read from a mark; None when it is
+    not the file that was read any more (it was rewritten: the next read takes it whole)."""
+    path = Path(read.fingerprint.path)
+    try:
+        data = read_bytes(path, max_bytes=2**62)[: read.size]
+        now = stat_fingerprint(path)
+    except (NotFound, SourceError):
+        return None
+    if now is None or now.ino != read.fingerprint.ino or len(data) < read.size or not data.endswith(read.data):
+        return None
+    return RawFile(location.relative(path), data, read.fingerprint)
 
 
 @dataclass(frozen=True, slots=True)
 class ReadFrom:
-    """What the last read of a session knew: where each transcript was used up to, and the
-    fingerprints of the files it read whole (unchanged ones are not read again)."""
+    """What the last read of a session knew: where each transcript was used up to, the
+    fingerprints of the files it read whole (unchanged ones are not read again), and the
+    session's workspace (an exclusion is checked before anything is read)."""
 
     marks: Mapping[str, Mark]  # by path
     seen: Mapping[str, SourceFile]  # by path
+    workspace: str | None = None
 
 
 NOTHING_READ = ReadFrom({}, {})
+HEAD_BYTES = 64 * 1024  # where the first user line (the workspace) is looked for before a whole read
+Admit = Callable[[str], None]
 
 
-def read_session(location: SessionLocation, *, max_bytes: int, since: ReadFrom = NOTHING_READ) -> SessionFiles:
+def read_session(
+    location: SessionLocation, *, max_bytes: int, since: ReadFrom = NOTHING_READ, admit: Admit | None = None
+) -> SessionFiles:
     """Read a session's files, each transcript from its mark in ``since``.
 
+    ``admit`` is given the session's workspace ("" when unknown) before the transcript is
+    read beyond its first lines, and may refuse the session by raising (an excluded workspace).
     Raises ``SourceError`` when the transcript is missing, unusable or a symlink that leads
     outside the projects root (never followed out of it).
     """
@@ -75,8 +107,11 @@ def read_session(location: SessionLocation, *, max_bytes: int, since: ReadFrom =
         raise SourceError(where, "no transcript file")
     if leads_outside(transcript, location):
         raise SourceError(where, OUTSIDE_ROOT)
+    mark = since.marks.get(where)
+    if admit is not None:
+        admit(since.workspace if mark is not None and since.workspace is not None else _head_workspace(transcript))
     try:
-        main = read_appended(transcript, since.marks.get(where), max_bytes=max_bytes)
+        main = read_appended(transcript, mark, max_bytes=max_bytes)
     except NotFound:
         raise SourceError(where, "no transcript file") from None
     raw: list[RawFile] = []
@@ -90,6 +125,20 @@ def read_session(location: SessionLocation, *, max_bytes: int, since: ReadFrom =
     for path in tool_result_files(location):
         _read_side(location, path, max_bytes, since, raw, fingerprints)
     return SessionFiles(location, main, tuple(subagents), tuple(fingerprints), tuple(raw))
+
+
+def _head_workspace(transcript: Path) -> str:
+    """The ``cwd`` of the first ``user`` line among the transcript's first bytes ("" if none)."""
+    try:
+        with transcript.open("rb") as handle:
+            head = handle.read(HEAD_BYTES)
+    except OSError:
+        return ""  # the read that follows reports it
+    for _, record in parse_lines(head, 0).records:
+        if record.get("type") == "user":
+            cwd = record.get("cwd")
+            return cwd if isinstance(cwd, str) else ""
+    return ""
 
 
 def _keep_whole(location: SessionLocation, read: Appended, raw: list[RawFile]) -> None:

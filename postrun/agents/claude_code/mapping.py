@@ -114,7 +114,7 @@ def map_session(
         incomplete=tuple(incomplete),
     )
     seen = {fingerprint.path: fingerprint for fingerprint in files.source_files if fingerprint.path not in marks}
-    return mapped, MappingCache(main, subagents, ReadFrom(marks, seen))
+    return mapped, MappingCache(main, subagents, ReadFrom(marks, seen, main.cwd))
 
 
 def _advance(last: Fold | None, read: Appended, actor_id: str, marks: dict[str, Mark], incomplete: list[str]) -> Fold:

@@ -100,7 +100,9 @@ def test_an_append_reads_only_the_new_bytes(tmp_path: Path) -> None:
         assert files.main.start > 0
         assert len(files.main.new) == len(line)
         assert len(files.main.data) <= len(line) + TAIL_BYTES
-        assert files.raw == ()  # nothing read whole, nothing for the vault
+        assert files.whole == ()  # nothing read whole; the vault's copy is read when it asks
+        (copy,) = files.raw
+        assert copy.data == location.transcript.read_bytes() and copy.fingerprint == files.main.fingerprint
         mapped, cache = map_session(files, cache)
     fresh, _ = map_location(location)
     assert same_mapping(mapped, fresh)

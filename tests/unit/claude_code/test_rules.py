@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from postrun.agents.claude_code import SessionLocation, read_session
+from postrun.agents.claude_code import SessionLocation, map_session, read_from, read_session
 from postrun.errors import SourceError
 from postrun.records import MappedSession
 from tests.support.claude_lines import Transcript, meta
@@ -191,3 +191,27 @@ def test_steps_before_the_first_prompt_are_in_turn_zero(tmp_path: Path) -> None:
         ("turn:0", ["line-notice"]),
         ("turn:1", ["line-prompt"]),
     ]
+
+
+def test_the_workspace_is_admitted_before_the_transcript_is_read(tmp_path: Path) -> None:
+    location = _location(tmp_path)
+    t = _started()
+    t.text("msg_1", "x" * 200_000)  # far beyond the head that is looked at
+    t.write(location.transcript)
+    seen: list[str] = []
+
+    class Refused(Exception):
+        pass
+
+    def refuse(workspace: str) -> None:
+        seen.append(workspace)
+        raise Refused
+
+    with pytest.raises(Refused):
+        read_session(location, max_bytes=MAX_BYTES, admit=refuse)
+    files = read_session(location, max_bytes=MAX_BYTES, admit=seen.append)
+    _, cache = map_session(files)
+    with location.transcript.open("ab") as out:
+        out.write(b"\n")
+    read_session(location, max_bytes=MAX_BYTES, since=read_from(cache), admit=seen.append)
+    assert seen == [CWD, CWD, CWD]
