@@ -89,15 +89,16 @@ class Fold:
     prompt_id: str | None = None  # of the first line that has one (a sub-agent's placement)
     read_texts: dict[str, str] = field(default_factory=dict)  # step id -> what a Read returned
     skipped: int = 0  # lines that are not JSON objects
+    touched: tuple[int, ...] = ()  # entries of the fold it extended that it changed (a result came)
 
     def with_rows(self, changed: dict[int, Entry]) -> Fold:
-        """This fold with some entries built again (their rows set)."""
-        if not changed:
+        """This fold with some entries built again (their rows set), as the next one extends it."""
+        if not changed and not self.touched:
             return self
         entries = list(self.entries)
         for index, entry in changed.items():
             entries[index] = entry
-        return replace(self, entries=entries)
+        return replace(self, entries=entries, touched=())
 
 
 def fold_records(fold: Fold, records: Iterable[tuple[int, dict[str, Any]]], end: int, skipped: int = 0) -> Fold:
@@ -121,6 +122,8 @@ class _Work:
         self.usage = dict(fold.usage)
         self.tokens = list(fold.tokens)
         self.read_texts = dict(fold.read_texts)
+        self.before = len(fold.entries)
+        self.touched: list[int] = []
         self.facts: dict[str, Any] = {
             name: getattr(fold, name)
             for name in (
@@ -153,6 +156,7 @@ class _Work:
             tokens=tokens,
             read_texts=self.read_texts,
             skipped=self.fold.skipped + skipped,
+            touched=tuple(sorted(set(self.touched))),
             **self.facts,
         )
 
@@ -331,6 +335,8 @@ class _Work:
             )
         answered = replace(call, result=result)
         self.entries[index] = replace(entry, body=answered, row=None, built=())
+        if index < self.before:
+            self.touched.append(index)
         text = read_text(answered)
         if text is not None:
             self.read_texts[entry.id] = text

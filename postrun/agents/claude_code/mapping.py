@@ -15,19 +15,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from postrun.agents.claude_code.assemble import Assembly, assemble
 from postrun.agents.claude_code.files import ReadFrom, SessionFiles
-from postrun.agents.claude_code.fold import ROOT_ACTOR, Block, Entry, Fold, Message, Usage, fold_records
-from postrun.agents.claude_code.place import Placed, plan
-from postrun.agents.claude_code.results import Call
-from postrun.agents.claude_code.tools import call_step
+from postrun.agents.claude_code.fold import ROOT_ACTOR, Fold, Usage, fold_records
+from postrun.agents.claude_code.place import shape
 from postrun.appendonly import Appended, Mark
 from postrun.errors import SourceError
 from postrun.jsonl import parse_lines
-from postrun.records import MappedSession, SessionExtras, StepRow, StoredActor
+from postrun.records import MappedSession, SessionExtras, StoredActor
 from postrun.timestamps import utc_iso
 
 AGENT = "claude-code"
-_CHANNELS = ("conversation",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +39,7 @@ class MappingCache:
     main: Fold
     subagents: Mapping[str, Fold]
     since: ReadFrom
+    assembly: Assembly | None = None
 
 
 def read_from(cache: MappingCache | None) -> ReadFrom:
@@ -62,9 +61,8 @@ def map_session(
     been read from ``read_from(previous)``); ``kept`` is what the store holds of each
     sub-agent actor, used only for one whose transcript cannot be read this time.
     """
-    marks: dict[str, Mark] = {}
-    incomplete: list[str] = []
-    main = _advance(previous.main if previous else None, files.main, ROOT_ACTOR, marks, incomplete)
+    reading = _Reading()
+    main = reading.advance(previous.main if previous else None, files.main, ROOT_ACTOR)
     subagents: dict[str, Fold] = {}
     unread: list[SourceError] = []
     unread_names: list[str] = []
@@ -80,60 +78,80 @@ def map_session(
             elif subagent.actor_id in kept:
                 unread_names.append(subagent.actor_id)
             continue
-        subagents[subagent.actor_id] = _advance(last, subagent.transcript, subagent.actor_id, marks, incomplete)
+        subagents[subagent.actor_id] = reading.advance(last, subagent.transcript, subagent.actor_id)
     session_id = files.location.session_id
     started_at = _started_at(main, files.main)
-    placed = plan(main, subagents, metas)
-    rows, rebuilt = _rows(session_id, placed.order, len(main.segments) - 1, started_at)
-    # A sub-agent whose transcript cannot be read now: its steps as the store holds them, at the end.
-    kept_rows = [row for name in unread_names for row in kept[name].steps]
-    rows.extend(row.with_fields(seq=len(rows) + position) for position, row in enumerate(kept_rows))
-    main = main.with_rows(rebuilt.get(ROOT_ACTOR, {}))
-    subagents = {name: fold.with_rows(rebuilt.get(name, {})) for name, fold in subagents.items()}
-    transcripts = [
-        files.main.fingerprint.path,
-        *(str(sub.path) for sub in files.subagents if sub.actor_id in subagents),
-    ]
+    links = shape(main, subagents, metas)
+    folds = {ROOT_ACTOR: main, **subagents}
+    last_assembly = previous.assembly if previous is not None and not unread_names and not reading.restarted else None
+    assembled = assemble(session_id, folds, links, started_at, last_assembly)
+    assembly = assembled.assembly
+    rows, turns = assembly.rows, assembly.turns
+    if unread_names:
+        # A sub-agent whose transcript cannot be read now: its steps as the store holds them, at the end.
+        kept_rows = [row for name in unread_names for row in kept[name].steps]
+        rows = [*rows, *(row.with_fields(seq=len(rows) + position) for position, row in enumerate(kept_rows))]
+        turns = [*turns]
+    main = main.with_rows(assembled.rebuilt.get(ROOT_ACTOR, {}))
+    subagents = {name: fold.with_rows(assembled.rebuilt.get(name, {})) for name, fold in subagents.items()}
+    transcripts = [files.main.fingerprint.path]
+    transcripts.extend(str(sub.path) for sub in files.subagents if sub.actor_id in subagents)
     actors = [{"id": ROOT_ACTOR, "type": "root", "label": AGENT}]
     for name in sorted([*subagents, *unread_names]):
-        actors.append(_actor(name, placed.parents.get(name, ROOT_ACTOR), metas.get(name)))
-    read_texts: dict[str, str] = dict(main.read_texts)
-    for fold in subagents.values():
-        read_texts.update(fold.read_texts)
+        actors.append(_actor(name, links.parents.get(name, ROOT_ACTOR), metas.get(name)))
+    read_texts = main.read_texts
+    if any(fold.read_texts for fold in subagents.values()):
+        read_texts = dict(main.read_texts)
+        for fold in subagents.values():
+            read_texts.update(fold.read_texts)
     mapped = MappedSession(
         agent=AGENT,
         session=_session(files, main, subagents, started_at),
         segments=_segments(main, started_at, transcripts),
         actors=actors,
-        turns=_turns(session_id, main, rows, started_at),
+        turns=turns,
         steps=rows,
         extras=SessionExtras(model=main.model, git_branch=main.branch),
         source_files=files.source_files,
         unread=tuple(unread),
         read_texts=read_texts,
-        incomplete=tuple(incomplete),
+        incomplete=tuple(reading.incomplete),
     )
+    marks = reading.marks
     seen = {fingerprint.path: fingerprint for fingerprint in files.source_files if fingerprint.path not in marks}
-    return mapped, MappingCache(main, subagents, ReadFrom(marks, seen, main.cwd))
+    kept_assembly = None if unread_names else assembly
+    return mapped, MappingCache(main, subagents, ReadFrom(marks, seen, main.cwd), kept_assembly)
 
 
-def _advance(last: Fold | None, read: Appended, actor_id: str, marks: dict[str, Mark], incomplete: list[str]) -> Fold:
-    """``last`` extended by the new bytes of ``read`` (a fresh fold when it was read whole)."""
-    if read.start == 0 or last is None:
-        if read.start != 0:
-            raise ValueError(f"{read.fingerprint.path}: read from {read.start}, but no fold to extend")
-        base = Fold(actor_id, actor_id == ROOT_ACTOR)
-    elif last.end != read.start:
-        raise ValueError(f"{read.fingerprint.path}: read from {read.start}, folded up to {last.end}")
-    else:
-        base = last
-    lines = parse_lines(read.new, read.start)
-    marks[read.fingerprint.path] = read.mark(lines.end)
-    if lines.incomplete:
-        incomplete.append(read.fingerprint.path)
-    if not lines.records and lines.end == base.end and not lines.skipped:
-        return base
-    return fold_records(base, lines.records, lines.end, lines.skipped)
+class _Reading:
+    """The transcripts of one mapping folded on: where each stopped, which ended mid-line,
+    and which were read whole again although a fold of them was kept (rewritten)."""
+
+    def __init__(self) -> None:
+        self.marks: dict[str, Mark] = {}
+        self.incomplete: list[str] = []
+        self.restarted: list[str] = []
+
+    def advance(self, last: Fold | None, read: Appended, actor_id: str) -> Fold:
+        """``last`` extended by the new bytes of ``read`` (a fresh fold when it was read whole)."""
+        where = read.fingerprint.path
+        if read.start == 0 or last is None:
+            if last is not None:
+                self.restarted.append(actor_id)
+            if read.start != 0:
+                raise ValueError(f"{where}: read from {read.start}, but no fold to extend")
+            base = Fold(actor_id, actor_id == ROOT_ACTOR)
+        elif last.end != read.start:
+            raise ValueError(f"{where}: read from {read.start}, folded up to {last.end}")
+        else:
+            base = last
+        lines = parse_lines(read.new, read.start)
+        self.marks[where] = read.mark(lines.end)
+        if lines.incomplete:
+            self.incomplete.append(where)
+        if not lines.records and lines.end == base.end and not lines.skipped:
+            return base
+        return fold_records(base, lines.records, lines.end, lines.skipped)
 
 
 def _started_at(main: Fold, read: Appended) -> str:
@@ -142,69 +160,6 @@ def _started_at(main: Fold, read: Appended) -> str:
         return main.earliest[1]
     moment = datetime.fromtimestamp(read.fingerprint.mtime_ns / 1e9, UTC)
     return utc_iso(moment)
-
-
-def _rows(
-    session_id: str, order: list[Placed], last_segment: int, started_at: str
-) -> tuple[list[StepRow], dict[str, dict[int, Entry]]]:
-    """Every placed entry's row, in order, and the entries built again (by actor, by index)."""
-    rows: list[StepRow] = []
-    rebuilt: dict[str, dict[int, Entry]] = {}
-    for seq, placed in enumerate(order):
-        entry = placed.entry
-        body = entry.body
-        closed = isinstance(body, Call) and body.result is None and placed.segment < last_segment
-        at = entry.at if entry.at is not None else started_at
-        built = (closed, placed.spawned, at)
-        row = entry.row
-        if row is None or entry.built != built:
-            row = StepRow.build(_record(session_id, placed, seq, at, closed))
-            rebuilt.setdefault(placed.actor_id, {})[placed.index] = Entry(
-                entry.id, body, entry.at, entry.turn, entry.segment, row, built
-            )
-        else:
-            record = row.record
-            if record["seq"] != seq or record["turn_id"] != placed.turn_id or record["segment_index"] != placed.segment:
-                row = row.with_fields(seq=seq, turn_id=placed.turn_id, segment_index=placed.segment)
-        rows.append(row)
-    return rows, rebuilt
-
-
-def _record(session_id: str, placed: Placed, seq: int, at: str, closed: bool) -> dict[str, Any]:
-    entry = placed.entry
-    body = entry.body
-    record: dict[str, Any] = {
-        "id": entry.id,
-        "session_id": session_id,
-        "segment_index": placed.segment,
-        "turn_id": placed.turn_id,
-        "actor_id": placed.actor_id,
-        "seq": seq,
-        "at": at,
-    }
-    if isinstance(body, Call):
-        step = call_step(body, closed=closed, spawned=placed.spawned)
-        record.update(
-            type=step.type,
-            decision=step.decision,
-            outcome=step.outcome,
-            content_status=step.content_status,
-            payload=step.payload,
-        )
-        if step.error is not None:
-            record["error"] = step.error
-    elif isinstance(body, Message):
-        payload: dict[str, Any] = {"role": body.role}
-        if body.text is not None:
-            payload["text"] = body.text
-        record.update(type="message", decision="n/a", outcome="ok", content_status="inline", payload=payload)
-    else:
-        assert isinstance(body, Block)
-        payload = {"tool_name": f"block:{body.block.get('type')}", "raw": {"block": body.block}}
-        record.update(type="other", decision="n/a", outcome="ok", content_status="inline", payload=payload)
-    record["channels"] = list(_CHANNELS)
-    record["flags"] = []
-    return record
 
 
 def _actor(actor_id: str, parent_id: str, meta: dict[str, Any] | None) -> dict[str, Any]:
@@ -292,40 +247,3 @@ def _segments(main: Fold, started_at: str, transcripts: list[str]) -> list[dict[
         segment["source_files"] = list(transcripts)
         segments.append(segment)
     return segments
-
-
-def _turns(session_id: str, main: Fold, rows: list[StepRow], started_at: str) -> list[dict[str, Any]]:
-    step_ids: dict[str, list[str]] = {}
-    for row in rows:
-        record = row.record
-        step_ids.setdefault(record["turn_id"], []).append(record["id"])
-    turns: list[dict[str, Any]] = []
-    if "turn:0" in step_ids:
-        first = next(row.record["at"] for row in rows if row.record["turn_id"] == "turn:0")
-        turns.append(_turn(session_id, "turn:0", 0, 0, first, step_ids["turn:0"]))
-    for opened in main.turns:
-        turn = _turn(
-            session_id,
-            opened["id"],
-            opened["index"],
-            opened["segment_index"],
-            opened["at"] if opened["at"] is not None else started_at,
-            step_ids.get(opened["id"], []),
-        )
-        if "prompt_id" in opened:
-            turn["prompt_id"] = opened["prompt_id"]
-        turn["mode"] = opened["mode"]
-        turns.append(turn)
-    return turns
-
-
-def _turn(session_id: str, turn_id: str, index: int, segment: int, at: str, step_ids: list[str]) -> dict[str, Any]:
-    return {
-        "id": turn_id,
-        "session_id": session_id,
-        "segment_index": segment,
-        "actor_id": ROOT_ACTOR,
-        "index": index,
-        "started_at": at,
-        "step_ids": step_ids,
-    }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 from pathlib import Path
 
@@ -13,7 +14,15 @@ import pytest
 from postrun.agents.claude_code import MappingCache, list_sessions, read_from, read_session
 from postrun.agents.claude_code.mapping import map_session
 from postrun.appendonly import TAIL_BYTES
-from tests.unit.claude_code.kit import MADE_CASES, MAX_BYTES, REAL_CASES, assert_valid, map_location, same_mapping
+from tests.unit.claude_code.kit import (
+    CASES,
+    MADE_CASES,
+    MAX_BYTES,
+    REAL_CASES,
+    assert_valid,
+    map_location,
+    same_mapping,
+)
 
 
 def _kept_versions(case: Path) -> list[tuple[str, Path]]:
@@ -155,3 +164,31 @@ def test_hand_made_transcripts_grown_line_by_line_map_as_whole_files(case: Path,
                     out.write(lines.pop(0))
                 replay.map_and_compare(check_incomplete=False)  # a junk line is incomplete while last
         assert replay.changes >= len(files)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(
+    "case",
+    [path for path in CASES if path.name in ("e_subagents", "subagents_nested")],
+    ids=lambda case: case.name,
+)
+def test_transcripts_growing_in_any_interleaving_map_as_whole_files(case: Path, seed: int, tmp_path: Path) -> None:
+    """Sub-agents written while the main agent goes on: new steps land mid-session, seq moves."""
+    rng = random.Random(seed)
+    source = case / "claude" / "projects"
+    root = tmp_path / "projects"
+    replay = Replay(root)
+    for meta in source.rglob("*.meta.json"):
+        target = root / meta.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(meta, target)
+    pending = {path: path.read_bytes().splitlines(keepends=True) for path in sorted(source.rglob("*.jsonl"))}
+    while any(pending.values()):
+        path = rng.choice([path for path, lines in pending.items() if lines])
+        target = root / path.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("ab") as out:
+            for _ in range(rng.randint(1, 4)):
+                if pending[path]:
+                    out.write(pending[path].pop(0))
+        replay.map_and_compare(check_incomplete=False)
