@@ -8,7 +8,6 @@ completed: it is skipped, never an error. So is a line whose value is not an obj
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,16 +25,8 @@ class Lines:
     skipped: int  # lines that will never parse as objects
 
 
-# Whether a complete line must be parsed: a cheap look at its bytes may tell it cannot matter.
-Wanted = Callable[[bytes], bool]
-
-
-def parse_lines(data: bytes | memoryview, start: int, wanted: Wanted | None = None) -> Lines:
-    """The lines of ``data``, which begins at offset ``start`` of its file.
-
-    ``wanted`` is given each complete line's bytes; a line it declines is passed over
-    unparsed (counted neither as a record nor as skipped).
-    """
+def parse_lines(data: bytes | memoryview, start: int) -> Lines:
+    """The lines of ``data``, which begins at offset ``start`` of its file."""
     blob = bytes(data) if isinstance(data, memoryview) else data
     records: list[tuple[int, dict[str, Any]]] = []
     skipped = 0
@@ -50,8 +41,6 @@ def parse_lines(data: bytes | memoryview, start: int, wanted: Wanted | None = No
         offset = start + position
         position = newline + 1
         if not line.strip():
-            continue
-        if wanted is not None and not wanted(line):
             continue
         try:
             value = loads(line)
