@@ -85,9 +85,7 @@ class ClaudeTotals:
 class ClaudeSession:
     """One session's transcripts, written line by line (deterministic from its own rng)."""
 
-    def __init__(
-        self, rng: random.Random, pool: TextPool, templates: Templates, root: Path, started_ms: int
-    ) -> None:
+    def __init__(self, rng: random.Random, pool: TextPool, templates: Templates, root: Path, started_ms: int) -> None:
         self.rng, self.pool, self.t = rng, pool, templates
         self.session_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
         self.cwd = f"/home/dev/work/project{rng.randrange(PROJECTS)}"
