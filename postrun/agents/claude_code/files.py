@@ -12,13 +12,16 @@ the vault asks for it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from postrun.agents.claude_code.locate import (
+    META_SUFFIX,
     OUTSIDE_ROOT,
+    SUFFIX,
     SessionLocation,
     leads_outside,
     subagent_files,
@@ -182,10 +185,12 @@ def _read_meta(
     """A sub-agent's sidecar; None when there is none or it cannot be used (Claude Code
     replaces it whole, so a bad one is not a torn one: the sub-agent is kept without it)."""
     data = _read_side(location, path, max_bytes, since, raw, fingerprints, always=True)
-    if data is None:
-        return None
+    return _meta(data, str(path)) if data is not None else None
+
+
+def _meta(data: bytes, where: str) -> dict[str, Any] | None:
     try:
-        meta = parse_json(data, str(path), "meta")
+        meta = parse_json(data, where, "meta")
     except SourceError:
         return None
     return meta if isinstance(meta, dict) else None
@@ -217,3 +222,53 @@ def _read_side(
     if since.seen.get(str(path)) != fingerprint:
         raw.append(RawFile(location.relative(path), data, fingerprint))
     return data
+
+
+def session_fingerprint(location: SessionLocation) -> tuple[SourceFile, ...]:
+    """The fingerprints (stat only) of every file a read of the session would read: the
+    transcript first (none at all when it is gone), then sub-agents, sidecars, tool outputs."""
+    try:
+        lead = stat_fingerprint(location.transcript)
+    except SourceError:
+        return ()
+    if lead is None:
+        return ()
+    found = [lead]
+    others: list[Path] = []
+    for _, path, meta_path in subagent_files(location):
+        others.extend((path, meta_path))
+    others.extend(tool_result_files(location))
+    for path in others:
+        try:
+            fingerprint = stat_fingerprint(path)
+        except SourceError:
+            continue
+        if fingerprint is not None:
+            found.append(fingerprint)
+    return tuple(found)
+
+
+def files_from_copies(location: SessionLocation, copies: Sequence[RawFile]) -> SessionFiles:
+    """A session's files as the vault kept them (``RawFile.fingerprint.path`` is where each
+    was read from): the same ``SessionFiles`` a read of those bytes gives."""
+    by_path = {copy.fingerprint.path: copy for copy in copies}
+    main = by_path.get(str(location.transcript))
+    if main is None:
+        raise SourceError(str(location.transcript), "the raw copies hold no transcript")
+    subagents: list[Subagent] = []
+    prefix = f"{location.subagents}{os.sep}agent-"
+    for path in sorted(by_path):
+        if not (path.startswith(prefix) and path.endswith(SUFFIX)):
+            continue
+        actor_id = Path(path).name.removesuffix(SUFFIX)
+        meta_copy = by_path.get(str(location.subagents / f"{actor_id}{META_SUFFIX}"))
+        meta = _meta(meta_copy.data, meta_copy.fingerprint.path) if meta_copy is not None else None
+        copy = by_path[path]
+        subagents.append(Subagent(actor_id, Path(path), Appended.whole(copy.data, copy.fingerprint), meta))
+    return SessionFiles(
+        location,
+        Appended.whole(main.data, main.fingerprint),
+        tuple(subagents),
+        tuple(copy.fingerprint for copy in copies),
+        tuple(copies),
+    )

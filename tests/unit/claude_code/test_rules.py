@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from postrun.agents.claude_code import SessionLocation, map_session, read_from, read_session
+from postrun.agents.claude_code import SessionLocation, list_sessions, map_session, read_from, read_session
+from postrun.agents.claude_code.files import files_from_copies, session_fingerprint
 from postrun.errors import SourceError
 from postrun.records import MappedSession
 from tests.support.claude_lines import Transcript, meta
-from tests.unit.claude_code.kit import MAX_BYTES, assert_valid, map_location
+from tests.unit.claude_code.kit import CASES, MAX_BYTES, assert_valid, map_location, same_mapping
 
 CWD = "/home/dev/work/rules"
 SID = "0ddba11e-0000-4000-8000-000000000001"
@@ -215,3 +216,18 @@ def test_the_workspace_is_admitted_before_the_transcript_is_read(tmp_path: Path)
         out.write(b"\n")
     read_session(location, max_bytes=MAX_BYTES, since=read_from(cache), admit=seen.append)
     assert seen == [CWD, CWD, CWD]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_the_vault_s_copies_map_as_the_files_do_and_fingerprints_name_every_file(case: Path) -> None:
+    for location in list_sessions(case / "claude" / "projects").sessions:
+        files = read_session(location, max_bytes=MAX_BYTES)
+        fingerprints = session_fingerprint(location)
+        assert fingerprints[0].path == str(location.transcript)
+        assert {fingerprint.path for fingerprint in fingerprints} == {copy.fingerprint.path for copy in files.raw}
+        assert {copy.name for copy in files.raw} == {
+            os.path.relpath(copy.fingerprint.path, location.projects_root) for copy in files.raw
+        }
+        kept, _ = map_session(files_from_copies(location, files.raw))
+        mapped, _ = map_session(files)
+        assert same_mapping(kept, mapped)
