@@ -54,14 +54,18 @@ class SessionFiles:
     subagents: tuple[Subagent, ...] = ()
     source_files: tuple[SourceFile, ...] = ()  # every file the session was read from, main first
     whole: tuple[RawFile, ...] = ()  # the bytes of each file read whole
+    tool_results: tuple[Path, ...] = ()  # never parsed: read for the vault only
+    max_bytes: int = 0
 
     @property
     def raw(self) -> tuple[RawFile, ...]:
-        """Every file's bytes, for the vault: as read when read whole; the transcripts read
-        from a mark are read whole now, up to the length that was read (the records' bytes)."""
+        """Every file of the session, for the vault (which takes a file left out as removed):
+        those read whole as they were read; each transcript read from a mark read whole now,
+        up to the length that was read (the records' bytes); the tool outputs read now."""
         grown = [self.main, *(sub.transcript for sub in self.subagents if sub.transcript is not None)]
         copies = [copy for read in grown if read.start > 0 and (copy := _prefix(self.location, read)) is not None]
-        return (*self.whole, *copies)
+        outputs = [copy for path in self.tool_results if (copy := _whole(self.location, path, self.max_bytes))]
+        return (*self.whole, *copies, *outputs)
 
 
 def _prefix(location: SessionLocation, read: Appended) -> RawFile | None:
@@ -78,18 +82,27 @@ def _prefix(location: SessionLocation, read: Appended) -> RawFile | None:
     return RawFile(location.relative(path), data, read.fingerprint)
 
 
+def _whole(location: SessionLocation, path: Path, max_bytes: int) -> RawFile | None:
+    """A file read whole (fingerprinted first); None when it is gone or cannot be used."""
+    try:
+        fingerprint = stat_fingerprint(path)
+        if fingerprint is None or leads_outside(path, location):
+            return None
+        return RawFile(location.relative(path), read_bytes(path, max_bytes=max_bytes), fingerprint)
+    except (NotFound, SourceError):
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class ReadFrom:
-    """What the last read of a session knew: where each transcript was used up to, the
-    fingerprints of the files it read whole (unchanged ones are not read again), and the
+    """What the last read of a session knew: where each transcript was used up to, and the
     session's workspace (an exclusion is checked before anything is read)."""
 
     marks: Mapping[str, Mark]  # by path
-    seen: Mapping[str, SourceFile]  # by path
     workspace: str | None = None
 
 
-NOTHING_READ = ReadFrom({}, {})
+NOTHING_READ = ReadFrom({})
 HEAD_BYTES = 64 * 1024  # where the first user line (the workspace) is looked for before a whole read
 Admit = Callable[[str], None]
 
@@ -122,12 +135,22 @@ def read_session(
     _keep_whole(location, main, raw)
     subagents = []
     for actor_id, path, meta_path in subagent_files(location):
-        subagent = _read_subagent(location, actor_id, path, meta_path, max_bytes, since, raw, fingerprints)
+        subagent = _read_subagent(location, actor_id, path, meta_path, max_bytes, since.marks, raw, fingerprints)
         if subagent is not None:
             subagents.append(subagent)
-    for path in tool_result_files(location):
-        _read_side(location, path, max_bytes, since, raw, fingerprints)
-    return SessionFiles(location, main, tuple(subagents), tuple(fingerprints), tuple(raw))
+    outputs = tool_result_files(location)
+    for path in outputs:
+        fingerprint = _stat(path)
+        if fingerprint is not None:
+            fingerprints.append(fingerprint)
+    return SessionFiles(location, main, tuple(subagents), tuple(fingerprints), tuple(raw), outputs, max_bytes)
+
+
+def _stat(path: Path) -> SourceFile | None:
+    try:
+        return stat_fingerprint(path)
+    except SourceError:
+        return None
 
 
 def _head_workspace(transcript: Path) -> str:
@@ -155,16 +178,16 @@ def _read_subagent(
     path: Path,
     meta_path: Path,
     max_bytes: int,
-    since: ReadFrom,
+    marks: Mapping[str, Mark],
     raw: list[RawFile],
     fingerprints: list[SourceFile],
 ) -> Subagent | None:
     """A sub-agent as read, or its failure; None when its file is gone."""
-    meta = _read_meta(location, meta_path, max_bytes, since, raw, fingerprints)
+    meta = _read_meta(location, meta_path, max_bytes, raw, fingerprints)
     try:
         if leads_outside(path, location):
             raise SourceError(str(path), OUTSIDE_ROOT)
-        transcript = read_appended(path, since.marks.get(str(path)), max_bytes=max_bytes)
+        transcript = read_appended(path, marks.get(str(path)), max_bytes=max_bytes)
     except NotFound:
         return None
     except SourceError as exc:
@@ -175,17 +198,16 @@ def _read_subagent(
 
 
 def _read_meta(
-    location: SessionLocation,
-    path: Path,
-    max_bytes: int,
-    since: ReadFrom,
-    raw: list[RawFile],
-    fingerprints: list[SourceFile],
+    location: SessionLocation, path: Path, max_bytes: int, raw: list[RawFile], fingerprints: list[SourceFile]
 ) -> dict[str, Any] | None:
     """A sub-agent's sidecar; None when there is none or it cannot be used (Claude Code
     replaces it whole, so a bad one is not a torn one: the sub-agent is kept without it)."""
-    data = _read_side(location, path, max_bytes, since, raw, fingerprints, always=True)
-    return _meta(data, str(path)) if data is not None else None
+    copy = _whole(location, path, max_bytes)
+    if copy is None:
+        return None
+    raw.append(copy)
+    fingerprints.append(copy.fingerprint)
+    return _meta(copy.data, str(path))
 
 
 def _meta(data: bytes, where: str) -> dict[str, Any] | None:
@@ -194,34 +216,6 @@ def _meta(data: bytes, where: str) -> dict[str, Any] | None:
     except SourceError:
         return None
     return meta if isinstance(meta, dict) else None
-
-
-def _read_side(
-    location: SessionLocation,
-    path: Path,
-    max_bytes: int,
-    since: ReadFrom,
-    raw: list[RawFile],
-    fingerprints: list[SourceFile],
-    *,
-    always: bool = False,
-) -> bytes | None:
-    """A small file read whole: for the vault when it is new or changed since the last read,
-    and its bytes when ``always`` (they are needed every time). None when missing or unusable."""
-    try:
-        fingerprint = stat_fingerprint(path)
-        if fingerprint is None or leads_outside(path, location):
-            return None
-        if not always and since.seen.get(str(path)) == fingerprint:
-            fingerprints.append(fingerprint)
-            return None
-        data = read_bytes(path, max_bytes=max_bytes)
-    except (NotFound, SourceError):
-        return None
-    fingerprints.append(fingerprint)
-    if since.seen.get(str(path)) != fingerprint:
-        raw.append(RawFile(location.relative(path), data, fingerprint))
-    return data
 
 
 def session_fingerprint(location: SessionLocation) -> tuple[SourceFile, ...]:
@@ -238,13 +232,7 @@ def session_fingerprint(location: SessionLocation) -> tuple[SourceFile, ...]:
     for _, path, meta_path in subagent_files(location):
         others.extend((path, meta_path))
     others.extend(tool_result_files(location))
-    for path in others:
-        try:
-            fingerprint = stat_fingerprint(path)
-        except SourceError:
-            continue
-        if fingerprint is not None:
-            found.append(fingerprint)
+    found.extend(fingerprint for path in others if (fingerprint := _stat(path)) is not None)
     return tuple(found)
 
 

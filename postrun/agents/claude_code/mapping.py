@@ -44,7 +44,7 @@ class MappingCache:
 
 def read_from(cache: MappingCache | None) -> ReadFrom:
     """Where a read of the session may start, given the last mapping's cache."""
-    return cache.since if cache is not None else ReadFrom({}, {})
+    return cache.since if cache is not None else ReadFrom({})
 
 
 _NOTHING_KEPT: Mapping[str, StoredActor] = {}
@@ -117,10 +117,8 @@ def map_session(
         read_texts=read_texts,
         incomplete=tuple(reading.incomplete),
     )
-    marks = reading.marks
-    seen = {fingerprint.path: fingerprint for fingerprint in files.source_files if fingerprint.path not in marks}
     kept_assembly = None if unread_names else assembly
-    return mapped, MappingCache(main, subagents, ReadFrom(marks, seen, main.cwd), kept_assembly)
+    return mapped, MappingCache(main, subagents, ReadFrom(reading.marks, main.cwd), kept_assembly)
 
 
 class _Reading:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from postrun.agents.claude_code.files import files_from_copies, session_fingerpr
 from postrun.errors import SourceError
 from postrun.records import MappedSession
 from tests.support.claude_lines import Transcript, meta
-from tests.unit.claude_code.kit import CASES, MAX_BYTES, assert_valid, map_location, same_mapping
+from tests.unit.claude_code.kit import CASES, FIXTURES, MAX_BYTES, assert_valid, map_location, same_mapping
 
 CWD = "/home/dev/work/rules"
 SID = "0ddba11e-0000-4000-8000-000000000001"
@@ -231,3 +232,18 @@ def test_the_vault_s_copies_map_as_the_files_do_and_fingerprints_name_every_file
         kept, _ = map_session(files_from_copies(location, files.raw))
         mapped, _ = map_session(files)
         assert same_mapping(kept, mapped)
+
+
+def test_a_read_from_a_mark_still_hands_the_vault_every_file(tmp_path: Path) -> None:
+    """The vault takes a file left out of a copy as removed: tool outputs and sidecars too."""
+    for case in ("b_bash", "e_subagents"):
+        shutil.copytree(FIXTURES / "claude-code-real" / case / "claude" / "projects", tmp_path / case)
+        (location,) = list_sessions(tmp_path / case).sessions
+        whole = read_session(location, max_bytes=MAX_BYTES)
+        _, cache = map_session(whole)
+        with location.transcript.open("ab") as out:
+            out.write(b'{"type":"last-prompt","lastPrompt":"x"}\n')
+        grown = read_session(location, max_bytes=MAX_BYTES, since=read_from(cache))
+        assert grown.main.start > 0
+        assert sorted(copy.name for copy in grown.raw) == sorted(copy.name for copy in whole.raw)
+        assert len(whole.raw) > 1
