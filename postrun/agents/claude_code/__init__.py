@@ -17,8 +17,8 @@ Where each Claude Code field is mapped (module.function)::
                                                                    session.metrics.cost_usd (the last one)
       assistant message.id, usage         fold._Work._usage        metrics.api_requests, tokens (once per id)
       assistant message.model             fold._Work._assistant    model column
-      assistant text / thinking blocks    fold._Work._assistant    message steps (assistant, thinking)
-      assistant other blocks              fold._Work._assistant    other steps, tool_name block:<type>
+      assistant text / thinking blocks    blocks.pieces            message steps (assistant, thinking), runs joined
+      assistant other blocks              blocks.pieces            other steps, tool_name block:<type>
       assistant tool_use                  fold._Work._call         command, read, edit and other steps (tools.call_step)
       user prompt (text.is_prompt)        fold._Work._user         turns (promptId, permissionMode); user messages
       user lines Claude Code injected     fold._Work._user         system messages (notices, /compact, summaries)

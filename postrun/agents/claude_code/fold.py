@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any
 
+from postrun.agents.claude_code.blocks import pieces
 from postrun.agents.claude_code.results import MISSING, Call, Result
 from postrun.agents.claude_code.text import has_tool_results, is_prompt, text_field, text_of, timestamp
 from postrun.agents.claude_code.tools import read_text
@@ -63,6 +64,23 @@ class Entry:
 
 
 @dataclass(frozen=True, slots=True)
+class Facts:
+    """What a transcript says of its session, as far as it was folded."""
+
+    cost_usd: float | None = None  # the last ``cost-state``'s total
+    last_is_cost: bool = False  # the last record is a ``cost-state`` (the invocation exited)
+    after_cost: bool = False  # a ``cost-state`` came, and no timestamped record since
+    earliest: tuple[datetime, str] | None = None
+    latest: tuple[datetime, str] | None = None
+    last_at: str | None = None  # the last timestamp (a step without one takes it)
+    version: str | None = None  # of the first message record
+    cwd: str | None = None  # of the first ``user`` line
+    branch: str | None = None  # of the first ``user`` line
+    model: str | None = None  # of the last model-written assistant line
+    prompt_id: str | None = None  # of the first line that has one (a sub-agent's placement)
+
+
+@dataclass(frozen=True, slots=True)
 class Fold:
     """The state after folding a transcript's first ``end`` bytes."""
 
@@ -76,17 +94,7 @@ class Fold:
     segments: list[dict[str, Any]] = field(default_factory=lambda: [{"index": 0, "start_reason": "start"}])
     usage: dict[str, Usage | None] = field(default_factory=dict)  # message.id -> its last usage
     tokens: Usage = _NO_USAGE  # the sum of ``usage``
-    cost_usd: float | None = None  # the last ``cost-state``'s total
-    last_is_cost: bool = False  # the last record is a ``cost-state`` (the invocation exited)
-    after_cost: bool = False  # a ``cost-state`` came, and no timestamped record since
-    earliest: tuple[datetime, str] | None = None
-    latest: tuple[datetime, str] | None = None
-    last_at: str | None = None  # the last timestamp (a step without one takes it)
-    version: str | None = None  # of the first message record
-    cwd: str | None = None  # of the first ``user`` line
-    branch: str | None = None  # of the first ``user`` line
-    model: str | None = None  # of the last model-written assistant line
-    prompt_id: str | None = None  # of the first line that has one (a sub-agent's placement)
+    facts: Facts = field(default_factory=lambda: Facts())
     read_texts: dict[str, str] = field(default_factory=dict)  # step id -> what a Read returned
     skipped: int = 0  # lines that are not JSON objects
     touched: tuple[int, ...] = ()  # entries of the fold it extended that it changed (a result came)
@@ -124,22 +132,7 @@ class _Work:
         self.read_texts = dict(fold.read_texts)
         self.before = len(fold.entries)
         self.touched: list[int] = []
-        self.facts: dict[str, Any] = {
-            name: getattr(fold, name)
-            for name in (
-                "cost_usd",
-                "last_is_cost",
-                "after_cost",
-                "earliest",
-                "latest",
-                "last_at",
-                "version",
-                "cwd",
-                "branch",
-                "model",
-                "prompt_id",
-            )
-        }
+        self.facts: dict[str, Any] = {name.name: getattr(fold.facts, name.name) for name in fields(Facts)}
         self.prefix = "" if fold.main else f"{fold.actor_id}/"
 
     def done(self, end: int, skipped: int) -> Fold:
@@ -157,7 +150,7 @@ class _Work:
             read_texts=self.read_texts,
             skipped=self.fold.skipped + skipped,
             touched=tuple(sorted(set(self.touched))),
-            **self.facts,
+            facts=Facts(**self.facts),
         )
 
     # -- records ------------------------------------------------------------------------
@@ -253,43 +246,16 @@ class _Work:
         model = text_field(message.get("model"))
         if model is not None and model != "<synthetic>":
             self.facts["model"] = model
-        content = message.get("content")
-        if isinstance(content, str):
-            content = [{"type": "text", "text": content}]
-        if not isinstance(content, list):
-            return
         line_id = self._line_id(record, offset)
         cwd = text_field(record.get("cwd"))
-        run: list[str] = []  # consecutive text (or thinking) blocks make one step
-        run_role = ""
-        first = True
-        for index, block in enumerate(content):
-            if not isinstance(block, dict):
+        first = True  # the line's first step that is not a call takes the line's id
+        for piece in pieces(message.get("content")):
+            if piece.kind == "call":
+                self._call(piece.block, line_id, piece.index, cwd, at)
                 continue
-            kind = block.get("type")
-            role = "assistant" if kind == "text" else "thinking" if kind == "thinking" else ""
-            text = block.get("text" if kind == "text" else "thinking")
-            if role and isinstance(text, str):
-                if run and role != run_role:
-                    first = self._message_run(line_id, first, index, run_role, run, at)
-                run.append(text)
-                run_role = role
-                continue
-            if run:
-                first = self._message_run(line_id, first, index, run_role, run, at)
-            if kind == "tool_use":
-                self._call(block, line_id, index, cwd, at)
-            elif isinstance(kind, str) and kind:
-                self._add(line_id if first else f"{line_id}#{index}", Block(block), at)
-                first = False
-        if run:
-            self._message_run(line_id, first, len(content), run_role, run, at)
-
-    def _message_run(self, line_id: str, first: bool, index: int, role: str, run: list[str], at: str | None) -> bool:
-        """One message step of the run of blocks before ``index``; the line's first takes its id."""
-        self._add(line_id if first else f"{line_id}#{index - len(run)}", Message(role, "\n".join(run)), at)
-        run.clear()
-        return False
+            step_id = line_id if first else f"{line_id}#{piece.index}"
+            self._add(step_id, Message(piece.role, piece.text) if piece.role else Block(piece.block), at)
+            first = False
 
     def _usage(self, message: dict[str, Any]) -> None:
         message_id = message.get("id")

@@ -111,14 +111,14 @@ def map_session(
         actors=actors,
         turns=turns,
         steps=rows,
-        extras=SessionExtras(model=main.model, git_branch=main.branch),
+        extras=SessionExtras(model=main.facts.model, git_branch=main.facts.branch),
         source_files=files.source_files,
         unread=tuple(unread),
         read_texts=read_texts,
         incomplete=tuple(reading.incomplete),
     )
     kept_assembly = None if unread_names else assembly
-    return mapped, MappingCache(main, subagents, ReadFrom(reading.marks, main.cwd), kept_assembly)
+    return mapped, MappingCache(main, subagents, ReadFrom(reading.marks, main.facts.cwd), kept_assembly)
 
 
 class _Reading:
@@ -154,8 +154,8 @@ class _Reading:
 
 def _started_at(main: Fold, read: Appended) -> str:
     """The earliest timestamp of the main transcript, else (none yet) the file's mtime."""
-    if main.earliest is not None:
-        return main.earliest[1]
+    if main.facts.earliest is not None:
+        return main.facts.earliest[1]
     moment = datetime.fromtimestamp(read.fingerprint.mtime_ns / 1e9, UTC)
     return utc_iso(moment)
 
@@ -171,14 +171,14 @@ def _actor(actor_id: str, parent_id: str, meta: dict[str, Any] | None) -> dict[s
 def _session(files: SessionFiles, main: Fold, subagents: Mapping[str, Fold], started_at: str) -> dict[str, Any]:
     session: dict[str, Any] = {
         "id": files.location.session_id,
-        "agent": {"kind": AGENT, "version": main.version or "unknown"},
-        "workspace": {"root": main.cwd or ""},
+        "agent": {"kind": AGENT, "version": main.facts.version or "unknown"},
+        "workspace": {"root": main.facts.cwd or ""},
         "started_at": started_at,
         "source": str(files.location.source),
     }
     # Claude Code writes no end: a last record that is a ``cost-state`` is an invocation that exited.
-    if main.last_is_cost and main.latest is not None:
-        session["ended_at"] = main.latest[1]
+    if main.facts.last_is_cost and main.facts.latest is not None:
+        session["ended_at"] = main.facts.latest[1]
     metrics = _metrics(main, subagents)
     if metrics is not None:
         session["metrics"] = metrics
@@ -189,10 +189,10 @@ def _metrics(main: Fold, subagents: Mapping[str, Fold]) -> dict[str, Any] | None
     """Usage once per API response over every transcript; cost as the last ``cost-state`` said."""
     folds = [main, *(subagents[name] for name in sorted(subagents))]
     requests, tokens = _usage(folds)
-    if requests == 0 and main.cost_usd is None:
+    if requests == 0 and main.facts.cost_usd is None:
         return None
     return {
-        "cost_usd": main.cost_usd if main.cost_usd is not None else 0.0,
+        "cost_usd": main.facts.cost_usd if main.facts.cost_usd is not None else 0.0,
         "api_requests": requests,
         "tokens": {"input": tokens[0], "output": tokens[1], "cache_read": tokens[2], "cache_creation": tokens[3]},
     }
@@ -238,7 +238,7 @@ def _segments(main: Fold, started_at: str, transcripts: list[str]) -> list[dict[
             "started_at": started_at if position == 0 else found["started_at"],
         }
         ended = found.get("ended_at")
-        if position == last and main.after_cost:
+        if position == last and main.facts.after_cost:
             ended = found.get("last_at")  # closed by a ``cost-state``, no record since
         if ended is not None:
             segment["ended_at"] = ended

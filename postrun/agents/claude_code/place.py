@@ -72,7 +72,7 @@ def shape(main: Fold, subagents: Mapping[str, Fold], metas: Mapping[str, dict[st
             continue
         # Unlinked: after the main transcript, in the turn of its first prompt; what it spawned
         # (even in a cycle) goes inside it.
-        turn = _turn_of_prompt(main, subagents[actor_id].prompt_id)
+        turn = _turn_of_prompt(main, subagents[actor_id].facts.prompt_id)
         segment = int(main.turns[turn - 1]["segment_index"]) if turn > 0 else 0
         orphans.append((actor_id, (turn_ids[turn], segment)))
         parents[actor_id] = ROOT_ACTOR
