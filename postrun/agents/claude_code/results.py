@@ -64,7 +64,7 @@ def decision(result: Result | None) -> str:
     no permission check at all: the call failed validation first, or has no result yet)."""
     if result is None:
         return "auto"
-    if _NO_SUCH_TOOL.match(result.text) is not None and result.is_error:
+    if _NO_SUCH_TOOL.match(result.text) is not None:
         return "n/a"
     permission = result.permission
     if isinstance(permission, dict):
