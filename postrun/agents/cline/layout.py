@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import orjson
 
@@ -67,6 +67,36 @@ class KnownMessages:
 
     last: ByteLayout
     layout: ByteLayout
+
+
+class LazyMessages(Sequence[Any]):
+    """A file's messages: the known ones parsed from their bytes when first asked for
+    (few are: a message is mapped again only when a later one answers its call), then
+    the ones parsed with the file."""
+
+    def __init__(self, known: KnownMessages, tail: list[Any], where: str) -> None:
+        self._layout, self._count, self._tail, self._where = known.layout, known.last.count, tail, where
+        self._parsed: dict[int, Any] = {}
+
+    def __len__(self) -> int:
+        return self._count + len(self._tail)
+
+    @overload
+    def __getitem__(self, position: int) -> Any: ...
+    @overload
+    def __getitem__(self, position: slice) -> Sequence[Any]: ...
+    def __getitem__(self, position: int | slice) -> Any:
+        if isinstance(position, slice):
+            return [self[index] for index in range(*position.indices(len(self)))]
+        if position < 0:
+            position += len(self)
+        if position >= self._count:
+            return self._tail[position - self._count]
+        if position < 0:
+            raise IndexError(position)
+        if position not in self._parsed:
+            self._parsed[position] = self._layout.message(position, self._where)
+        return self._parsed[position]
 
 
 def measure_list(

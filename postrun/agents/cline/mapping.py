@@ -1,6 +1,6 @@
 """A Cline session's files as v1.2 records: pure, and incremental.
 
-The mapping is a left-to-right fold over the messages. A message's steps are a
+The mapping is a left-to-right fold over the messages (``fold``). A message's steps are a
 function of the message, the result blocks its calls were answered with, a small
 ``Context`` (seq, turn, time, ids) and a few session-wide facts (``SessionFacts``).
 ``MappingCache`` keeps each message's steps under exactly those inputs (message
@@ -15,16 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from postrun.agents.cline.compaction import summary_step
 from postrun.agents.cline.files import SessionFiles, SideFile
+from postrun.agents.cline.fold import CacheKey, Folded, FoldResume, fold_messages
 from postrun.agents.cline.helpers import Helper, helper_actor, place_helpers
 from postrun.agents.cline.segments import SegmentPlan, plan_segments
-from postrun.agents.cline.steps import ROOT_ACTOR, Context, MessageSteps, SessionFacts, map_message
+from postrun.agents.cline.steps import ROOT_ACTOR, MessageSteps, SessionFacts
 from postrun.agents.cline.times import iso_from_ms, iso_from_ns, valid_timestamp
 from postrun.agents.cline.tools import ToolContext
-from postrun.agents.cline.transcript import Fingerprint, Transcript, TranscriptResume, read_transcript
+from postrun.agents.cline.transcript import Transcript, TranscriptResume, read_transcript
 from postrun.errors import SourceError
 from postrun.records import (
     MappedSession,
@@ -38,28 +39,6 @@ from postrun.records import (
 )
 
 AGENT = "cline"
-CacheKey = tuple[Fingerprint, Context]  # (the message's JSON, its context)
-
-
-class _Before(NamedTuple):
-    """The fold's state just before one message."""
-
-    rows: int
-    turns: int  # turns opened so far
-    turn_id: str
-    turn_segment: int
-    at: int | str
-
-
-@dataclass(frozen=True, slots=True)
-class FoldResume:
-    """Where the last fold ended, so the next one can start at the first changed message."""
-
-    inputs: tuple[str, str, tuple[int, ...]]  # (header, started_at, segment run counts) it ran under
-    keys: tuple[CacheKey, ...]  # each message's cache key, in order
-    before: tuple[_Before, ...]  # the state before each message, then after the last
-    rows: tuple[StepRow, ...]
-    opened_turns: tuple[dict[str, Any], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,14 +229,6 @@ def _started_at(manifest: dict[str, Any], transcript: Transcript, files: Session
     return iso_from_ns(next((f.mtime_ns for f in files.source_files if f.path == messages_path), 0))
 
 
-@dataclass(frozen=True, slots=True)
-class _Folded:
-    cached: dict[CacheKey, MessageSteps]
-    rows: tuple[StepRow, ...]
-    opened_turns: tuple[dict[str, Any], ...]
-    resume: FoldResume
-
-
 def _fold(
     transcript: Transcript,
     facts: SessionFacts,
@@ -265,63 +236,12 @@ def _fold(
     started_at: str,
     header: str,
     previous: MappingCache | None,
-) -> _Folded:
-    inputs = (header, started_at, plan.run_counts)
+) -> Folded:
     reusable: Mapping[CacheKey, MessageSteps] = {}
     if previous is not None and previous.header == header:
         reusable = previous.messages
     last = previous.fold if previous is not None else None
-    start = min(transcript.first_changed, len(last.keys)) if last is not None and last.inputs == inputs else 0
-    if last is not None and start:
-        # The messages before ``start`` are unchanged, and so is everything the fold made of them.
-        cached = dict(reusable)
-        for stale in last.keys[start:]:
-            cached.pop(stale, None)
-        state = last.before[start]
-        rows, opened_turns = list(last.rows[: state.rows]), list(last.opened_turns[: state.turns])
-        keys, before = list(last.keys[:start]), list(last.before[:start])
-        turn_id, turn_segment, at = state.turn_id, state.turn_segment, state.at
-    else:
-        cached, rows, opened_turns, keys, before = {}, [], [], [], []
-        turn_id, turn_segment, at = "turn:0", 0, started_at
-    by_position = transcript.by_position
-    next_turn = len(opened_turns) + 1
-    next_turn_segment = plan.segment_for_turn(next_turn)  # changes only when a turn opens
-    for message in transcript.messages[start:]:
-        before.append(_Before(len(rows), len(opened_turns), turn_id, turn_segment, at))
-        if message.ts is not None:
-            at = message.ts  # a message without ts keeps the previous message's time
-        answered = transcript.answers.get(message.position)
-        answers = sorted(answered.items()) if answered else ()  # most messages make no call
-        context = Context(
-            seq=len(rows),
-            turn_id=turn_id,
-            turn_segment=turn_segment,
-            next_turn=next_turn,
-            next_turn_segment=next_turn_segment,
-            at=at,
-            key=message.key,
-            tool_keys=message.tool_keys,
-            results=tuple([(call, by_position[answer].fingerprint, block) for call, (answer, block) in answers]),
-            bound=message.bound,
-        )
-        key = (message.fingerprint, context)
-        steps = reusable.get(key) if reusable else None  # a first mapping need not hash the key twice
-        if steps is None:
-            results = {call: transcript.blocks(by_position[answer])[block] for call, (answer, block) in answers}
-            steps = map_message(message, transcript.raw(message), transcript.blocks(message), results, context, facts)
-        cached[key] = steps
-        keys.append(key)
-        rows.extend(steps.rows)
-        if steps.opened_turn is not None:
-            opened_turns.append(steps.opened_turn)
-            turn_id, turn_segment = steps.opened_turn["id"], steps.opened_turn["segment_index"]
-            next_turn = len(opened_turns) + 1
-            next_turn_segment = plan.segment_for_turn(next_turn)
-    before.append(_Before(len(rows), len(opened_turns), turn_id, turn_segment, at))
-    folded_rows, folded_turns = tuple(rows), tuple(opened_turns)
-    resume = FoldResume(inputs, tuple(keys), tuple(before), folded_rows, folded_turns)
-    return _Folded(cached, folded_rows, folded_turns, resume)
+    return fold_messages(transcript, facts, plan, started_at, header, reusable, last)
 
 
 def _turn_records(session_id: str, opened_turns: list[dict[str, Any]], rows: list[StepRow]) -> list[dict[str, Any]]:

@@ -16,36 +16,24 @@ Both give the same transcript.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, overload
+from typing import Any, NamedTuple
 
 import orjson
 
-from postrun.agents.cline.layout import ByteLayout, KnownMessages, measure_list
+from postrun.agents.cline.layout import ByteLayout, KnownMessages, LazyMessages, measure_list
+from postrun.agents.cline.metrics import Metrics
 from postrun.agents.cline.results import APPROVAL_ON_WORDINGS, error_reports
 from postrun.agents.cline.times import epoch_ms
 from postrun.errors import SourceError
 from postrun.jsonio import parse_json
 
 ROLES = ("user", "assistant")  # Cline stores no other roles; anything else is skipped
-TOKEN_KEYS = (
-    ("input", "inputTokens"),
-    ("output", "outputTokens"),
-    ("cache_read", "cacheReadTokens"),
-    ("cache_creation", "cacheWriteTokens"),
-)
 BlockRef = tuple[int, int]  # (message position, block position)
 # A message's JSON as (length, hash). Python's keyed 64-bit hash is many times faster
 # than a cryptographic digest and only compared within one process, like the cache.
 Fingerprint = tuple[int, int]
-_NUMBERS = (int, float)
-# Counts and costs beyond these are not counts or costs (and their sums would overflow what
-# JSON and the store hold): a count above the largest integer JavaScript keeps exactly is
-# ignored, and so is the total, capped at it; a cost above a billion dollars per request too.
-MAX_COUNT = 2**53 - 1
-MAX_COST_USD = 1e9
 
 
 def wrong_shape(where: str, path: str, what: str) -> SourceError:
@@ -70,43 +58,6 @@ class Message(NamedTuple):
     key: str  # unique id base of its non-tool steps
     tool_keys: tuple[tuple[int, str], ...]  # (block, unique id base) per call
     bound: tuple[int, ...]  # its tool_result blocks that answer a call
-
-
-@dataclass(slots=True)
-class Metrics:
-    requests: int = 0  # assistant messages that carry metrics
-    tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys((name for name, _ in TOKEN_KEYS), 0))
-    costs: list[float] = field(default_factory=list)
-
-    def add(self, metrics: dict[str, Any]) -> None:
-        self.requests += 1
-        tokens = self.tokens
-        for name, key in TOKEN_KEYS:
-            value = metrics.get(key)
-            if value is not None:
-                # ``_count`` in line for the usual count (four per request)
-                count = value if type(value) is int and 0 <= value <= MAX_COUNT else _count(value)
-                tokens[name] = min(tokens[name] + count, MAX_COUNT)
-        cost = metrics.get("cost")
-        if isinstance(cost, _NUMBERS) and not isinstance(cost, bool) and 0 < cost <= MAX_COST_USD:
-            self.costs.append(float(cost))
-
-    def copy(self) -> Metrics:
-        return Metrics(self.requests, dict(self.tokens), list(self.costs))
-
-    def record(self) -> dict[str, Any] | None:
-        """Summed as stored (``inputTokens`` already includes the cache); None without any."""
-        if not self.requests:
-            return None
-        return {"cost_usd": math.fsum(self.costs), "api_requests": self.requests, "tokens": dict(self.tokens)}
-
-
-def _count(value: Any) -> int:
-    if type(value) is int:
-        return value if 0 <= value <= MAX_COUNT else 0
-    if type(value) is float and math.isfinite(value) and value.is_integer():
-        return _count(int(value))
-    return 0
 
 
 @dataclass(slots=True)
@@ -312,43 +263,13 @@ def read_transcript(
 def _read_after_known(document: Any, where: str, resume: TranscriptResume, known: KnownMessages) -> Transcript:
     bare = isinstance(document, list)
     tail = document if bare else document["messages"]
-    transcript = Transcript({"messages": tail} if bare else document, _Messages(known, tail, where))
+    transcript = Transcript({"messages": tail} if bare else document, LazyMessages(known, tail, where))
     walk = _Pass(transcript, where)
     walk.restore(resume)
     for position in range(known.last.count, len(transcript.raw_messages)):
         walk.add(position, transcript.raw_messages[position])
     walk.finish(known.layout)
     return transcript
-
-
-class _Messages(Sequence[Any]):
-    """A file's messages: the known ones parsed from their bytes when first asked for
-    (few are: a message is mapped again only when a later one answers its call), then
-    the ones parsed with the file."""
-
-    def __init__(self, known: KnownMessages, tail: list[Any], where: str) -> None:
-        self._layout, self._count, self._tail, self._where = known.layout, known.last.count, tail, where
-        self._parsed: dict[int, Any] = {}
-
-    def __len__(self) -> int:
-        return self._count + len(self._tail)
-
-    @overload
-    def __getitem__(self, position: int) -> Any: ...
-    @overload
-    def __getitem__(self, position: slice) -> Sequence[Any]: ...
-    def __getitem__(self, position: int | slice) -> Any:
-        if isinstance(position, slice):
-            return [self[index] for index in range(*position.indices(len(self)))]
-        if position < 0:
-            position += len(self)
-        if position >= self._count:
-            return self._tail[position - self._count]
-        if position < 0:
-            raise IndexError(position)
-        if position not in self._parsed:
-            self._parsed[position] = self._layout.message(position, self._where)
-        return self._parsed[position]
 
 
 def escape_id(raw_id: str) -> str:
