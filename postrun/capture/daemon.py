@@ -34,7 +34,7 @@ class DaemonFailed(PostrunError):
 
     def __init__(self, where: str, reason: str, exit_code: int) -> None:
         super().__init__(where, reason)
-        self.exit_code = ExitCode(exit_code) if exit_code in ExitCode._value2member_map_ else ExitCode.FAILURE
+        self.exit_code = ExitCode(exit_code) if exit_code in set(ExitCode) else ExitCode.FAILURE
 
 
 def refuse_under_supervisor(environ: Mapping[str, str]) -> None:

@@ -114,6 +114,7 @@ def restore(
 
     Refused while a capture runs on the store (exit 75).
     """
+    from postrun.capture.lock import CaptureLock
     from postrun.store.backup import restore as restore_store
     from postrun.store.backup import verify_backup
 
@@ -125,7 +126,7 @@ def restore(
         typer.confirm(
             f"Replace {paths.db} with {source} ({plural(checked.sessions, 'session')})?", abort=True, err=True
         )
-    report = restore_store(paths.db, source, capture_lock=paths.capture_lock)
+    report = restore_store(paths.db, source, lock=CaptureLock(paths.capture_lock, db=paths.db))
     previous = f"; the previous store is {report.previous}" if report.previous else ""
     typer.echo(
         f"restored {source} into {paths.db}: {plural(report.restored.sessions, 'session')},"

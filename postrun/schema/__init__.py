@@ -14,16 +14,16 @@ from typing import Any
 from postrun.schema.models import (
     SCHEMA_VERSION,
     SchemaError,
-    _check_timestamp,
+    check_timestamp,
     model_problems,
 )
-from postrun.schema.plain import _PLAINLY_VALID, PLAIN_FIELDS, is_timestamp, plainly_valid, plainly_valid_step
+from postrun.schema.plain import PLAIN_FIELDS, is_timestamp, plainly_valid, plainly_valid_step
 
 __all__ = [
     "PLAIN_FIELDS",
     "SCHEMA_VERSION",
     "SchemaError",
-    "_check_timestamp",
+    "check_timestamp",
     "envelope_problems",
     "is_timestamp",
     "model_problems",
@@ -38,7 +38,7 @@ __all__ = [
 
 def record_problems(kind: str, data: Any, path: str | None = None) -> list[str]:
     """Return the schema problems of one record of ``kind`` (empty when valid)."""
-    if _PLAINLY_VALID[kind](data):
+    if plainly_valid(kind, data):
         return []
     return model_problems(kind, data, path)
 

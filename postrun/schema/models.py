@@ -38,7 +38,7 @@ class SchemaError(ValueError):
         self.problems = list(problems)
 
 
-def _check_timestamp(value: str) -> str:
+def check_timestamp(value: str) -> str:
     if not _TIMESTAMP.fullmatch(value):
         raise ValueError(_TIMESTAMP_MESSAGE)
     try:
@@ -49,12 +49,12 @@ def _check_timestamp(value: str) -> str:
     return value
 
 
-Timestamp = Annotated[str, AfterValidator(_check_timestamp)]
+Timestamp = Annotated[str, AfterValidator(check_timestamp)]
 NonEmpty = Annotated[str, Field(min_length=1)]
 Count = Annotated[int, Field(ge=0)]
 
 
-class _Record(BaseModel):
+class Record(BaseModel):
     """Base of every modelled object: strict types, no unknown fields, no nulls."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
@@ -69,31 +69,31 @@ class _Record(BaseModel):
         return value
 
 
-class Agent(_Record):
+class Agent(Record):
     kind: NonEmpty
     version: str
     format_version: str | None = None
 
 
-class Workspace(_Record):
+class Workspace(Record):
     root: str
     repo: str | None = None
 
 
-class Tokens(_Record):
+class Tokens(Record):
     input: Count
     output: Count
     cache_read: Count
     cache_creation: Count
 
 
-class Metrics(_Record):
+class Metrics(Record):
     cost_usd: Annotated[float, Field(ge=0, allow_inf_nan=False)]
     api_requests: Count
     tokens: Tokens
 
 
-class Session(_Record):
+class Session(Record):
     id: NonEmpty
     agent: Agent
     workspace: Workspace
@@ -103,7 +103,7 @@ class Session(_Record):
     metrics: Metrics | None = None
 
 
-class Segment(_Record):
+class Segment(Record):
     index: Count
     start_reason: NonEmpty
     started_at: Timestamp
@@ -111,14 +111,14 @@ class Segment(_Record):
     source_files: list[str]
 
 
-class Actor(_Record):
+class Actor(Record):
     id: NonEmpty
     parent_id: NonEmpty | None = None
     type: NonEmpty
     label: str | None = None
 
 
-class Turn(_Record):
+class Turn(Record):
     id: NonEmpty
     session_id: NonEmpty
     segment_index: Count
@@ -130,18 +130,18 @@ class Turn(_Record):
     step_ids: list[str]
 
 
-class Flag(_Record):
+class Flag(Record):
     kind: NonEmpty
     severity: Literal["info", "warn", "danger"]
     reason: str
 
 
-class StepError(_Record):
+class StepError(Record):
     type: NonEmpty
     message: str
 
 
-class CommandPayload(_Record):
+class CommandPayload(Record):
     command: str | None = None
     stdout: str | None = None
     stderr: str | None = None
@@ -150,7 +150,7 @@ class CommandPayload(_Record):
     output_ref: str | None = None
 
 
-class EditPayload(_Record):
+class EditPayload(Record):
     path: NonEmpty
     old_string: str | None = None
     new_string: str | None = None
@@ -159,25 +159,25 @@ class EditPayload(_Record):
     landed_in_final_state: bool | None = None
 
 
-class ReadPayload(_Record):
+class ReadPayload(Record):
     path: NonEmpty
     range: Annotated[list[int], Field(min_length=2, max_length=2)] | None = None
 
 
-class MessagePayload(_Record):
+class MessagePayload(Record):
     role: NonEmpty
     text: str | None = None
     text_ref: str | None = None
 
 
-class OtherPayload(_Record):
+class OtherPayload(Record):
     tool_name: NonEmpty
     raw: dict[str, Any]
 
 
 StepType = Literal["command", "edit", "read", "message", "other"]
 
-PAYLOAD_MODELS: dict[str, type[_Record]] = {
+PAYLOAD_MODELS: dict[str, type[Record]] = {
     "command": CommandPayload,
     "edit": EditPayload,
     "read": ReadPayload,
@@ -186,7 +186,7 @@ PAYLOAD_MODELS: dict[str, type[_Record]] = {
 }
 
 
-class Step(_Record):
+class Step(Record):
     id: NonEmpty
     session_id: NonEmpty
     segment_index: Count
@@ -205,7 +205,7 @@ class Step(_Record):
     payload: dict[str, Any]
 
 
-_MODELS: dict[str, type[_Record]] = {
+_MODELS: dict[str, type[Record]] = {
     "session": Session,
     "segment": Segment,
     "actor": Actor,
@@ -238,7 +238,7 @@ def _message(error: Mapping[str, Any]) -> str:
     return message.replace("Input should be", "should be")
 
 
-def _problems(model: type[_Record], data: Any, path: str) -> list[str]:
+def _problems(model: type[Record], data: Any, path: str) -> list[str]:
     try:
         model.model_validate(data)
     except ValidationError as exc:

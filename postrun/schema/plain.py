@@ -13,6 +13,7 @@ from postrun.schema.models import (
     Agent,
     Flag,
     Metrics,
+    Record,
     Segment,
     Session,
     Step,
@@ -20,8 +21,7 @@ from postrun.schema.models import (
     Tokens,
     Turn,
     Workspace,
-    _check_timestamp,
-    _Record,
+    check_timestamp,
 )
 
 # A shortcut for the steps an adapter maps by the thousand: plain checks that accept only
@@ -84,7 +84,7 @@ def _clock_digits(hours: str, minutes: str, seconds: str, millis: str) -> bool:
 @functools.lru_cache(maxsize=1024)
 def _full_timestamp(value: str) -> bool:
     try:
-        _check_timestamp(value)
+        check_timestamp(value)
     except ValueError:
         return False
     return True
@@ -253,7 +253,7 @@ def _plain_record(required: dict[str, _Check], optional: dict[str, _Check]) -> _
 
 
 _TOKENS = _plain_record(dict.fromkeys(("input", "output", "cache_read", "cache_creation"), _count), {})
-PLAIN_FIELDS: dict[type[_Record], tuple[dict[str, _Check], dict[str, _Check]]] = {
+PLAIN_FIELDS: dict[type[Record], tuple[dict[str, _Check], dict[str, _Check]]] = {
     Agent: ({"kind": _name, "version": _text}, {"format_version": _text}),
     Workspace: ({"root": _text}, {"repo": _text}),
     Tokens: (dict.fromkeys(("input", "output", "cache_read", "cache_creation"), _count), {}),

@@ -19,10 +19,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol
 
 import apsw
 
-from postrun.capture.lock import CaptureLock
 from postrun.errors import AlreadyRunning, PostrunError, StoreError
 from postrun.store import codec
 from postrun.store.db import STORE_VERSION, Database, describe_sqlite_error
@@ -32,6 +32,15 @@ _FILE_MODE = 0o600
 DAILY_NAME = "postrun-%Y%m%dT%H%M%SZ.db"
 _DAILY_PATTERN = re.compile(r"postrun-\d{8}T\d{6}Z\.db")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+class StoreLock(Protocol):
+    """What keeps every writer but the holder off the store (capture's lock): ``acquire`` raises
+    AlreadyRunning while another holds it."""
+
+    def acquire(self) -> object: ...
+
+    def release(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,16 +207,15 @@ def before_restore_path(db: Path) -> Path:
     return db.with_name(db.name + ".before-restore")
 
 
-def restore(db: Path, backup: Path, *, capture_lock: Path) -> RestoreReport:
+def restore(db: Path, backup: Path, *, lock: StoreLock) -> RestoreReport:
     """Replace the store's content with ``backup`` after verifying it.
 
-    Refused (AlreadyRunning) while a capture holds the store; the lock is held meanwhile so
+    Refused (AlreadyRunning) while another holds ``lock`` (a capture); it is held meanwhile so
     none starts. The current store is first backed up to ``<db>.before-restore``.
     """
     counts = verify_backup(backup)
     if backup.absolute() == db.absolute():
         raise PostrunError(str(backup), "is the store itself")
-    lock = CaptureLock(capture_lock, db=db)
     try:
         lock.acquire()
     except AlreadyRunning as exc:

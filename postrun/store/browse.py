@@ -16,7 +16,7 @@ import orjson
 from postrun.errors import NotFound
 from postrun.store import codec
 from postrun.store.db import Database
-from postrun.store.query import _TITLE_SQL
+from postrun.store.titles import TITLE_SQL
 from postrun.store.verdicts import Verdict, current_verdicts
 from postrun.timestamps import utc_iso
 
@@ -127,7 +127,7 @@ class SessionIndex:
         if not changed:
             return
         rows: list[Any] = database.execute(
-            f"SELECT s.id, s.updated_at, coalesce(json_extract(s.record, '$.workspace.root'), ''), {_TITLE_SQL}"
+            f"SELECT s.id, s.updated_at, coalesce(json_extract(s.record, '$.workspace.root'), ''), {TITLE_SQL}"
             " FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))",
             (orjson.dumps(changed).decode(),),
         ).fetchall()
@@ -163,7 +163,7 @@ def session_page(database: Database, query: SessionFilter, index: SessionIndex |
                (SELECT count(*) FROM steps st WHERE st.session_id = s.id),
                (SELECT count(*) FROM steps st WHERE st.session_id = s.id AND st.outcome = 'failed'),
                (SELECT count(DISTINCT f.step_id) FROM step_flags f WHERE f.session_id = s.id),
-               {_TITLE_SQL}
+               {TITLE_SQL}
           FROM sessions s{where}
          ORDER BY s.started_at DESC, s.id
          LIMIT ? OFFSET ?
@@ -213,7 +213,7 @@ def file_edits(database: Database, workspace: str, *, since_utc: str | None, lim
     """Edit steps of ``workspace``'s sessions, newest first."""
     rows = database.execute(
         f"""
-        SELECT st.session_id, {_TITLE_SQL}, st.record
+        SELECT st.session_id, {TITLE_SQL}, st.record
           FROM sessions s JOIN steps st ON st.session_id = s.id
          WHERE json_extract(s.record, '$.workspace.root') = ?1 AND st.type = 'edit'
            AND (?2 IS NULL OR st.at >= ?2)

@@ -14,19 +14,9 @@ from postrun.errors import NotFound, PostrunError, UsageError
 from postrun.schema import SCHEMA_VERSION
 from postrun.store import codec
 from postrun.store.db import Database
+from postrun.store.titles import TITLE_SQL
 from postrun.text import one_line
 from postrun.timestamps import normalize_timestamp
-
-# The title: the first prompt's text, else the agent's own title (cline_title).
-_TITLE_SQL = """
-    coalesce(
-      (SELECT json_extract(postrun_record(st.record), '$.payload.text') FROM steps st
-        WHERE st.session_id = s.id AND st.type = 'message'
-          AND json_extract(postrun_record(st.record), '$.payload.role') = 'user'
-          AND trim(coalesce(json_extract(postrun_record(st.record), '$.payload.text'), '')) != ''
-        ORDER BY st.seq LIMIT 1),
-      s.cline_title, '')
-"""
 
 
 def no_session(reference: str, db: Path) -> NotFound:
@@ -91,7 +81,7 @@ def list_sessions(
                (SELECT count(*) FROM steps st WHERE st.session_id = s.id),
                (SELECT count(*) FROM steps st WHERE st.session_id = s.id AND st.outcome = 'failed'),
                (SELECT count(DISTINCT f.step_id) FROM step_flags f WHERE f.session_id = s.id),
-               {_TITLE_SQL}
+               {TITLE_SQL}
           FROM sessions s
          WHERE (?1 IS NULL OR s.agent = ?1)
            AND (?3 = 0 OR EXISTS (SELECT 1 FROM step_flags f WHERE f.session_id = s.id))
@@ -201,7 +191,7 @@ class SessionDetails:
 
 def session_details(database: Database, session_id: str) -> SessionDetails:
     row = database.execute(
-        f"SELECT {_TITLE_SQL}, s.model, s.provider, s.cline_status, s.git_branch, s.captured_on, s.ingested_at,"
+        f"SELECT {TITLE_SQL}, s.model, s.provider, s.cline_status, s.git_branch, s.captured_on, s.ingested_at,"
         " s.updated_at FROM sessions s WHERE s.id = ?",
         (session_id,),
     ).fetchone()

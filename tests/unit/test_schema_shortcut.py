@@ -89,7 +89,7 @@ def test_a_time_the_quick_check_takes_is_one_the_full_check_takes(changes: list[
         chars[position] = char
     value = "".join(chars)
     try:
-        schema._check_timestamp(value)
+        schema.check_timestamp(value)
     except ValueError:
         valid = False
     else:
