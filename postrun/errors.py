@@ -58,6 +58,12 @@ class StoreTooNewError(StoreError):
     exit_code = ExitCode.CONFIG
 
 
+class StoreTooOldError(StoreError):
+    """A reader met a store an older Postrun wrote: only a writer upgrades it."""
+
+    exit_code = ExitCode.CONFIG
+
+
 class SourceError(PostrunError):
     """A source file (an agent's own file) cannot be used."""
 

@@ -11,5 +11,7 @@ class ExitCode(IntEnum):
     USAGE = 2  # bad arguments
     NOT_RUNNING = 3  # `status`: no capture is running
     ALREADY_RUNNING = 75  # another capture holds this store (EX_TEMPFAIL)
-    CONFIG = 78  # configuration error, or a store written by a newer Postrun (EX_CONFIG)
+    # A configuration error, a store a newer Postrun wrote, or one an older Postrun wrote that
+    # only reading commands met (a writer upgrades it) (EX_CONFIG).
+    CONFIG = 78
     BROKEN_PIPE = 141  # stdout's reader left (`| head`): what a tool that SIGPIPE ends exits with

@@ -78,7 +78,7 @@ def write_raw(db: Path, reference: str, target: Path, *, version: int | None, pr
     data folders: Postrun never writes there) and an existing folder that is not empty.
     """
     target = target.absolute()
-    with Database.open(db, create=False) as database:
+    with Database.open_reader(db) as database:
         session_id = _vaulted_id(database, reference)
         versions = vault.kept_versions(database, session_id)
         if not versions:

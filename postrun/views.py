@@ -1,13 +1,12 @@
-"""Reading the store for people and programs: ``sessions``, ``show``, ``export``, ``search``, ``status``.
+"""Reading the store for people and programs: ``sessions``, ``show``, ``export``, ``search``.
 
-Each function opens the store for one read and closes it. A store that does not exist
-yet reads as empty: listing it creates nothing.
+Each function opens the store read-only for one read and closes it (``store.db.reading``): a
+store that does not exist yet reads as empty, and reading it creates nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -15,19 +14,16 @@ from typing import Any, Literal
 import orjson
 
 from postrun import render, render_html
-from postrun.capture.lock import CaptureInfo, read_capture_info
 from postrun.errors import PostrunError, UsageError
 from postrun.review.flags import FLAG_KINDS
 from postrun.review.redact import Masked, Redactor
 from postrun.schema import SchemaError, validate_envelope
 from postrun.store import vault
-from postrun.store.db import Database, StoreMissing
+from postrun.store.db import reading
 from postrun.store.query import (
     SearchHit,
     SessionDetails,
     SessionSummary,
-    StoreCounts,
-    counts,
     history,
     list_sessions,
     load_envelope,
@@ -38,15 +34,6 @@ from postrun.store.query import (
     session_details,
 )
 from postrun.store.verdicts import Verdict, check_verdict_filter, current_verdicts
-
-
-@dataclass(frozen=True, slots=True)
-class CaptureStatus:
-    """``postrun status``: who holds the capture lock (None: not running) and what is stored."""
-
-    capture: CaptureInfo | None
-    stored: StoreCounts | None  # None: no store yet
-
 
 ExportFormat = Literal["json", "jsonl", "markdown", "html"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = ("json", "jsonl", "markdown", "html")
@@ -61,22 +48,9 @@ class Export:
     redacted: bool
 
 
-@contextmanager
-def _reading(db: Path) -> Iterator[Database | None]:
-    try:
-        database = Database.open(db, create=False)
-    except StoreMissing:
-        yield None
-        return
-    try:
-        yield database
-    finally:
-        database.close()
-
-
 def kept_raw_versions(db: Path, session_ids: Iterable[str]) -> dict[str, list[dict[str, object]]]:
     """For ``sessions --json``: which raw versions the vault keeps of each session."""
-    with _reading(db) as database:
+    with reading(db) as database:
         if database is None:
             return {}
         return {
@@ -95,7 +69,7 @@ def reviewed_sessions(
     """Stored sessions (newest first) with their current review verdict; ``verdict`` keeps only
     the sessions with that verdict (``unreviewed``: none yet), ``flagged`` those with a flagged step."""
     check_verdict_filter(verdict)
-    with _reading(db) as database:
+    with reading(db) as database:
         if database is None:
             return []
         summaries = list_sessions(database, agent=agent, limit=None if verdict else limit, flagged=flagged)
@@ -111,7 +85,7 @@ def show_session(
 ) -> str:
     """The ``postrun show`` timeline of the session ``reference`` names (an id or unique prefix);
     ``redact``: secrets masked and ``home`` shown as ``~``, as in a shared export."""
-    with _reading(db) as database:
+    with reading(db) as database:
         if database is None:
             raise no_session(reference, db)
         session_id = resolve_session_id(database, reference)
@@ -135,7 +109,7 @@ def export_session(
 ) -> Export:
     """The session ``reference`` names as the v1.2 envelope (json), JSON lines, Markdown or one
     HTML file; ``redact`` (default: on for markdown and html) masks secrets and shows ``home`` as ``~``."""
-    with _reading(db) as database:
+    with reading(db) as database:
         if database is None:
             raise no_session(reference, db)
         session_id = resolve_session_id(database, reference)
@@ -186,11 +160,11 @@ def search_steps(
     if flag is not None and flag != "any" and flag not in FLAG_KINDS:
         raise UsageError("--flag", f"unknown flag kind {flag!r} (known: {', '.join(FLAG_KINDS)}, any)")
     query = search_query(text, step_type=step_type, failed=failed, since=since, flag=flag)
-    with _reading(db) as database:
+    with reading(db) as database:
         return [] if database is None else search(database, query, limit=limit, window=window)
 
 
-def capture_status(db: Path, capture_lock: Path) -> CaptureStatus:
-    with _reading(db) as database:
-        stored = None if database is None else counts(database)
-    return CaptureStatus(read_capture_info(capture_lock), stored)
+def has_store(db: Path) -> bool:
+    """Whether there is a store at ``db`` to read (a reader that found nothing says which it was)."""
+    with reading(db) as database:
+        return database is not None

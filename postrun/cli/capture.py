@@ -83,7 +83,7 @@ def capture(
 @command
 def status() -> None:
     """Whether capture is running (exit 0) or not (exit 3), and what the store holds."""
-    from postrun.views import capture_status
+    from postrun.capture.status import capture_status
     from postrun.web.state import review_app_status
 
     _, paths = load()

@@ -209,7 +209,7 @@ def search(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many hits.")] = 50,
 ) -> None:
     """Full-text search over every stored step; matches are marked »like this«."""
-    from postrun.views import search_steps
+    from postrun.views import has_store, search_steps
 
     _, paths = load()
     hits = search_steps(paths.db, query, step_type=step_type, failed=failed, since=since, flag=flag, limit=limit)
@@ -217,7 +217,7 @@ def search(
         typer.echo(orjson.dumps([hit.as_json() for hit in hits], option=orjson.OPT_INDENT_2).decode())
         return
     if not hits:
-        say("no matching steps")
+        say("no matching steps" if has_store(paths.db) else f"no sessions stored in {paths.db}")
     for hit in hits:
         typer.echo(
             f"{hit.session_id}  #{hit.seq} {printable(hit.step_id)}  {hit.at}  {printable(hit.actor_id)}"

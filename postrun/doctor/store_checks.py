@@ -1,7 +1,7 @@
 """The store's checks: it opens, is whole, private and at a known version; what ``exclude`` matches in it.
 
-Checking the store opens it as every command does, so an older store is migrated and loose
-file modes are tightened; the modes are read before that, so the check still reports them.
+The store is opened read-only, as every command that only reads opens it: checking changes
+nothing (an older store is reported, not migrated; loose modes are reported, not tightened).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import stat
 from pathlib import Path
 
 from postrun.doctor.check import Check
-from postrun.errors import PostrunError, StoreTooNewError
+from postrun.errors import PostrunError, StoreTooNewError, StoreTooOldError
 from postrun.review.exclude import Exclusions
 from postrun.store.db import STORE_VERSION, Database, StoreMissing
 from postrun.store.query import session_workspaces
@@ -30,11 +30,15 @@ def check_store(db: Path) -> Check:
     except OSError as exc:
         return Check("store", "fail", f"{db}: cannot inspect ({exc.strerror or exc})", "check the path and its folder")
     try:
-        with Database.open(db, create=False) as database:
+        with Database.open_reader(db) as database:
             problems = database.integrity_problems()
             version = database.user_version()
     except StoreTooNewError as exc:
         return Check("store", "fail", str(exc), "upgrade Postrun", configuration=True)
+    except StoreTooOldError as exc:
+        # Capture upgrades it when it starts: a warning, though reading commands refuse it until then.
+        detail, _, hint = exc.reason.partition("; ")
+        return Check("store", "warn", f"{exc.where}: {detail}", hint)
     except StoreMissing:
         return Check("store", "warn", f"no store yet at {db}", "it is created by the first capture")
     except PostrunError as exc:
@@ -53,7 +57,7 @@ def check_store(db: Path) -> Check:
             "store",
             "warn",
             f"{detail}; readable by others: {', '.join(loose)}",
-            f"chmod 700 {db.parent} && chmod 600 {db} (opening the store tightens the files, not the folder)",
+            f"chmod 700 {db.parent} && chmod 600 {db} (capture tightens the files, not the folder)",
         )
     return Check("store", "ok", detail)
 
@@ -65,7 +69,7 @@ def check_exclude(exclusions: Exclusions, db: Path) -> Check:
         return Check("exclude", "ok", "nothing excluded (setting `exclude`)")
     shown = ", ".join(exclusions.patterns)
     try:
-        with Database.open(db, create=False) as database:
+        with Database.open_reader(db) as database:
             stored = session_workspaces(database)
     except PostrunError:
         stored = []

@@ -3,6 +3,9 @@
 This module and its siblings in ``postrun.store`` are the only code that speaks SQL.
 The store is one file (plus SQLite's ``-wal`` and ``-shm``) in WAL mode, private to
 the user (folder 0700 when Postrun creates it, files 0600 whatever the umask).
+
+Two ways in: ``Database.open`` for a writer (it creates, tightens, switches to WAL and
+migrates) and ``Database.open_reader`` for everything that only reads (it changes nothing).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 
 import apsw
 
-from postrun.errors import StoreError, StoreTooNewError
+from postrun.errors import StoreError, StoreTooNewError, StoreTooOldError
 from postrun.paths import ensure_private_dir
 from postrun.store import codec
 from postrun.store.migrations import MIGRATIONS
@@ -30,6 +33,7 @@ STORE_VERSION = len(MIGRATIONS)
 _FILE_MODE = 0o600
 _SIDE_FILES = ("-wal", "-shm")
 _SQLITE_HEADER = b"SQLite format 3\x00"
+_NO_STORE_YET = "no store yet (run `postrun ingest` or `postrun capture`)"
 
 
 class StoreMissing(StoreError):
@@ -68,8 +72,34 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return (info.st_dev, info.st_ino)
 
 
+def _connect(path: Path, *, create: bool, read_only: bool) -> apsw.Connection:
+    """A connection to ``path`` (absolute), opened only once the file is known to be a store or
+    empty (as Postrun creates it): a mistyped --db must not change someone's file."""
+    if path.is_dir():
+        raise StoreError(str(path), "is a folder; the store is a file (e.g. <folder>/postrun.db)")
+    try:
+        # An empty file is no store yet: a read leaves it as it is, a write makes it one.
+        if not path.exists() or (not create and path.stat().st_size == 0):
+            if not create:
+                raise StoreMissing(str(path), _NO_STORE_YET)
+            _create_private_file(path)
+        elif not _sqlite_or_empty(path):
+            raise StoreError(str(path), "cannot use the store (the file is not a SQLite database)")
+        flags = apsw.SQLITE_OPEN_READONLY if read_only else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+        connection = apsw.Connection(str(path), flags=flags | apsw.SQLITE_OPEN_NOFOLLOW)
+    except apsw.Error as exc:
+        raise StoreError(str(path), f"cannot open the store ({describe_sqlite_error(exc)})") from None
+    except OSError as exc:
+        action = "read" if read_only else "create"
+        raise StoreError(str(path), f"cannot {action} the store ({exc.strerror or exc})") from None
+    # Before the first read: a reader that meets another connection's lock (a writer, or
+    # the last one's checkpoint on close) waits for it rather than failing at once.
+    connection.set_busy_timeout(BUSY_TIMEOUT_MS)
+    return connection
+
+
 class Database:
-    """An open connection to the store, migrated to the current schema."""
+    """An open connection to the store, at the current schema (a writer's migrated it)."""
 
     def __init__(self, path: Path, connection: apsw.Connection) -> None:
         self.path = path
@@ -87,31 +117,10 @@ class Database:
         StoreTooNewError when a newer Postrun wrote it, StoreError otherwise.
         """
         path = path.absolute()
-        if path.is_dir():
-            raise StoreError(str(path), "is a folder; the store is a file (e.g. <folder>/postrun.db)")
-        # Nothing is written, chmodded or migrated before the file is known to be a store (or
-        # empty, as Postrun creates it): a mistyped --db must not change someone's file.
-        try:
-            # An empty file is no store yet: a read leaves it as it is, a write makes it one.
-            if not path.exists() or (not create and path.stat().st_size == 0):
-                if not create:
-                    raise StoreMissing(str(path), "no store yet (run `postrun ingest` or `postrun capture`)")
-                _create_private_file(path)
-            elif not _sqlite_or_empty(path):
-                raise StoreError(str(path), "cannot use the store (the file is not a SQLite database)")
-            connection = apsw.Connection(
-                str(path), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_NOFOLLOW
-            )
-        except apsw.Error as exc:
-            raise StoreError(str(path), f"cannot open the store ({describe_sqlite_error(exc)})") from None
-        except OSError as exc:
-            raise StoreError(str(path), f"cannot create the store ({exc.strerror or exc})") from None
-        # Before the first read: a reader that meets another connection's lock (a writer, or
-        # the last one's checkpoint on close) waits for it rather than failing at once.
-        connection.set_busy_timeout(BUSY_TIMEOUT_MS)
+        connection = _connect(path, create=create, read_only=False)
         database = cls(path, connection)
         try:
-            database._require_postrun_schema()
+            database._checked_version()
             _make_private(path)
             database._configure()
             database._migrate()
@@ -129,21 +138,56 @@ class Database:
 
     @classmethod
     def open_reader(cls, path: Path) -> Database:
-        """A read-only connection to the store a writer (of this or another process) has open."""
-        try:
-            connection = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
-        except apsw.Error as exc:
-            raise StoreError(str(path), describe_sqlite_error(exc)) from None
-        connection.set_busy_timeout(BUSY_TIMEOUT_MS)
-        codec.register(connection)
-        return cls(path, connection)
+        """The store opened read-only, for every command, page or process that only reads.
 
-    def _require_postrun_schema(self) -> None:
-        """A database at version 0 with tables of its own belongs to another program."""
-        if self.user_version() == 0 and self.connection.execute("SELECT count(*) FROM sqlite_schema").get:
+        It changes nothing: no WAL switch, no migration, no chmod, no store created; the file's
+        bytes and mtime stay as they were, and a file in rollback mode (a backup) gets no
+        ``-wal`` or ``-shm`` beside it. (A WAL-mode store that no process has open, so without
+        its ``-wal`` and ``-shm``, gets them back empty, with its own mode, as SQLite gives them
+        to any reader of such a file.) A writer's commits, of this or another process, show at
+        the reader's next transaction: the connection may be held as long as needed.
+
+        Raises StoreMissing (no file, an empty one, or a database with nothing in it yet),
+        StoreTooOldError (an older Postrun wrote it: a writer, ``capture`` or ``ingest``, upgrades
+        it), StoreTooNewError, and StoreError otherwise (not a Postrun store, cannot be read).
+        """
+        path = path.absolute()
+        connection = _connect(path, create=False, read_only=True)
+        database = cls(path, connection)
+        try:
+            version = database._checked_version()
+            if version == 0:
+                raise StoreMissing(str(path), _NO_STORE_YET)  # an empty database Postrun has not set up
+            if version < STORE_VERSION:
+                raise StoreTooOldError(
+                    str(path),
+                    f"written by an older Postrun (store version {version}, this Postrun reads version"
+                    f" {STORE_VERSION}); run postrun capture or postrun ingest once to upgrade it",
+                )
+        except StoreError:
+            connection.close()
+            raise
+        except apsw.Error as exc:
+            connection.close()
+            raise StoreError(str(path), f"cannot use the store ({describe_sqlite_error(exc)})") from None
+        codec.register(connection)
+        return database
+
+    def _checked_version(self) -> int:
+        """The store's schema version, read before anything is changed: StoreError for another
+        program's database (version 0 with tables of its own), StoreTooNewError for a newer Postrun's."""
+        version = self.user_version()
+        if version == 0 and self.connection.execute("SELECT count(*) FROM sqlite_schema").get:
             raise StoreError(
                 str(self.path), "cannot use the store (not a Postrun store: an SQLite database of something else)"
             )
+        if version > STORE_VERSION:
+            raise StoreTooNewError(
+                str(self.path),
+                f"written by a newer Postrun (store version {version}, this Postrun knows up to "
+                f"{STORE_VERSION}); upgrade Postrun",
+            )
+        return version
 
     def _configure(self) -> None:
         connection = self.connection
@@ -158,18 +202,12 @@ class Database:
         codec.register(connection)
 
     def _migrate(self) -> None:
-        version = self.user_version()
-        if version > STORE_VERSION:
-            raise StoreTooNewError(
-                str(self.path),
-                f"written by a newer Postrun (store version {version}, this Postrun knows up to "
-                f"{STORE_VERSION}); upgrade Postrun",
-            )
-        if version == STORE_VERSION:
+        if self.user_version() == STORE_VERSION:
             return
         with self.transaction():
-            # Re-read inside the write transaction: another process may have migrated.
-            version = self.user_version()
+            # Re-read inside the write transaction: another process may have migrated (or a newer
+            # Postrun written) it.
+            version = self._checked_version()
             for number in range(version, STORE_VERSION):
                 self.connection.execute(MIGRATIONS[number])
             self.connection.execute(f"pragma user_version={STORE_VERSION}")
@@ -265,6 +303,21 @@ class Database:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def reading(path: Path) -> Iterator[Database | None]:
+    """The store at ``path`` opened read-only (``Database.open_reader``) for one read, closed after
+    it; None when there is no store yet."""
+    try:
+        database = Database.open_reader(path)
+    except StoreMissing:
+        yield None
+        return
+    try:
+        yield database
+    finally:
+        database.close()
 
 
 def describe_sqlite_error(exc: apsw.Error) -> str:

@@ -1,7 +1,7 @@
 """What the review app's pages read and write, each a short use of the store.
 
-Every call opens the store for one request and closes it (a missing store reads as empty);
-SQL stays in ``postrun.store``.
+Every call opens the store for one request and closes it: read-only for the pages (a missing
+store reads as empty), a writer for a verdict. SQL stays in ``postrun.store``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from postrun.store import browse
-from postrun.store.db import Database
+from postrun.store.db import Database, StoreMissing, reading
 from postrun.store.query import (
     HistoryEntry,
     SessionDetails,
@@ -23,7 +23,6 @@ from postrun.store.query import (
     session_details,
 )
 from postrun.store.verdicts import Verdict, record_verdict, verdict_history
-from postrun.views import _reading
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +48,7 @@ def sessions_page(
     db: Path, query: browse.SessionFilter, index: browse.SessionIndex
 ) -> tuple[browse.SessionPage, list[str]]:
     """A page of sessions and every workspace (``index`` is refreshed, then read)."""
-    with _reading(db) as database:
+    with reading(db) as database:
         if database is None:
             return browse.SessionPage([], False), []
         roots = _workspaces(database, index)
@@ -57,7 +56,7 @@ def sessions_page(
 
 
 def stored_session(db: Path, session_id: str, *, with_history: bool) -> StoredSession:
-    with _reading(db) as database:
+    with reading(db) as database:
         database = _required(database, session_id, db)
         session_id = resolve_session_id(database, session_id)
         return StoredSession(
@@ -69,19 +68,24 @@ def stored_session(db: Path, session_id: str, *, with_history: bool) -> StoredSe
 
 
 def stored_step(db: Path, session_id: str, step_id: str) -> dict[str, Any]:
-    with _reading(db) as database:
+    with reading(db) as database:
         return browse.load_step(_required(database, session_id, db), session_id, step_id)
 
 
 def save_verdict(db: Path, session_id: str, state: str, note: str, *, now: datetime) -> Verdict:
-    with _reading(db) as database:
-        return record_verdict(_required(database, session_id, db), session_id, state, note, now=now)
+    """The one write of the review app: through a writer, which migrates an older store."""
+    try:
+        database = Database.open(db, create=False)
+    except StoreMissing:
+        raise no_session(session_id, db) from None
+    with database:
+        return record_verdict(database, session_id, state, note, now=now)
 
 
 def edited_files(
     db: Path, workspace: str | None, index: browse.SessionIndex, *, since_utc: str | None
 ) -> tuple[list[browse.FileEdit], list[str]]:
-    with _reading(db) as database:
+    with reading(db) as database:
         if database is None:
             return [], []
         roots = _workspaces(database, index)
@@ -93,7 +97,7 @@ def edited_files(
 def activity(
     db: Path, index: browse.SessionIndex, *, since_utc: str, until_utc: str, workspace: str | None
 ) -> tuple[list[browse.DayActivity], list[str]]:
-    with _reading(db) as database:
+    with reading(db) as database:
         if database is None:
             return [], []
         found = browse.activity(database, since_utc=since_utc, until_utc=until_utc, workspace=workspace)
@@ -101,5 +105,5 @@ def activity(
 
 
 def change_marker(db: Path, session_id: str | None) -> str:
-    with _reading(db) as database:
+    with reading(db) as database:
         return "" if database is None else browse.change_marker(database, session_id)
