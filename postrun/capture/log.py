@@ -118,7 +118,7 @@ class ProgressBar:
         self._drawn_at = now
 
 
-class _TerminalHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class TerminalHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """Writes log lines above the progress bar instead of through it."""
 
     def __init__(self, stream: TextIO, progress: ProgressBar) -> None:
@@ -170,7 +170,7 @@ def configure_logging(level: str, *, environ: Mapping[str, str], log_file: Path 
         journal = stream_is_journal(stream, environ)
         if not journal and stream.isatty():
             progress = ProgressBar(stream)
-            handler = _TerminalHandler(stream, progress)
+            handler = TerminalHandler(stream, progress)
         else:
             handler = logging.StreamHandler(stream)
         handler.setFormatter(LineFormatter(journal=journal))

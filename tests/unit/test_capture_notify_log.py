@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from postrun.capture.log import LineFormatter, ProgressBar, _TerminalHandler, configure_logging, stream_is_journal
+from postrun.capture.log import LineFormatter, ProgressBar, TerminalHandler, configure_logging, stream_is_journal
 from postrun.capture.notify import Notifier
 
 
@@ -124,7 +124,7 @@ def test_log_file_is_private_and_replaces_handlers(tmp_path: Path) -> None:
 def test_progress_bar_keeps_log_lines_above_it() -> None:
     stream = io.StringIO()
     progress = ProgressBar(stream)
-    handler = _TerminalHandler(stream, progress)
+    handler = TerminalHandler(stream, progress)
     handler.setFormatter(logging.Formatter("%(message)s"))
     progress.start(4)
     progress.advance()
