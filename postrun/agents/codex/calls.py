@@ -1,0 +1,134 @@
+"""A function call that no item describes, as step parts, from the call and its output.
+
+This is the per-call fallback: a failed patch, a goal tool, an unknown tool, a refused
+escalation, or any call of a legacy rollout has only ``function_call`` (or
+``custom_tool_call`` / ``local_shell_call``) and ``function_call_output`` lines. Also here:
+the decision of every tool step, which Codex never writes and is read from the call.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from postrun.agents.codex.items import Parts, tool_error
+from postrun.agents.codex.values import command_text, decoded, joined_texts, local_path, mapping, text
+
+# Tools that run a shell command: the unified exec tool, and the shell tools of older Codex.
+EXEC_TOOL = "exec_command"
+SHELL_TOOLS = frozenset({"shell", "shell_command", "container.exec", "local_shell"})
+# A tool's output saying it did not run (the wording of the corpus, two cases).
+FAILURE_PREFIXES = ("unsupported call:", "unable to ", "failed to parse")
+# Codex refused the call: the policy forbids asking, or the reviewer said no.
+REFUSALS = ("approval policy is Never; reject command", 'CreateProcess { message: "Rejected(')
+NO_RESULT = "no result recorded; turn ended"
+_EXIT = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)\s*$", re.MULTILINE)
+_HEADERS = ("Chunk ID:", "Wall time:", "Process exited with code", "Process running with", "Exit code:")
+_TRUNCATED_OUTPUT = "Warning: truncated output"
+
+
+def output_text(output: Any) -> str | None:
+    """An output as text: itself, the text parts of a content list, or an object's ``content``."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return joined_texts(output, "\n")
+    if isinstance(output, dict):
+        return output_text(output.get("content")) if "content" in output else None
+    return None
+
+
+def refused(*outputs: Any) -> str | None:
+    """The refusal text when one of ``outputs`` says Codex refused the call."""
+    for output in outputs:
+        found = output_text(output)
+        if found is not None and any(refusal in found for refusal in REFUSALS):
+            return found
+    return None
+
+
+def escalated(arguments: Any) -> bool:
+    """The call asked to run outside the sandbox."""
+    found = mapping(arguments)
+    return found.get("sandbox_permissions") == "require_escalated" or found.get("with_escalated_permissions") is True
+
+
+def decision(policy: str | None, arguments: Any, refusal: str | None) -> str:
+    """``rejected`` when Codex refused it; under ``never`` nothing is asked (``auto``); a call
+    that asked to leave the sandbox and ran was approved (``accepted``); the rest ran inside
+    it without asking (``auto``)."""
+    if refusal is not None:
+        return "rejected"
+    if policy == "never" or policy is None:
+        return "auto"
+    return "accepted" if escalated(arguments) else "auto"
+
+
+def is_command_tool(name: str | None) -> bool:
+    return name == EXEC_TOOL or name in SHELL_TOOLS
+
+
+def call_parts(name: str, arguments: Any, output: Any, answered: bool, turn_cwd: str | None, ended: bool) -> Parts:
+    """The step of a call without an item. ``answered``: its output line was read; ``ended``:
+    its turn is over, so a call still unanswered never will be."""
+    if is_command_tool(name):
+        return _command(name, mapping(arguments), output, answered, turn_cwd, ended)
+    raw: dict[str, Any] = {"arguments": arguments}
+    if not answered:
+        return _unanswered(Parts("other", {"tool_name": name, "raw": raw}), ended)
+    raw["output"] = output
+    found = output_text(output)
+    failed = (found is not None and found.startswith(FAILURE_PREFIXES)) or mapping(output).get("success") is False
+    if failed:
+        return Parts("other", {"tool_name": name, "raw": raw}, "failed", error=tool_error(found or ""))
+    return Parts("other", {"tool_name": name, "raw": raw})
+
+
+def _unanswered(parts: Parts, ended: bool) -> Parts:
+    if ended:
+        return parts._replace(outcome="failed", content_status="reference_only", error=tool_error(NO_RESULT))
+    return parts._replace(outcome="pending", content_status="reference_only")
+
+
+def _command(
+    name: str, arguments: dict[str, Any], output: Any, answered: bool, turn_cwd: str | None, ended: bool
+) -> Parts:
+    payload: dict[str, Any] = {}
+    command = text(arguments.get("cmd")) if name == EXEC_TOOL else command_text(arguments.get("command"))
+    if command is not None:
+        payload["command"] = command
+    cwd = local_path(arguments.get("workdir")) or local_path(arguments.get("working_directory")) or turn_cwd
+    if cwd is not None:
+        payload["cwd"] = cwd
+    if not answered:
+        return _unanswered(Parts("command", payload), ended)
+    found = output_text(output)
+    result = _shell_result(found) if found is not None else None
+    if result is None:
+        # Not a process's output: the call was refused or could not start (a rejection,
+        # ``apply_patch verification failed: ...``); nothing ran, so nothing is inline.
+        return Parts("command", payload, "failed", "reference_only", tool_error(found or ""))
+    exit_code, stdout = result
+    if exit_code is not None:
+        payload["exit_code"] = exit_code
+    payload["stdout"] = stdout
+    status = "reference_only" if stdout.startswith(_TRUNCATED_OUTPUT) else "inline"
+    if exit_code is not None and exit_code != 0:
+        return Parts("command", payload, "failed", status, tool_error(stdout))
+    return Parts("command", payload, content_status=status)
+
+
+def _shell_result(output: str) -> tuple[int | None, str] | None:
+    """(exit code, output text) of a process's output envelope, or of an older Codex's JSON
+    ``{"output", "metadata": {"exit_code"}}``; None when ``output`` is neither."""
+    if output.startswith("{"):
+        value = mapping(decoded(output))
+        if isinstance(value.get("output"), str):
+            code = mapping(value.get("metadata")).get("exit_code")
+            return (code if type(code) is int else None), value["output"]
+        return None
+    head, marker, body = output.partition("Output:\n")
+    if not marker or not head.startswith(_HEADERS):
+        return None
+    match = _EXIT.search(head)
+    return (int(match.group(1)) if match else None), body

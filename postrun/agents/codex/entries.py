@@ -1,0 +1,154 @@
+"""One step source of a thread (a call, an item, or both) and the v1.2 records it makes.
+
+An ``Entry`` gathers every line of a rollout that carries one id: the ``function_call``,
+its ``function_call_output`` and the ``item_completed`` of the same call id. Its records
+are a pure function of the entry, its turn (``Task``), where that turn is in the session
+(``Place``) and the thread (``Facts``): when a line adds to an entry, only that entry's
+records are made again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from postrun.agents.codex.calls import call_parts, decision, output_text, refused
+from postrun.agents.codex.items import MESSAGE_ITEMS, Parts, item_parts, tool_error
+
+CHANNELS = ("conversation",)
+ROOT_ACTOR = "root"
+NO_TURN = "turn:0"
+
+
+class Place(NamedTuple):
+    """Where a thread's turn is in the session: the v1.2 turn and segment of its steps."""
+
+    turn_id: str
+    segment: int
+
+
+UNPLACED = Place(NO_TURN, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """The thread the records belong to."""
+
+    session_id: str
+    actor_id: str
+    prefix: str  # of every step id: ``""`` for the root, ``<thread id>/`` for a child
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One Codex turn of a thread (``task_started`` ... ``task_complete``)."""
+
+    turn_id: str
+    line: int
+    at: str
+    segment: int  # the session segment it started in (the root's resumes count)
+    mode: str | None = None
+    parent_turn: str | None = None
+    root_turn: str | None = None
+    before: str | None = None  # the latest prompted turn when it started (root)
+    policy: str | None = None  # ``turn_context.approval_policy``
+    cwd: str | None = None
+    prompt: str | None = None  # the id of its prompt's step: a prompted turn (root)
+    ended: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A function call the model made, and its output once it came."""
+
+    name: str
+    arguments: Any
+    answered: bool = False
+    output: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """Everything a thread's lines said under one step id, in the order of its first line."""
+
+    key: str
+    line: int  # its first line: the step's place in the thread
+    at: str  # that line's time
+    group: str | None  # the Codex turn it belongs to
+    call: Call | None = None
+    item: dict[str, Any] | None = None
+    item_at: str | None = None  # the item's ``started_at_ms``
+    summary: str | None = None  # a compaction's text (``compacted.message``)
+    parts: Parts | None = None  # a step read from the history itself (a legacy rollout)
+
+    @property
+    def is_tool(self) -> bool:
+        if self.item is not None:
+            return self.item.get("type") not in MESSAGE_ITEMS
+        return self.call is not None or (self.parts is not None and self.parts.type != "message")
+
+    @property
+    def pending(self) -> bool:
+        """A call that has neither a result nor an item yet."""
+        return self.item is None and self.call is not None and not self.call.answered
+
+
+def entry_records(
+    entry: Entry, task: Task | None, place: Place, facts: Facts, ended: bool
+) -> tuple[dict[str, Any], ...]:
+    """The entry's step records (``seq`` 0: the session's order is set when they are placed).
+    ``ended``: the entry's turn is over, so a call without a result will get none."""
+    call = entry.call
+    if entry.item is not None:
+        name, arguments, output = (call.name, call.arguments, call.output) if call is not None else (None, None, None)
+        found = item_parts(entry.item, name, arguments, output, entry.summary)
+        at = entry.item_at or entry.at
+    elif call is not None:
+        cwd = task.cwd if task is not None else None
+        found = [call_parts(call.name, call.arguments, call.output, call.answered, cwd, ended)]
+        at = entry.at
+    elif entry.parts is not None:
+        found, at = [entry.parts], entry.at
+    else:
+        return ()  # a history line whose item has not come yet: it only holds the place
+    if not entry.is_tool:
+        return tuple(_record(entry.key, parts, at, "n/a", place, facts) for parts in found)
+    refusal = refused(call.output if call is not None else None, (entry.item or {}).get("aggregated_output"))
+    if entry.item is not None and entry.item.get("status") == "declined" and refusal is None:
+        refusal = output_text((entry.item or {}).get("aggregated_output")) or "declined"
+    chosen = decision(task.policy if task is not None else None, call.arguments if call is not None else None, refusal)
+    records: list[dict[str, Any]] = []
+    for parts in found:
+        if refusal is not None:
+            parts = parts._replace(outcome="failed", error=tool_error(refusal))
+        records.append(_record(entry.key, parts, at, chosen, place, facts))
+    return tuple(records)
+
+
+def _record(key: str, parts: Parts, at: str, chosen: str, place: Place, facts: Facts) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "id": f"{facts.prefix}{key}{parts.suffix}",
+        "session_id": facts.session_id,
+        "segment_index": place.segment,
+        "turn_id": place.turn_id,
+        "actor_id": facts.actor_id,
+        "seq": 0,
+        "at": at,
+        "type": parts.type,
+        "decision": chosen,
+        "outcome": parts.outcome,
+        "content_status": parts.content_status,
+        "channels": list(CHANNELS),
+        "flags": [],
+        "payload": parts.payload,
+    }
+    if parts.error is not None:
+        record["error"] = parts.error
+    return record
+
+
+def placed(record: dict[str, Any], place: Place) -> dict[str, Any]:
+    """The record in another turn or segment."""
+    if record["turn_id"] == place.turn_id and record["segment_index"] == place.segment:
+        return record
+    return {**record, "turn_id": place.turn_id, "segment_index": place.segment}

@@ -1,0 +1,108 @@
+"""Where each thread's steps go in the session, and their ``seq``.
+
+The root's steps in the order of their first lines; a sub-agent's right after the
+``spawn_agent`` step that started it (its own sub-agents after its spawn steps, and so on);
+the guardian's k-th review after the k-th call that asked to leave the sandbox under a
+policy that asks. A child no step names goes after its parent's steps.
+
+``seq`` is the place in that order. Rows (validated, serialized) are made only from the
+first record that is not where the last placing had it: a thread that grew by one line
+costs the rows of its new steps (and of the few that moved behind them), not the session's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any
+
+from postrun.agents.codex.thread import ThreadFold
+from postrun.records import StepRow
+
+_MAX_DEPTH = 64  # sub-agents nested deeper than this are placed after their session's steps
+
+
+@dataclass(frozen=True, slots=True)
+class Placing:
+    """The last placing: the records in session order and the rows made of them."""
+
+    sources: tuple[dict[str, Any], ...] = ()
+    rows: tuple[StepRow, ...] = ()
+
+
+def session_order(root: ThreadFold, children: Sequence[ThreadFold]) -> list[dict[str, Any]]:
+    """Every step record of the session, in the session's order."""
+    by_id = {child.facts.actor_id: child for child in children}
+    kids: dict[str, list[ThreadFold]] = {}
+    for child in children:
+        assert child.meta is not None
+        parent = child.meta.parent_thread_id
+        if parent not in by_id or parent == child.facts.actor_id:
+            parent = root.facts.actor_id
+        kids.setdefault(parent, []).append(child)
+    out: list[dict[str, Any]] = []
+    done: set[str] = set()
+    _emit(root, kids, out, done, 0)
+    for child in children:
+        if child.facts.actor_id not in done:  # a loop of parents: none of them reached from the root
+            _emit(child, kids, out, done, _MAX_DEPTH)
+    return out
+
+
+def _emit(
+    thread: ThreadFold, kids: Mapping[str, list[ThreadFold]], out: list[dict[str, Any]], done: set[str], depth: int
+) -> None:
+    done.add(thread.facts.actor_id)
+    mine = [kid for kid in kids.get(thread.facts.actor_id, ()) if kid.facts.actor_id not in done]
+    if not mine or depth >= _MAX_DEPTH:
+        out.extend(chain.from_iterable(thread.records.values()))
+        return
+    spawned = {kid.facts.actor_id: kid for kid in mine if not _guardian(kid)}
+    reviews = [review for kid in mine if _guardian(kid) for review in _reviews(kid)]
+    review_after = {key: k for k, key in enumerate(thread.escalations[: len(reviews)])}
+    for key, records in thread.records.items():
+        out.extend(records)
+        started = thread.spawns.get(key)
+        if started is not None and started in spawned and started not in done:
+            _emit(spawned[started], kids, out, done, depth + 1)
+        k = review_after.get(key)
+        if k is not None:
+            out.extend(reviews[k])
+    for kid in mine:
+        if not _guardian(kid) and kid.facts.actor_id not in done:
+            _emit(kid, kids, out, done, depth + 1)
+    for review in reviews[len(review_after) :]:
+        out.extend(review)
+    for kid in mine:
+        done.add(kid.facts.actor_id)
+
+
+def _guardian(thread: ThreadFold) -> bool:
+    return thread.meta is not None and thread.meta.guardian
+
+
+def _reviews(guardian: ThreadFold) -> list[list[dict[str, Any]]]:
+    """The guardian's records, one list per review (its turns, in order)."""
+    by_turn: dict[str | None, list[dict[str, Any]]] = {}
+    for key, entry in guardian.entries.items():
+        by_turn.setdefault(entry.group, []).extend(guardian.records[key])
+    return [records for records in by_turn.values() if records]
+
+
+def placed_rows(sources: list[dict[str, Any]], previous: Placing | None) -> Placing:
+    """Rows of ``sources`` with ``seq`` their position, reusing the last placing's where it had them."""
+    start = 0
+    old_sources: Sequence[dict[str, Any]] = previous.sources if previous is not None else ()
+    old_rows: Sequence[StepRow] = previous.rows if previous is not None else ()
+    limit = min(len(sources), len(old_sources))
+    while start < limit and sources[start] is old_sources[start]:
+        start += 1
+    # A record that moved keeps its row, renumbered (no second validation).
+    moved = {id(source): row for source, row in zip(old_sources[start:], old_rows[start:], strict=True)}
+    rows = list(old_rows[:start])
+    for seq in range(start, len(sources)):
+        source = sources[seq]
+        row = moved.get(id(source))
+        rows.append(row.with_fields(seq=seq) if row is not None else StepRow.build({**source, "seq": seq}))
+    return Placing(tuple(sources), tuple(rows))

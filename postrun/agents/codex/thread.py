@@ -1,0 +1,361 @@
+"""The fold over one rollout's lines: a thread's steps, turns, resumes and usage so far.
+
+Codex only appends, so a thread's state after line n plus lines n+1.. is the state after
+them all: ``ThreadFold.advanced`` folds just the new lines into a copy of the last state
+(which stays valid: a store write that is rolled back can map from it again). A line
+changes at most the entries it names, so the work is that of the new lines; the copy is
+of a few dicts of references.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from postrun.agents.codex.calls import escalated
+from postrun.agents.codex.entries import UNPLACED, Call, Entry, Facts, Place, Task, entry_records, placed
+from postrun.agents.codex.history import history_parts
+from postrun.agents.codex.lines import Line
+from postrun.agents.codex.meta import ThreadMeta, thread_meta
+from postrun.agents.codex.usage import Usage
+from postrun.agents.codex.values import decoded, mapping, text, time_from_ms, timestamp
+
+CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
+OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+HISTORY = frozenset({"message", "reasoning", "web_search_call"})
+TURN_ENDS = frozenset({"task_complete", "turn_aborted"})
+_EPOCH = "1970-01-01T00:00:00.000Z"
+TAIL_BYTES = 512  # the folded bytes kept to prove a later read continues them
+
+Placer = Callable[["ThreadFold", "str | None"], Place]
+
+
+class ThreadFold:
+    """What the lines of one rollout said so far. Mutated only by the fold that owns it
+    (``advanced`` works on a copy)."""
+
+    __slots__ = (
+        "after_settings", "closed", "context", "count", "current", "ended_at", "entries", "escalations", "facts",
+        "ids", "items_seen", "last_at", "last_prompted", "meta", "model", "offset", "pending", "placer", "places",
+        "records", "resumes", "segment", "settings_at", "settings_seen", "spawns", "summary", "tail", "tasks", "usage",
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self.meta: ThreadMeta | None = None
+        self.count = 0  # physical lines folded
+        self.offset = 0  # bytes folded (the next read starts here)
+        self.tail = b""  # the last bytes folded, to prove the next read continues them
+        self.entries: dict[str, Entry] = {}  # in the order of each one's first line
+        self.records: dict[str, tuple[dict[str, Any], ...]] = {}  # each entry's step records
+        self.ids: dict[str, str] = {}  # a call id used twice -> the entry of its latest call
+        self.tasks: dict[str, Task] = {}  # in the order they started
+        self.current: str | None = None
+        self.last_prompted: str | None = None
+        self.segment = 0
+        self.resumes: list[str] = []  # when each resume began (the root's are segments)
+        self.settings_seen = 0
+        self.settings_at = _EPOCH
+        self.after_settings = False
+        self.summary: str | None = None  # the last compaction text not yet given to its item
+        self.usage = Usage()
+        self.items_seen = False
+        self.pending: dict[str, None] = {}  # entries mapped as calls still waiting for a result
+        self.escalations: list[str] = []  # calls that asked to leave the sandbox under a policy that asks
+        self.spawns: dict[str, str] = {}  # entry -> the thread its spawn_agent call started
+        self.ended_at: str | None = None  # the last turn end
+        self.last_at: str | None = None
+        self.model: str | None = None
+        self.context: tuple[str | None, str | None] = (None, None)  # the last turn_context's policy and cwd
+        self.places: dict[str | None, Place] = {}  # each turn's place, as its records have it
+        self.closed: frozenset[str] = frozenset()  # turns over because their root turn is (children)
+        self.facts = Facts("", "", "")
+        self.placer: Placer = _unplaced
+
+    def copy(self) -> ThreadFold:
+        other = ThreadFold.__new__(ThreadFold)
+        for name in ThreadFold.__slots__:
+            value = getattr(self, name)
+            setattr(other, name, value.copy() if isinstance(value, (dict, list, Usage)) else value)
+        return other
+
+    @property
+    def open(self) -> bool:
+        """A turn of the thread has not ended."""
+        return any(not task.ended for task in self.tasks.values())
+
+    def advanced(
+        self, lines: Iterable[Line], consumed: int, count: int, data: bytes, facts: Facts, placer: Placer
+    ) -> ThreadFold:
+        """A copy of this state with ``lines`` folded in (``consumed`` bytes, ``count`` lines
+        of ``data``); ``placer`` says where a turn of this thread is in the session."""
+        state = self.copy()
+        state.facts = facts
+        with state.placing(placer):
+            for line in lines:
+                state.fold(line)
+        state.offset += consumed
+        state.count += count
+        if consumed:
+            state.tail = (state.tail + data[:consumed])[-TAIL_BYTES:]
+        return state
+
+    @contextlib.contextmanager
+    def placing(self, placer: Placer) -> Iterator[None]:
+        """Use ``placer`` while folding; never kept (it sees the other threads of one mapping)."""
+        self.placer = placer
+        try:
+            yield
+        finally:
+            self.placer = _unplaced
+
+    # -- one line -------------------------------------------------------------------------
+
+    def fold(self, line: Line) -> None:
+        at = timestamp(line.timestamp) or self.last_at or (self.meta.started_at if self.meta else None) or _EPOCH
+        self.last_at = at
+        after_settings, self.after_settings = self.after_settings, False
+        kind, payload = line.type, line.payload
+        if kind == "session_meta":
+            if self.meta is None and line.index == 0:
+                self.meta = thread_meta(payload, line.timestamp)
+        elif self.meta is None:
+            return  # not a rollout: the mapping reports it
+        elif kind == "event_msg":
+            self._event(payload, line, at, after_settings)
+        elif kind == "response_item":
+            self._history_line(payload, line, at)
+        elif kind == "turn_context":
+            self._turn_context(payload)
+        elif kind == "token_usage_record":
+            self.usage.count(payload, self.meta.thread_id, line.index)
+        elif kind == "compacted":
+            self.summary = text(payload.get("message"))
+
+    def _event(self, payload: dict[str, Any], line: Line, at: str, after_settings: bool) -> None:
+        kind = payload.get("type")
+        if kind == "item_completed":
+            self._item(payload, line, at)
+        elif kind == "task_started":
+            self._task_started(payload, line, at, after_settings)
+        elif kind in TURN_ENDS:
+            self.ended_at = at
+            turn_id = text(payload.get("turn_id")) or self.current
+            if turn_id is not None:
+                self._end({turn_id})
+        elif kind == "thread_settings_applied":
+            self.settings_seen += 1
+            self.settings_at = at
+            self.after_settings = True
+
+    def _task_started(self, payload: dict[str, Any], line: Line, at: str, after_settings: bool) -> None:
+        attribution = mapping(payload.get("turn_attribution"))
+        turn_id = text(payload.get("turn_id")) or text(attribution.get("turn_id")) or f"line-{line.index}"
+        if after_settings and self.settings_seen >= 2:
+            # A new process took the thread up again: a resume. A turn it left open (killed)
+            # will never end now.
+            self.segment += 1
+            self.resumes.append(self.settings_at)
+            self._end({task.turn_id for task in self.tasks.values() if not task.ended})
+        if turn_id not in self.tasks:
+            policy, cwd = self.context
+            self.tasks[turn_id] = Task(
+                turn_id,
+                line.index,
+                at,
+                self.segment,
+                mode=text(payload.get("collaboration_mode_kind")),
+                parent_turn=text(attribution.get("parent_turn_id")),
+                root_turn=text(payload.get("root_turn_id")) or text(attribution.get("root_turn_id")),
+                before=self.last_prompted,
+                policy=policy,
+                cwd=cwd,
+            )
+        self.current = turn_id
+
+    def _end(self, turn_ids: set[str]) -> None:
+        for turn_id in turn_ids:
+            task = self.tasks.get(turn_id)
+            if task is not None and not task.ended:
+                self.tasks[turn_id] = dataclasses.replace(task, ended=True)
+        for key in [key for key in self.pending if self.entries[key].group in turn_ids]:
+            self._build(key)
+
+    def _turn_context(self, payload: dict[str, Any]) -> None:
+        policy, cwd = text(payload.get("approval_policy")), text(payload.get("cwd"))
+        self.context = (policy, cwd)
+        self.model = text(payload.get("model")) or self.model
+        turn_id = text(payload.get("turn_id")) or self.current
+        task = self.tasks.get(turn_id) if turn_id is not None else None
+        if task is not None:
+            self.tasks[task.turn_id] = dataclasses.replace(task, policy=policy, cwd=cwd)
+
+    def _item(self, payload: dict[str, Any], line: Line, at: str) -> None:
+        item = payload.get("item")
+        if not isinstance(item, dict):
+            return
+        self.items_seen = True
+        item_id = text(item.get("id")) or f"line-{line.index}"
+        key = self.ids.get(item_id, item_id)
+        existing = self.entries.get(key)
+        if existing is not None and existing.item is not None:
+            key, existing = f"{item_id}@{line.index}", None  # a second item under one id: a step of its own
+        kind = item.get("type")
+        summary = None
+        if kind == "ContextCompaction":
+            summary, self.summary = self.summary, None
+        group = text(payload.get("turn_id")) or self.current
+        item_at = time_from_ms(payload.get("started_at_ms"))
+        if existing is None:
+            self.entries[key] = Entry(key, line.index, at, group, item=item, item_at=item_at, summary=summary)
+        else:
+            self.entries[key] = dataclasses.replace(
+                existing, group=existing.group or group, item=item, item_at=item_at, summary=summary or existing.summary
+            )
+        self._build(key)
+        if kind == "UserMessage" and group is not None:
+            self._prompted(group, item_id)
+
+    def _prompted(self, group: str, prompt_id: str) -> None:
+        """The turn ``group`` has its prompt: a prompted turn of the session (the root's)."""
+        task = self.tasks.get(group)
+        if task is None or task.prompt is not None or self.facts.prefix:
+            return
+        self.tasks[group] = dataclasses.replace(task, prompt=prompt_id)
+        self.last_prompted = group
+        self.repatch(group, self.placer(self, group), since=task.line)
+
+    def _history_line(self, payload: dict[str, Any], line: Line, at: str) -> None:
+        kind = payload.get("type")
+        if kind in CALLS:
+            self._call(payload, line, at)
+        elif kind in OUTPUTS:
+            call_id = text(payload.get("call_id"))
+            key = self.ids.get(call_id, call_id) if call_id is not None else None
+            entry = self.entries.get(key) if key is not None else None
+            if key is None or entry is None or entry.call is None:
+                return  # no call to answer (create_goal's objective has no call id)
+            output = payload.get("output")
+            call = dataclasses.replace(entry.call, answered=True, output=output)
+            self.entries[key] = dataclasses.replace(entry, call=call)
+            self._build(key)
+        elif kind in HISTORY:
+            self._message(payload, line, at)
+
+    def _call(self, payload: dict[str, Any], line: Line, at: str) -> None:
+        call_id = text(payload.get("call_id")) or text(payload.get("id")) or f"line-{line.index}"
+        kind = payload.get("type")
+        if kind == "local_shell_call":
+            name, arguments = "local_shell", payload.get("action")
+        else:
+            name = text(payload.get("name")) or "unknown"
+            arguments = decoded(payload["arguments"]) if "arguments" in payload else payload.get("input")
+        group = text(mapping(payload.get("internal_chat_message_metadata_passthrough")).get("turn_id")) or self.current
+        key = call_id
+        existing = self.entries.get(key)
+        if existing is not None and existing.call is not None:
+            key, existing = f"{call_id}@{line.index}", None  # a call id used again
+            self.ids[call_id] = key
+        call = Call(name, arguments)
+        if existing is None:
+            self.entries[key] = Entry(key, line.index, at, group, call=call)
+        else:
+            self.entries[key] = dataclasses.replace(existing, call=call, group=existing.group or group)
+        task = self.tasks.get(group) if group is not None else None
+        if escalated(arguments) and task is not None and task.policy not in (None, "never"):
+            self.escalations.append(key)
+        self._build(key)
+
+    def _message(self, payload: dict[str, Any], line: Line, at: str) -> None:
+        """A model-facing history line: a step of a legacy rollout, else it only holds the
+        place of its item (whose first line it may be)."""
+        item_id = text(payload.get("id"))
+        if self.items_seen or (self.meta is not None and self.meta.writes_items):
+            holds_place = payload.get("type") == "reasoning" or payload.get("role") == "assistant"
+            if item_id is not None and holds_place and item_id not in self.entries:
+                self.entries[item_id] = Entry(item_id, line.index, at, self.current)
+                self.records[item_id] = ()
+            return
+        found = history_parts(payload)
+        if found is None:
+            return
+        parts, prompt = found
+        key = item_id or f"line-{line.index}"
+        if key in self.entries:
+            key = f"{key}@{line.index}"
+        if prompt:
+            self._legacy_turn(line, at)
+        self.entries[key] = Entry(key, line.index, at, self.current, parts=parts)
+        self._build(key)
+        if prompt and self.current is not None:
+            self._prompted(self.current, key)
+
+    def _legacy_turn(self, line: Line, at: str) -> None:
+        """A prompt of a rollout without items opens a turn (its task's, when it has one)."""
+        task = self.tasks.get(self.current) if self.current is not None else None
+        if task is not None and task.prompt is None:
+            return
+        policy, cwd = self.context
+        turn_id = f"line-{line.index}"
+        self.tasks[turn_id] = Task(
+            turn_id, line.index, at, self.segment, before=self.last_prompted, policy=policy, cwd=cwd
+        )
+        self.current = turn_id
+
+    # -- records --------------------------------------------------------------------------
+
+    def _build(self, key: str) -> None:
+        entry = self.entries[key]
+        group = entry.group
+        task = self.tasks.get(group) if group is not None else None
+        if task is None:
+            policy, cwd = self.context
+            task = Task("", entry.line, entry.at, self.segment, policy=policy, cwd=cwd)
+        place = self.places.get(group)
+        if place is None:
+            place = self.places[group] = self.placer(self, group)
+        ended = task.ended or (group in self.closed)
+        records = entry_records(entry, task, place, self.facts, ended)
+        self.records[key] = records
+        if entry.pending and not ended:
+            self.pending[key] = None
+        else:
+            self.pending.pop(key, None)
+        if records and records[0]["type"] == "other":
+            child = mapping(records[0]["payload"].get("raw")).get("actor_id")
+            if isinstance(child, str):
+                self.spawns[key] = child
+
+    def repatch(self, group: str | None, place: Place, since: int = 0) -> None:
+        """Give the records of turn ``group`` (its entries start at line ``since``) ``place``."""
+        if self.places.get(group) == place:
+            return
+        self.places[group] = place
+        for key, entry in reversed(self.entries.items()):
+            if entry.line < since:
+                break
+            if entry.group == group:
+                self.records[key] = tuple(placed(record, place) for record in self.records[key])
+
+    def close(self, turns: frozenset[str]) -> None:
+        """Turns over from outside (their root turn ended): their calls without a result never get one."""
+        if turns == self.closed:
+            return
+        self.closed = turns
+        for key in [key for key in self.pending if self.entries[key].group in turns]:
+            self._build(key)
+
+    def own_place(self, group: str | None) -> Place:
+        """Where a turn of this (root) thread is: its own turn when prompted, else the latest
+        prompted turn before it, in the segment it started in."""
+        task = self.tasks.get(group) if group is not None else None
+        if task is None:
+            return UNPLACED
+        if task.prompt is not None:
+            return Place(task.turn_id, task.segment)
+        return Place(task.before or UNPLACED.turn_id, task.segment)
+
+
+def _unplaced(thread: ThreadFold, group: str | None) -> Place:
+    return UNPLACED
