@@ -39,8 +39,7 @@ class Facts:
     prefix: str  # of every step id: ``""`` for the root, ``<thread id>/`` for a child
 
 
-@dataclass(frozen=True, slots=True)
-class Task:
+class Task(NamedTuple):
     """One Codex turn of a thread (``task_started`` ... ``task_complete``)."""
 
     turn_id: str
@@ -57,8 +56,7 @@ class Task:
     ended: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(NamedTuple):
     """A function call the model made, and its output once it came."""
 
     name: str
@@ -67,14 +65,17 @@ class Call:
     output: Any = None
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """Everything a thread's lines said under one step id, in the order of its first line."""
+class Entry(NamedTuple):
+    """Everything a thread's lines said under one step id, in the order of its first line,
+    with the policy and cwd of its turn when that line came (its steps depend on nothing
+    that comes later but what ``entry_records`` is given)."""
 
     key: str
     line: int  # its first line: the step's place in the thread
     at: str  # that line's time
     group: str | None  # the Codex turn it belongs to
+    policy: str | None = None
+    cwd: str | None = None
     call: Call | None = None
     item: dict[str, Any] | None = None
     item_at: str | None = None  # the item's ``started_at_ms``
@@ -93,9 +94,7 @@ class Entry:
         return self.item is None and self.call is not None and not self.call.answered
 
 
-def entry_records(
-    entry: Entry, task: Task | None, place: Place, facts: Facts, ended: bool
-) -> tuple[dict[str, Any], ...]:
+def entry_records(entry: Entry, place: Place, facts: Facts, ended: bool) -> tuple[dict[str, Any], ...]:
     """The entry's step records (``seq`` 0: the session's order is set when they are placed).
     ``ended``: the entry's turn is over, so a call without a result will get none."""
     call = entry.call
@@ -104,19 +103,18 @@ def entry_records(
         found = item_parts(entry.item, name, arguments, output, entry.summary)
         at = entry.item_at or entry.at
     elif call is not None:
-        cwd = task.cwd if task is not None else None
-        found = [call_parts(call.name, call.arguments, call.output, call.answered, cwd, ended)]
+        found = [call_parts(call.name, call.arguments, call.output, call.answered, entry.cwd, ended)]
         at = entry.at
     elif entry.parts is not None:
         found, at = [entry.parts], entry.at
     else:
-        return ()  # a history line whose item has not come yet: it only holds the place
+        return ()
     if not entry.is_tool:
         return tuple(_record(entry.key, parts, at, "n/a", place, facts) for parts in found)
     refusal = refused(call.output if call is not None else None, (entry.item or {}).get("aggregated_output"))
     if entry.item is not None and entry.item.get("status") == "declined" and refusal is None:
         refusal = output_text((entry.item or {}).get("aggregated_output")) or "declined"
-    chosen = decision(task.policy if task is not None else None, call.arguments if call is not None else None, refusal)
+    chosen = decision(entry.policy, call.arguments if call is not None else None, refusal)
     records: list[dict[str, Any]] = []
     for parts in found:
         if refusal is not None:

@@ -9,16 +9,15 @@ the parser takes) is skipped, never an error: the lines around it still count.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
+class Line(NamedTuple):
     """One record: its place in the file (0-based, every physical line counted), its envelope."""
 
-    index: int
+    number: int
     type: str
     payload: dict[str, Any]
     timestamp: Any  # as written; checked where it is used
@@ -47,7 +46,7 @@ def parse_lines(data: bytes, first_index: int) -> Parsed:
     count = len(chunks)
     waiting = end < len(data)
     for number, chunk in enumerate(chunks):
-        if not chunk.strip():
+        if not chunk:
             continue
         try:
             value = orjson.loads(chunk)
@@ -70,4 +69,4 @@ def parse_lines(data: bytes, first_index: int) -> Parsed:
 def first_line(data: bytes) -> Line | None:
     """The first record of a rollout when its first line is complete and is one."""
     parsed = parse_lines(data[: data.find(b"\n") + 1], 0)
-    return parsed.lines[0] if parsed.lines and parsed.lines[0].index == 0 else None
+    return parsed.lines[0] if parsed.lines and parsed.lines[0].number == 0 else None

@@ -87,7 +87,7 @@ def map_session(files: SessionFiles, previous: MappingCache | None = None) -> tu
         session=session_record(root, str(files.root.rollout.path), children),
         segments=segment_records(root, paths),
         actors=actor_records(root, children),
-        turns=turn_records(root, rows),
+        turns=turn_records(root, rows, placing.by_turn),
         steps=rows,
         extras=extras(root),
         # A rollout not used this time is read again at the next start-up.
@@ -168,16 +168,24 @@ class _ChildPlacer:
                     return self.root.own_place(task.parent_turn)
                 thread, group = parent, task.parent_turn
                 continue
-            return _spawn_place(parent, thread.facts.actor_id)
+            return _starting_place(parent, thread, group)
         return UNPLACED
 
 
-def _spawn_place(parent: ThreadFold, child_id: str) -> Place:
-    for key, started in parent.spawns.items():
-        if started == child_id and parent.records.get(key):
-            record = parent.records[key][0]
-            return Place(record["turn_id"], record["segment_index"])
-    return UNPLACED
+def _starting_place(parent: ThreadFold, child: ThreadFold, group: str | None) -> Place:
+    """The place of the parent's step that started the child: its ``spawn_agent`` call, or
+    for the guardian the call its review (of this turn) is about."""
+    assert child.meta is not None
+    key: str | None = None
+    if child.meta.guardian and group in child.tasks:
+        review = list(child.tasks).index(group)
+        key = parent.escalations[review] if review < len(parent.escalations) else None
+    else:
+        key = next((key for key, started in parent.spawns.items() if started == child.facts.actor_id), None)
+    records = parent.records.get(key) if key is not None else None
+    if not records:
+        return UNPLACED
+    return Place(records[0]["turn_id"], records[0]["segment_index"])
 
 
 def _refreshed(child: ThreadFold, placer: _ChildPlacer, threads: Mapping[str, ThreadFold]) -> ThreadFold:

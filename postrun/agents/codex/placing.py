@@ -12,9 +12,10 @@ costs the rows of its new steps (and of the few that moved behind them), not the
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from itertools import chain
+from dataclasses import dataclass, field
+from itertools import chain, islice
 from typing import Any
 
 from postrun.agents.codex.thread import ThreadFold
@@ -25,10 +26,12 @@ _MAX_DEPTH = 64  # sub-agents nested deeper than this are placed after their ses
 
 @dataclass(frozen=True, slots=True)
 class Placing:
-    """The last placing: the records in session order and the rows made of them."""
+    """The last placing: the records in session order, the rows made of them, and each
+    turn's step ids in that order."""
 
     sources: tuple[dict[str, Any], ...] = ()
     rows: tuple[StepRow, ...] = ()
+    by_turn: Mapping[str, list[str]] = field(default_factory=dict)  # never changed once made
 
 
 def session_order(root: ThreadFold, children: Sequence[ThreadFold]) -> list[dict[str, Any]]:
@@ -92,17 +95,44 @@ def _reviews(guardian: ThreadFold) -> list[list[dict[str, Any]]]:
 
 def placed_rows(sources: list[dict[str, Any]], previous: Placing | None) -> Placing:
     """Rows of ``sources`` with ``seq`` their position, reusing the last placing's where it had them."""
-    start = 0
-    old_sources: Sequence[dict[str, Any]] = previous.sources if previous is not None else ()
-    old_rows: Sequence[StepRow] = previous.rows if previous is not None else ()
-    limit = min(len(sources), len(old_sources))
-    while start < limit and sources[start] is old_sources[start]:
-        start += 1
+    last = previous or Placing()
+    start = _unchanged_prefix(sources, last.sources)
     # A record that moved keeps its row, renumbered (no second validation).
-    moved = {id(source): row for source, row in zip(old_sources[start:], old_rows[start:], strict=True)}
-    rows = list(old_rows[:start])
+    moved = {id(source): row for source, row in zip(last.sources[start:], last.rows[start:], strict=True)}
+    rows = list(last.rows[:start])
+    by_turn = dict(last.by_turn)
+    copied: set[str] = set()
+    for row in reversed(last.rows[start:]):
+        _turn_ids(by_turn, copied, row.record["turn_id"]).pop()
     for seq in range(start, len(sources)):
         source = sources[seq]
-        row = moved.get(id(source))
-        rows.append(row.with_fields(seq=seq) if row is not None else StepRow.build({**source, "seq": seq}))
-    return Placing(tuple(sources), tuple(rows))
+        kept = moved.get(id(source))
+        row = kept.with_fields(seq=seq) if kept is not None else StepRow.build({**source, "seq": seq})
+        rows.append(row)
+        _turn_ids(by_turn, copied, row.record["turn_id"]).append(row.id)
+    return Placing(tuple(sources), tuple(rows), {turn: ids for turn, ids in by_turn.items() if ids})
+
+
+def _turn_ids(by_turn: dict[str, list[str]], copied: set[str], turn_id: str) -> list[str]:
+    """The turn's step ids, copied once before they change (the last placing keeps its own)."""
+    if turn_id not in copied:
+        by_turn[turn_id] = list(by_turn.get(turn_id, ()))
+        copied.add(turn_id)
+    return by_turn[turn_id]
+
+
+def _unchanged_prefix(new: Sequence[Any], old: Sequence[Any]) -> int:
+    """How many leading items of ``new`` are the very objects ``old`` has there."""
+    limit = min(len(new), len(old))
+    if all(map(operator.is_, new, old)):
+        return limit  # only appended to: the common case, checked at C speed
+    low, high = 0, limit  # the first difference is in [low, high)
+    while high - low > 32:
+        middle = (low + high) // 2
+        if all(map(operator.is_, islice(new, low, middle), islice(old, low, middle))):
+            low = middle
+        else:
+            high = middle
+    while low < high and new[low] is old[low]:
+        low += 1
+    return low

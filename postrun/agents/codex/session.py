@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from postrun.agents.codex.entries import NO_TURN, ROOT_ACTOR
@@ -84,23 +84,20 @@ def actor_records(root: ThreadFold, children: Sequence[ThreadFold]) -> list[dict
     return [{"id": ROOT_ACTOR, "type": "root", "label": AGENT}, *actors]
 
 
-def turn_records(root: ThreadFold, rows: Sequence[StepRow]) -> list[dict[str, Any]]:
-    """The root's prompted turns, numbered from 1, and ``turn:0`` when steps came before any."""
+def turn_records(root: ThreadFold, rows: Sequence[StepRow], step_ids: Mapping[str, list[str]]) -> list[dict[str, Any]]:
+    """The root's prompted turns, numbered from 1, and ``turn:0`` when steps came before any;
+    ``step_ids``: each turn's steps in ``seq`` order."""
     session_id = root.facts.session_id
-    step_ids: dict[str, list[str]] = {}
-    for row in rows:
-        record = row.record
-        step_ids.setdefault(record["turn_id"], []).append(row.id)
     turns: list[dict[str, Any]] = []
     if NO_TURN in step_ids:
         first = next(row.record for row in rows if row.record["turn_id"] == NO_TURN)
-        turns.append(_turn(NO_TURN, session_id, first["segment_index"], 0, first["at"], step_ids[NO_TURN]))
+        turns.append(_turn(NO_TURN, session_id, first["segment_index"], 0, first["at"], list(step_ids[NO_TURN])))
     index = 0
     for task in root.tasks.values():
         if task.prompt is None:
             continue
         index += 1
-        turn = _turn(task.turn_id, session_id, task.segment, index, task.at, step_ids.get(task.turn_id, []))
+        turn = _turn(task.turn_id, session_id, task.segment, index, task.at, list(step_ids.get(task.turn_id, ())))
         turn["prompt_id"] = task.prompt
         if task.mode is not None:
             turn["mode"] = task.mode

@@ -10,11 +10,10 @@ of a few dicts of references.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from postrun.agents.codex.calls import escalated
+from postrun.agents.codex.calls import escalated, refused
 from postrun.agents.codex.entries import UNPLACED, Call, Entry, Facts, Place, Task, entry_records, placed
 from postrun.agents.codex.history import history_parts
 from postrun.agents.codex.lines import Line
@@ -37,9 +36,10 @@ class ThreadFold:
     (``advanced`` works on a copy)."""
 
     __slots__ = (
-        "after_settings", "closed", "context", "count", "current", "ended_at", "entries", "escalations", "facts",
-        "ids", "items_seen", "last_at", "last_prompted", "meta", "model", "offset", "pending", "placer", "places",
-        "records", "resumes", "segment", "settings_at", "settings_seen", "spawns", "summary", "tail", "tasks", "usage",
+        "after_settings", "closed", "context", "count", "current", "dirty", "ended_at", "entries", "escalations",
+        "facts", "ids", "items_seen", "last_at", "last_prompted", "meta", "model", "offset", "pending", "placer",
+        "places", "records", "resumes", "segment", "settings_at", "settings_seen", "spawns", "summary", "tail", "tasks",
+        "usage",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -48,6 +48,7 @@ class ThreadFold:
         self.offset = 0  # bytes folded (the next read starts here)
         self.tail = b""  # the last bytes folded, to prove the next read continues them
         self.entries: dict[str, Entry] = {}  # in the order of each one's first line
+        self.dirty: dict[str, None] = {}  # entries whose records are to be made again
         self.records: dict[str, tuple[dict[str, Any], ...]] = {}  # each entry's step records
         self.ids: dict[str, str] = {}  # a call id used twice -> the entry of its latest call
         self.tasks: dict[str, Task] = {}  # in the order they started
@@ -95,6 +96,7 @@ class ThreadFold:
         with state.placing(placer):
             for line in lines:
                 state.fold(line)
+            state.build()
         state.offset += consumed
         state.count += count
         if consumed:
@@ -118,7 +120,7 @@ class ThreadFold:
         after_settings, self.after_settings = self.after_settings, False
         kind, payload = line.type, line.payload
         if kind == "session_meta":
-            if self.meta is None and line.index == 0:
+            if self.meta is None and line.number == 0:
                 self.meta = thread_meta(payload, line.timestamp)
         elif self.meta is None:
             return  # not a rollout: the mapping reports it
@@ -129,7 +131,7 @@ class ThreadFold:
         elif kind == "turn_context":
             self._turn_context(payload)
         elif kind == "token_usage_record":
-            self.usage.count(payload, self.meta.thread_id, line.index)
+            self.usage.count(payload, self.meta.thread_id, line.number)
         elif kind == "compacted":
             self.summary = text(payload.get("message"))
 
@@ -151,7 +153,7 @@ class ThreadFold:
 
     def _task_started(self, payload: dict[str, Any], line: Line, at: str, after_settings: bool) -> None:
         attribution = mapping(payload.get("turn_attribution"))
-        turn_id = text(payload.get("turn_id")) or text(attribution.get("turn_id")) or f"line-{line.index}"
+        turn_id = text(payload.get("turn_id")) or text(attribution.get("turn_id")) or f"line-{line.number}"
         if after_settings and self.settings_seen >= 2:
             # A new process took the thread up again: a resume. A turn it left open (killed)
             # will never end now.
@@ -162,7 +164,7 @@ class ThreadFold:
             policy, cwd = self.context
             self.tasks[turn_id] = Task(
                 turn_id,
-                line.index,
+                line.number,
                 at,
                 self.segment,
                 mode=text(payload.get("collaboration_mode_kind")),
@@ -178,9 +180,10 @@ class ThreadFold:
         for turn_id in turn_ids:
             task = self.tasks.get(turn_id)
             if task is not None and not task.ended:
-                self.tasks[turn_id] = dataclasses.replace(task, ended=True)
-        for key in [key for key in self.pending if self.entries[key].group in turn_ids]:
-            self._build(key)
+                self.tasks[turn_id] = task._replace(ended=True)
+        for key in self.pending:
+            if self.entries[key].group in turn_ids:
+                self.dirty[key] = None
 
     def _turn_context(self, payload: dict[str, Any]) -> None:
         policy, cwd = text(payload.get("approval_policy")), text(payload.get("cwd"))
@@ -189,18 +192,18 @@ class ThreadFold:
         turn_id = text(payload.get("turn_id")) or self.current
         task = self.tasks.get(turn_id) if turn_id is not None else None
         if task is not None:
-            self.tasks[task.turn_id] = dataclasses.replace(task, policy=policy, cwd=cwd)
+            self.tasks[task.turn_id] = task._replace(policy=policy, cwd=cwd)
 
     def _item(self, payload: dict[str, Any], line: Line, at: str) -> None:
         item = payload.get("item")
         if not isinstance(item, dict):
             return
         self.items_seen = True
-        item_id = text(item.get("id")) or f"line-{line.index}"
+        item_id = text(item.get("id")) or f"line-{line.number}"
         key = self.ids.get(item_id, item_id)
         existing = self.entries.get(key)
         if existing is not None and existing.item is not None:
-            key, existing = f"{item_id}@{line.index}", None  # a second item under one id: a step of its own
+            key, existing = f"{item_id}@{line.number}", None  # a second item under one id: a step of its own
         kind = item.get("type")
         summary = None
         if kind == "ContextCompaction":
@@ -208,12 +211,16 @@ class ThreadFold:
         group = text(payload.get("turn_id")) or self.current
         item_at = time_from_ms(payload.get("started_at_ms"))
         if existing is None:
-            self.entries[key] = Entry(key, line.index, at, group, item=item, item_at=item_at, summary=summary)
-        else:
-            self.entries[key] = dataclasses.replace(
-                existing, group=existing.group or group, item=item, item_at=item_at, summary=summary or existing.summary
+            policy, cwd = self._turn_settings(group)
+            self.entries[key] = Entry(
+                key, line.number, at, group, policy, cwd, item=item, item_at=item_at, summary=summary
             )
-        self._build(key)
+        else:
+            summary = summary or existing.summary
+            self.entries[key] = existing._replace(
+                group=existing.group or group, item=item, item_at=item_at, summary=summary
+            )
+        self.dirty[key] = None
         if kind == "UserMessage" and group is not None:
             self._prompted(group, item_id)
 
@@ -222,7 +229,7 @@ class ThreadFold:
         task = self.tasks.get(group)
         if task is None or task.prompt is not None or self.facts.prefix:
             return
-        self.tasks[group] = dataclasses.replace(task, prompt=prompt_id)
+        self.tasks[group] = task._replace(prompt=prompt_id)
         self.last_prompted = group
         self.repatch(group, self.placer(self, group), since=task.line)
 
@@ -237,14 +244,14 @@ class ThreadFold:
             if key is None or entry is None or entry.call is None:
                 return  # no call to answer (create_goal's objective has no call id)
             output = payload.get("output")
-            call = dataclasses.replace(entry.call, answered=True, output=output)
-            self.entries[key] = dataclasses.replace(entry, call=call)
-            self._build(key)
+            self.entries[key] = entry._replace(call=entry.call._replace(answered=True, output=output))
+            if entry.item is None or entry.item.get("type") == "CollabAgentToolCall" or refused(output) is not None:
+                self.dirty[key] = None  # a command's or a patch's item says all but a refusal
         elif kind in HISTORY:
             self._message(payload, line, at)
 
     def _call(self, payload: dict[str, Any], line: Line, at: str) -> None:
-        call_id = text(payload.get("call_id")) or text(payload.get("id")) or f"line-{line.index}"
+        call_id = text(payload.get("call_id")) or text(payload.get("id")) or f"line-{line.number}"
         kind = payload.get("type")
         if kind == "local_shell_call":
             name, arguments = "local_shell", payload.get("action")
@@ -255,39 +262,36 @@ class ThreadFold:
         key = call_id
         existing = self.entries.get(key)
         if existing is not None and existing.call is not None:
-            key, existing = f"{call_id}@{line.index}", None  # a call id used again
+            key, existing = f"{call_id}@{line.number}", None  # a call id used again
             self.ids[call_id] = key
         call = Call(name, arguments)
+        policy, cwd = self._turn_settings(group)
         if existing is None:
-            self.entries[key] = Entry(key, line.index, at, group, call=call)
+            self.entries[key] = Entry(key, line.number, at, group, policy, cwd, call=call)
         else:
-            self.entries[key] = dataclasses.replace(existing, call=call, group=existing.group or group)
-        task = self.tasks.get(group) if group is not None else None
-        if escalated(arguments) and task is not None and task.policy not in (None, "never"):
+            self.entries[key] = existing._replace(call=call, group=existing.group or group, policy=policy, cwd=cwd)
+        if escalated(arguments) and policy not in (None, "never"):
             self.escalations.append(key)
-        self._build(key)
+        self.dirty[key] = None
 
     def _message(self, payload: dict[str, Any], line: Line, at: str) -> None:
-        """A model-facing history line: a step of a legacy rollout, else it only holds the
-        place of its item (whose first line it may be)."""
-        item_id = text(payload.get("id"))
+        """A model-facing history line: a step of a rollout without items (its items say
+        the same, and order a step by their own line)."""
         if self.items_seen or (self.meta is not None and self.meta.writes_items):
-            holds_place = payload.get("type") == "reasoning" or payload.get("role") == "assistant"
-            if item_id is not None and holds_place and item_id not in self.entries:
-                self.entries[item_id] = Entry(item_id, line.index, at, self.current)
-                self.records[item_id] = ()
             return
+        item_id = text(payload.get("id"))
         found = history_parts(payload)
         if found is None:
             return
         parts, prompt = found
-        key = item_id or f"line-{line.index}"
+        key = item_id or f"line-{line.number}"
         if key in self.entries:
-            key = f"{key}@{line.index}"
+            key = f"{key}@{line.number}"
         if prompt:
             self._legacy_turn(line, at)
-        self.entries[key] = Entry(key, line.index, at, self.current, parts=parts)
-        self._build(key)
+        policy, cwd = self._turn_settings(self.current)
+        self.entries[key] = Entry(key, line.number, at, self.current, policy, cwd, parts=parts)
+        self.dirty[key] = None
         if prompt and self.current is not None:
             self._prompted(self.current, key)
 
@@ -297,26 +301,34 @@ class ThreadFold:
         if task is not None and task.prompt is None:
             return
         policy, cwd = self.context
-        turn_id = f"line-{line.index}"
+        turn_id = f"line-{line.number}"
         self.tasks[turn_id] = Task(
-            turn_id, line.index, at, self.segment, before=self.last_prompted, policy=policy, cwd=cwd
+            turn_id, line.number, at, self.segment, before=self.last_prompted, policy=policy, cwd=cwd
         )
         self.current = turn_id
 
     # -- records --------------------------------------------------------------------------
 
+    def _turn_settings(self, group: str | None) -> tuple[str | None, str | None]:
+        """The approval policy and cwd of a turn (its ``turn_context``), else the last ones."""
+        task = self.tasks.get(group) if group is not None else None
+        return (task.policy, task.cwd) if task is not None and task.policy is not None else self.context
+
+    def build(self) -> None:
+        """Make the records of every entry a line changed (once, however many lines did)."""
+        for key in self.dirty:
+            self._build(key)
+        self.dirty.clear()
+
     def _build(self, key: str) -> None:
         entry = self.entries[key]
         group = entry.group
         task = self.tasks.get(group) if group is not None else None
-        if task is None:
-            policy, cwd = self.context
-            task = Task("", entry.line, entry.at, self.segment, policy=policy, cwd=cwd)
         place = self.places.get(group)
         if place is None:
             place = self.places[group] = self.placer(self, group)
-        ended = task.ended or (group in self.closed)
-        records = entry_records(entry, task, place, self.facts, ended)
+        ended = (task is not None and task.ended) or (group in self.closed)
+        records = entry_records(entry, place, self.facts, ended)
         self.records[key] = records
         if entry.pending and not ended:
             self.pending[key] = None
@@ -335,7 +347,7 @@ class ThreadFold:
         for key, entry in reversed(self.entries.items()):
             if entry.line < since:
                 break
-            if entry.group == group:
+            if entry.group == group and key not in self.dirty:
                 self.records[key] = tuple(placed(record, place) for record in self.records[key])
 
     def close(self, turns: frozenset[str]) -> None:

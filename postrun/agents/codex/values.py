@@ -6,6 +6,9 @@ None: a wrong type is treated as absent, never as an error.
 
 from __future__ import annotations
 
+import functools
+import re
+from datetime import date
 from typing import Any
 from urllib.parse import unquote
 
@@ -14,6 +17,7 @@ import orjson
 from postrun.agents.cline.times import epoch_ms, iso_from_ms
 from postrun.schema import plain
 
+_CODEX_TIME = re.compile(r"\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z", re.ASCII)
 # Shells Codex wraps a command string in: ``["/bin/bash", "-lc", X]``.
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
 _SHELL_FLAGS = frozenset({"-lc", "-c", "-l -c", "-ic"})
@@ -30,7 +34,20 @@ def mapping(value: Any) -> dict[str, Any]:
 
 def timestamp(value: Any) -> str | None:
     """``value`` when it is a v1.2 timestamp (ISO 8601 with a zone), else None."""
-    return value if isinstance(value, str) and plain.is_timestamp(value) else None
+    if not isinstance(value, str):
+        return None
+    if _CODEX_TIME.fullmatch(value):
+        return value if _real_day(value[:10]) else None  # Codex's own form, on every line
+    return value if plain.is_timestamp(value) else None
+
+
+@functools.lru_cache(maxsize=256)
+def _real_day(day: str) -> bool:
+    try:
+        date.fromisoformat(day)
+    except ValueError:
+        return False
+    return True
 
 
 def time_from_ms(value: Any) -> str | None:

@@ -1,0 +1,218 @@
+"""The fold resumes: a rollout that grew costs its new bytes, and the result is a fresh mapping's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from postrun.agents.codex import Rollout, RolloutData, SessionFiles, map_session, read_rollout, rollout_at
+from postrun.agents.codex import placing as placing_module
+from postrun.agents.codex.locate import SessionLocation
+from postrun.agents.codex.reading import read_session
+from postrun.errors import NotParseableYet, SourceError
+from postrun.records import StepRow
+from tests.support.codex_rollouts import RolloutWriter
+from tests.unit.codex.kit import MAX_BYTES, assert_valid, remap, same_mapping
+
+SID = "01a2330d-2877-74e1-85dd-6d88f53166fa"
+CHILD = "01a2330d-8622-79c1-aa53-fa5925b71fc2"
+
+
+def _session(tmp_path: Path, *writers: RolloutWriter) -> SessionLocation:
+    paths = [writer.write(tmp_path / "sessions") for writer in writers]
+    rollouts = [rollout for path in paths if (rollout := rollout_at(path)) is not None]
+    return SessionLocation(SID, rollouts[0], tuple(rollouts[1:]))
+
+
+def _busy_root(commands: int) -> RolloutWriter:
+    root = RolloutWriter(SID)
+    root.begin("t1")
+    root.user("u1", "MARK: work", "t1")
+    for number in range(commands):
+        root.command(f"c{number}", f"echo {number}", "t1", output=f"{number}\n" * 50)
+        root.tokens(f"r{number}", "t1", input_tokens=100, output=5)
+    return root
+
+
+class _CountingRow(StepRow):
+    built = 0
+
+    @classmethod
+    def build(cls, record: dict[str, Any]) -> StepRow:
+        _CountingRow.built += 1
+        return StepRow.build(record)
+
+
+def test_one_appended_line_reads_its_bytes_and_builds_only_its_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _busy_root(300)
+    location = _session(tmp_path, root)
+    first, cache = map_session(read_session(location, max_bytes=MAX_BYTES))
+    size = location.root.path.stat().st_size  # type: ignore[union-attr]
+    root.agent("m1", "All done.", "t1")
+    location = _session(tmp_path, root)
+    files = read_session(location, max_bytes=MAX_BYTES, cache=cache)
+    assert files.root.start == size
+    assert len(files.root.data) == location.root.path.stat().st_size - size  # type: ignore[union-attr]
+    monkeypatch.setattr(placing_module, "StepRow", _CountingRow)
+    _CountingRow.built = 0
+    grown, _ = map_session(files, cache)
+    assert _CountingRow.built == 1
+    assert len(grown.steps) == len(first.steps) + 1
+    assert grown.steps[: len(first.steps)] == first.steps  # the same rows, not rebuilt
+    fresh, _ = map_session(read_session(location, max_bytes=MAX_BYTES))
+    assert same_mapping(grown, fresh)
+
+
+def test_an_item_replaces_its_pending_call_in_place(tmp_path: Path) -> None:
+    root = RolloutWriter(SID)
+    root.begin("t1")
+    root.user("u1", "MARK: run", "t1")
+    root.call("c1", "exec_command", {"cmd": "make"}, "t1")
+    location = _session(tmp_path, root)
+    pending, cache = remap(
+        read_session(location, max_bytes=MAX_BYTES), read_session(location, max_bytes=MAX_BYTES), None
+    )
+    step = {row.id: row.record for row in pending.steps}["c1"]
+    assert (step["outcome"], step["content_status"], step["seq"]) == ("pending", "reference_only", 1)
+    root.item(
+        "t1",
+        {
+            "type": "CommandExecution",
+            "id": "c1",
+            "command": ["/bin/bash", "-lc", "make"],
+            "status": "completed",
+            "aggregated_output": "ok\n",
+            "exit_code": 0,
+        },
+    )
+    location = _session(tmp_path, root)
+    done, _ = remap(
+        read_session(location, max_bytes=MAX_BYTES, cache=cache), read_session(location, max_bytes=MAX_BYTES), cache
+    )
+    step = {row.id: row.record for row in done.steps}["c1"]
+    assert (step["outcome"], step["content_status"], step["seq"], step["payload"]["stdout"]) == (
+        "ok",
+        "inline",
+        1,
+        "ok\n",
+    )
+    assert len(done.steps) == len(pending.steps)
+
+
+def test_an_earlier_cache_stays_valid_after_a_later_mapping(tmp_path: Path) -> None:
+    """A store write rolled back maps again from the cache it started from."""
+    root = _busy_root(3)
+    location = _session(tmp_path, root)
+    _, cache = map_session(read_session(location, max_bytes=MAX_BYTES))
+    root.agent("m1", "Done.", "t1")
+    location = _session(tmp_path, root)
+    once, _ = map_session(read_session(location, max_bytes=MAX_BYTES, cache=cache), cache)
+    again, _ = map_session(read_session(location, max_bytes=MAX_BYTES, cache=cache), cache)
+    assert same_mapping(once, again)
+
+
+def test_a_rewritten_rollout_is_read_again_from_its_first_byte(tmp_path: Path) -> None:
+    root = _busy_root(3)
+    location = _session(tmp_path, root)
+    _, cache = map_session(read_session(location, max_bytes=MAX_BYTES))
+    other = _busy_root(4)  # as long up to where the fold stopped, other bytes just before it
+    last = len(root.lines) - 1
+    other.lines[last] = {**other.lines[last], "timestamp": "2026-12-01T19:59:59.999Z"}
+    assert len(other.data(last + 1)) == len(root.data())
+    location = _session(tmp_path, other)
+    files = read_session(location, max_bytes=MAX_BYTES, cache=cache)
+    assert files.root.start == 0
+    remapped, _ = map_session(files, cache)
+    assert same_mapping(remapped, map_session(read_session(location, max_bytes=MAX_BYTES))[0])
+
+
+def test_a_rollout_compressed_in_place_continues_the_same_fold(tmp_path: Path) -> None:
+    root = _busy_root(3)
+    plain = root.write(tmp_path / "sessions")
+    location = SessionLocation(SID, rollout_at(plain))
+    before, cache = map_session(read_session(location, max_bytes=MAX_BYTES))
+    plain.unlink()
+    root.agent("m1", "Done.", "t1")  # and one more line, compressed with the rest
+    packed = root.write(tmp_path / "sessions", compressed=True)
+    rollout = rollout_at(packed)
+    assert rollout is not None and rollout.compressed and rollout.thread_id == SID
+    files = read_session(SessionLocation(SID, rollout), max_bytes=MAX_BYTES, cache=cache)
+    assert files.root.start == cache.read_from(SID)[0] > 0
+    assert files.root.raw == packed.read_bytes()  # the vault keeps the file as it is on disk
+    after, _ = map_session(files, cache)
+    assert [row.blob for row in after.steps[: len(before.steps)]] == [row.blob for row in before.steps]
+    assert len(after.steps) == len(before.steps) + 1
+
+
+def test_a_child_rollout_waits_for_its_parent_and_then_joins_its_session(tmp_path: Path) -> None:
+    root = RolloutWriter(SID)
+    child = RolloutWriter(CHILD, parent=SID, nickname="Dirac", start_ms=root.clock + 100)
+    root.begin("t1")
+    root.user("u1", "MARK: delegate", "t1")
+    root.spawn("s1", "t1", CHILD, "Dirac", "SUB: look")
+    child.task_started("ct1", parent_turn="t1", root_turn="t1")
+    child.user("cu1", "SUB: look", "ct1")
+    child.command("cc1", "ls", "ct1", output="x\n")
+    alone = rollout_at(child.write(tmp_path / "sessions"))
+    with pytest.raises(SourceError, match="waiting for the session's own"):
+        read_session(SessionLocation(SID, None, (alone,)), max_bytes=MAX_BYTES)  # type: ignore[arg-type]
+    location = _session(tmp_path, root, child)
+    mapped, _ = map_session(read_session(location, max_bytes=MAX_BYTES))
+    assert_valid(mapped)
+    ids = [row.id for row in mapped.steps]
+    assert ids == ["u1", "s1", f"{CHILD}/cu1", f"{CHILD}/cc1"]
+    assert [actor["id"] for actor in mapped.actors] == ["root", CHILD]
+    assert mapped.actors[1] == {"id": CHILD, "type": "subagent", "parent_id": "root", "label": "Dirac"}
+    assert mapped.steps[1].record["payload"]["raw"]["actor_id"] == CHILD
+
+
+def test_a_child_read_before_its_parents_spawn_step_moves_behind_it(tmp_path: Path) -> None:
+    root = RolloutWriter(SID)
+    child = RolloutWriter(CHILD, parent=SID, nickname="Dirac", start_ms=root.clock + 100)
+    root.begin("t1")
+    root.user("u1", "MARK: delegate", "t1")
+    child.task_started("ct1")  # no turn of the root named: placed by its spawn step
+    child.user("cu1", "SUB: look", "ct1")
+    location = _session(tmp_path, root, child)
+    early, cache = remap(read_session(location, max_bytes=MAX_BYTES), read_session(location, max_bytes=MAX_BYTES), None)
+    assert [row.id for row in early.steps] == ["u1", f"{CHILD}/cu1"]
+    root.spawn("s1", "t1", CHILD, "Dirac", "SUB: look")
+    root.agent("m1", "Waiting.", "t1")
+    location = _session(tmp_path, root, child)
+    later, _ = remap(
+        read_session(location, max_bytes=MAX_BYTES, cache=cache), read_session(location, max_bytes=MAX_BYTES), cache
+    )
+    assert [row.id for row in later.steps] == ["u1", "s1", f"{CHILD}/cu1", "m1"]
+    assert {row.record["turn_id"] for row in later.steps} == {"t1"}
+
+
+def test_every_byte_prefix_maps_its_complete_lines_or_waits(tmp_path: Path) -> None:
+    """Torn writes: a rollout caught at any byte maps what its complete lines say."""
+    root = RolloutWriter(SID)
+    root.begin("t1")
+    root.user("u1", "MARK: é and ✓", "t1")
+    root.command("c1", "printf 'ü'", "t1", output="ü")
+    root.task_complete("t1")
+    data = root.data()
+    path = tmp_path / "sessions" / root.folder() / root.name()
+    path.parent.mkdir(parents=True)
+    rollout = Rollout(SID, path)
+    cache = None
+    for end in range(len(data) + 1):
+        path.write_bytes(data[:end])
+        complete = data[: data.rfind(b"\n", 0, end) + 1]
+        try:
+            files = SessionFiles(
+                read_rollout(rollout, max_bytes=MAX_BYTES, since=cache.read_from(SID) if cache else (0, b""))
+            )
+            mapped, cache = map_session(files, cache)
+        except NotParseableYet:
+            assert b"\n" not in data[:end]
+            continue
+        whole = RolloutData(rollout, complete, 0, files.root.fingerprint)
+        expected, _ = map_session(SessionFiles(whole))
+        assert same_mapping(mapped, expected), end
