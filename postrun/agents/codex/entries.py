@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from postrun.agents.codex.calls import call_parts, decision, output_text, refused
 from postrun.agents.codex.items import MESSAGE_ITEMS, Parts, item_parts, tool_error
+from postrun.agents.codex.values import text
 
 CHANNELS = ("conversation",)
 ROOT_ACTOR = "root"
@@ -85,7 +86,7 @@ class Entry(NamedTuple):
     @property
     def is_tool(self) -> bool:
         if self.item is not None:
-            return self.item.get("type") not in MESSAGE_ITEMS
+            return text(self.item.get("type")) not in MESSAGE_ITEMS
         return self.call is not None or (self.parts is not None and self.parts.type != "message")
 
     @property

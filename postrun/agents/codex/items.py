@@ -64,7 +64,7 @@ def item_parts(item: dict[str, Any], name: str | None, arguments: Any, output: A
 
 
 def failed_item(item: dict[str, Any]) -> bool:
-    return item.get("status") in FAILED_STATUSES
+    return text(item.get("status")) in FAILED_STATUSES
 
 
 def _command(item: dict[str, Any]) -> Parts:

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from postrun.agents.codex.files import Rollout
 from postrun.agents.codex.meta import ThreadMeta
@@ -114,6 +115,16 @@ class SessionLocation:
     session_id: str
     root: Rollout | None
     children: tuple[Rollout, ...] = field(default=())
+    agent: ClassVar[str] = "codex"
+
+    @property
+    def where(self) -> Path:
+        """The lead file: the root thread's rollout (a child's while that is not there)."""
+        return self.root.path if self.root is not None else self.children[0].path
+
+    @property
+    def rollouts(self) -> tuple[Rollout, ...]:
+        return (self.root, *self.children) if self.root is not None else self.children
 
 
 def group_sessions(rollouts: Iterable[Rollout], metas: Mapping[str, ThreadMeta]) -> list[SessionLocation]:

@@ -136,7 +136,7 @@ class ThreadFold:
             self.summary = text(payload.get("message"))
 
     def _event(self, payload: dict[str, Any], line: Line, at: str, after_settings: bool) -> None:
-        kind = payload.get("type")
+        kind = text(payload.get("type"))
         if kind == "item_completed":
             self._item(payload, line, at)
         elif kind == "task_started":
@@ -234,7 +234,7 @@ class ThreadFold:
         self.repatch(group, self.placer(self, group), since=task.line)
 
     def _history_line(self, payload: dict[str, Any], line: Line, at: str) -> None:
-        kind = payload.get("type")
+        kind = text(payload.get("type"))
         if kind in CALLS:
             self._call(payload, line, at)
         elif kind in OUTPUTS:

@@ -1,0 +1,138 @@
+"""The sessions ``postrun ingest --agent codex`` targets name: a thread id, a rollout file, a
+day folder or a sessions folder.
+
+A session is its root thread's rollout with every child rollout of it, wherever in the
+sessions folder (and its archive) they are: a sub-agent started after midnight lives in the
+next day's folder. So a target is resolved against the whole folder it is in.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from postrun.agents.codex.locate import ARCHIVE, SessionLocation, Skipped, group_sessions, list_rollouts, rollout_at
+from postrun.agents.codex.reading import read_metas
+from postrun.errors import NotFound, PostrunError, SourceError, UsageError
+from postrun.text import printable
+
+THREAD_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_DAY = (re.compile(r"\d{4}"), re.compile(r"\d{2}"), re.compile(r"\d{2}"))
+
+
+@dataclass(frozen=True, slots=True)
+class Targets:
+    """What targets named: sessions in order, skipped entries, failures, and notes on how a
+    target was taken when not as given (a child's rollout: its session)."""
+
+    sessions: tuple[SessionLocation, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+    failures: tuple[PostrunError, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Tree:
+    sessions: tuple[SessionLocation, ...]
+    skipped: tuple[Skipped, ...]
+    problems: tuple[SourceError, ...]
+
+    def of_thread(self, thread_id: str) -> SessionLocation | None:
+        for session in self.sessions:
+            if session.session_id == thread_id or any(child.thread_id == thread_id for child in session.children):
+                return session
+        return None
+
+
+def resolve_targets(targets: Iterable[str | os.PathLike[str]], sessions_folder: Path, *, max_bytes: int) -> Targets:
+    """The sessions named by ``targets``, in order, without duplicates. An existing path wins
+    over a bare id, which is looked up in ``sessions_folder`` (and its archive)."""
+    found: dict[str, SessionLocation] = {}
+    skipped: list[Skipped] = []
+    failures: list[PostrunError] = []
+    notes: list[str] = []
+    trees: dict[Path, _Tree] = {}
+
+    def tree(folder: Path) -> _Tree:
+        if folder not in trees:
+            listing = list_rollouts(folder)
+            metas, problems = read_metas(listing.rollouts, max_bytes=max_bytes)
+            trees[folder] = _Tree(tuple(group_sessions(listing.rollouts, metas)), listing.skipped, tuple(problems))
+        return trees[folder]
+
+    for target in targets:
+        where = printable(os.fspath(target)) or "''"
+        try:
+            sessions, note = _resolve(os.fspath(target), where, sessions_folder, tree)
+        except PostrunError as exc:
+            failures.append(exc)
+            continue
+        for session in sessions:
+            found.setdefault(session.session_id, session)
+        if note:
+            notes.append(note)
+    for folder_tree in trees.values():
+        skipped.extend(folder_tree.skipped)
+        failures.extend(folder_tree.problems)
+    return Targets(tuple(found.values()), tuple(skipped), tuple(failures), tuple(notes))
+
+
+def _resolve(
+    target: str, where: str, sessions_folder: Path, of: Callable[[Path], _Tree]
+) -> tuple[list[SessionLocation], str]:
+    path = Path(target).expanduser()
+    if target and path.exists():
+        path = path.absolute()
+        if path.is_dir():
+            if _is_day(path):
+                whole = of(path.parents[2])
+                ids = {rollout.thread_id for rollout in list_rollouts(path).rollouts if path in rollout.path.parents}
+                return [session for session in whole.sessions if _holds(session, ids)], ""
+            return list(of(path).sessions), ""
+        rollout = rollout_at(path, archived=path.parent.name == ARCHIVE)
+        if rollout is None:
+            raise UsageError(
+                where, "not a rollout (rollout-<time>-<thread id>.jsonl[.zst]), a day folder or a sessions folder"
+            )
+        return _session_of(rollout.thread_id, where, of(_folder_of(path)), path)
+    if THREAD_ID.fullmatch(target):
+        return _session_of(target.lower(), where, of(sessions_folder.absolute()), None)
+    if os.sep in target:
+        raise NotFound(where, "no such file or folder")
+    raise UsageError(where, "not a thread id, a rollout file, a day folder or a sessions folder")
+
+
+def _session_of(thread_id: str, where: str, tree: _Tree, path: Path | None) -> tuple[list[SessionLocation], str]:
+    session = tree.of_thread(thread_id)
+    if session is None and path is not None:
+        # A rollout outside any sessions folder Postrun knows the layout of: itself alone.
+        rollout = rollout_at(path, archived=path.parent.name == ARCHIVE)
+        assert rollout is not None
+        return [SessionLocation(thread_id, rollout)], ""
+    if session is None:
+        raise NotFound(where, "no rollout of that thread in the sessions folder (pass the rollout file)")
+    if session.session_id != thread_id:
+        return [session], f"{where}: a sub-agent rollout of session {session.session_id}: ingesting that session"
+    return [session], ""
+
+
+def _holds(session: SessionLocation, ids: set[str]) -> bool:
+    return any(rollout.thread_id in ids for rollout in session.rollouts)
+
+
+def _is_day(path: Path) -> bool:
+    parts = path.parts[-3:]
+    return len(parts) == 3 and all(pattern.fullmatch(part) for pattern, part in zip(_DAY, parts, strict=True))
+
+
+def _folder_of(rollout: Path) -> Path:
+    """The sessions folder a rollout file is in: above its day folders, or beside its archive."""
+    folder = rollout.parent
+    if folder.name == ARCHIVE:
+        return folder.parent / "sessions"
+    if _is_day(folder):
+        return folder.parents[2]
+    return folder
