@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,16 +62,9 @@ def read_rollout(rollout: Rollout, *, max_bytes: int, since: tuple[int, bytes] =
     decompressed.
     """
     where = str(rollout.path)
-    try:
-        fd = os.open(rollout.path, _OPEN_FLAGS)
-    except (FileNotFoundError, NotADirectoryError):
-        raise NotFound(where, "no such file") from None
-    except OSError as exc:
-        raise SourceError(where, f"cannot open: {exc.strerror or exc}") from None
+    fd = _open_regular(rollout.path)
     try:
         found = os.fstat(fd)
-        if not stat.S_ISREG(found.st_mode):
-            raise SourceError(where, "not a regular file")
         _check_size(found.st_size, where, max_bytes)
         fingerprint = SourceFile(where, found.st_size, found.st_mtime_ns, found.st_ino)
         offset, tail = since
@@ -102,15 +96,8 @@ def decompressed(raw: bytes, where: str, max_bytes: int) -> bytes:
 def head(rollout: Rollout, *, max_bytes: int) -> bytes:
     """The rollout's first line (its ``session_meta``), or as much of it as is written."""
     where = str(rollout.path)
+    fd = _open_regular(rollout.path)
     try:
-        fd = os.open(rollout.path, _OPEN_FLAGS)
-    except (FileNotFoundError, NotADirectoryError):
-        raise NotFound(where, "no such file") from None
-    except OSError as exc:
-        raise SourceError(where, f"cannot open: {exc.strerror or exc}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise SourceError(where, "not a regular file")
         if rollout.compressed:
             with os.fdopen(os.dup(fd), "rb") as handle:
                 try:
@@ -125,11 +112,31 @@ def head(rollout: Rollout, *, max_bytes: int) -> bytes:
         os.close(fd)
 
 
-def _first_line(read: object, max_bytes: int) -> bytes:
+def _open_regular(path: Path) -> int:
+    """A descriptor of ``path`` when it is a regular file (opened without blocking on a FIFO)."""
+    where = str(path)
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except (FileNotFoundError, NotADirectoryError):
+        raise NotFound(where, "no such file") from None
+    except OSError as exc:
+        raise SourceError(where, f"cannot open: {exc.strerror or exc}") from None
+    try:
+        is_regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError as exc:
+        os.close(fd)
+        raise SourceError(where, f"cannot stat: {exc.strerror or exc}") from None
+    if not is_regular:
+        os.close(fd)
+        raise SourceError(where, "not a regular file")
+    return fd
+
+
+def _first_line(read: Callable[[int], bytes], max_bytes: int) -> bytes:
     pieces: list[bytes] = []
     total = 0
     while total <= max_bytes:
-        piece = read(_READ_CHUNK // 16)  # type: ignore[operator]
+        piece = read(_READ_CHUNK // 16)
         if not piece:
             break
         newline = piece.find(b"\n")
