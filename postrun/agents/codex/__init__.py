@@ -34,10 +34,10 @@ Where each Codex field is mapped (module.function)::
 
 from __future__ import annotations
 
-from postrun.agents.codex.files import Rollout, RolloutData, SessionFiles, read_rollout
+from postrun.agents.codex.files import RolloutData, SessionFiles, read_rollout
+from postrun.agents.codex.layout import Rollout, SessionLocation
 from postrun.agents.codex.locate import (
     Listing,
-    SessionLocation,
     Skipped,
     archive_folder,
     group_sessions,

@@ -1,10 +1,11 @@
 """Reading rollouts: the bytes a fold needs, and nothing more when a rollout only grew.
 
-I/O at the edge. A plain rollout read after an earlier fold (``since``: where it stopped and
-the bytes just before) is read from there when the file still holds those bytes at that
-place; otherwise, and for a compressed rollout (``.jsonl.zst``, decompressed whole), the
-fold starts over from the first byte. Special files are refused without being read, so a
-FIFO planted where a rollout should be can never block the reader.
+I/O at the edge. A plain rollout is read from its ``Mark`` (``postrun.appendonly``: only the
+bytes after where the last fold stopped, once the bytes before it are checked); a rewritten
+one is read whole. A compressed rollout (``.jsonl.zst``) is decompressed whole, and its fold
+goes on from the mark when the JSONL still holds the marked bytes there: a rollout Codex
+compressed in place is the same thread, read on. Each file is fingerprinted before it is
+read. A symlink is followed only inside the folder its rollout was found in.
 """
 
 from __future__ import annotations
@@ -13,73 +14,75 @@ import os
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import zstandard
 
+from postrun.agents.codex.layout import Rollout, SessionLocation
+from postrun.appendonly import Appended, Mark, read_appended
 from postrun.errors import NotFound, SourceError
-from postrun.records import SourceFile
+from postrun.jsonio import read_bytes, stat_fingerprint
+from postrun.records import RawFile
 
-_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
-_READ_CHUNK = 1 << 20
-
-
-@dataclass(frozen=True, slots=True)
-class Rollout:
-    """One rollout file: whose thread it is and where."""
-
-    thread_id: str
-    path: Path
-    compressed: bool = False  # ``.jsonl.zst``
-    archived: bool = False  # under ``archived_sessions/``
+_HEAD_CHUNK = 64 * 1024
+_OUTSIDE = "a symlink that leads outside its sessions folder (never followed out of it)"
 
 
 @dataclass(frozen=True, slots=True)
 class RolloutData:
-    """What was read of a rollout: its JSONL from byte ``start`` on (decompressed)."""
+    """What was read of a rollout: its JSONL (decompressed) from ``read.start`` on."""
 
     rollout: Rollout
-    data: bytes
-    start: int
-    fingerprint: SourceFile
-    raw: bytes | None = None  # the file exactly as on disk, when it was read whole
+    read: Appended
+    raw: bytes | None = None  # the file as on disk when it was read whole (compressed, for a .zst)
+
+    def copy(self) -> RawFile | None:
+        """The file for the vault: as read, or (read from a mark) read whole now up to the
+        length the records came from; None when it is no longer that file."""
+        if self.raw is not None:
+            return RawFile(self.rollout.vault_name, self.raw, self.read.fingerprint)
+        path = self.rollout.path
+        try:
+            data = read_bytes(path, max_bytes=2**62)[: self.read.size]
+            now = stat_fingerprint(path)
+        except (NotFound, SourceError):
+            return None
+        if now is None or now.ino != self.read.fingerprint.ino or not data.endswith(self.read.data):
+            return None
+        return RawFile(self.rollout.vault_name, data, self.read.fingerprint)
 
 
 @dataclass(frozen=True, slots=True)
 class SessionFiles:
     """A session's rollouts as read: the root thread's, then its children's."""
 
+    location: SessionLocation
     root: RolloutData
     children: tuple[RolloutData, ...] = ()
     unread: tuple[SourceError, ...] = ()  # children that could not be read this time
 
+    @property
+    def raw(self) -> tuple[RawFile, ...]:
+        """Every rollout, for the vault: as read, or read whole now when read from a mark."""
+        return tuple(copy for data in (self.root, *self.children) if (copy := data.copy()) is not None)
 
-def read_rollout(rollout: Rollout, *, max_bytes: int, since: tuple[int, bytes] = (0, b"")) -> RolloutData:
-    """Read ``rollout``; from ``since`` on when it still continues what was folded there.
+
+def read_rollout(rollout: Rollout, *, max_bytes: int, mark: Mark | None = None) -> RolloutData:
+    """Read ``rollout``; from ``mark`` on when it still continues what was folded there.
 
     Raises ``NotFound`` when it is gone, ``SourceError`` when it is not a regular file, is
-    larger than ``max_bytes`` (decompressed, for a compressed one) or cannot be read or
-    decompressed.
+    larger than ``max_bytes`` (decompressed, for a compressed one), cannot be read or
+    decompressed, or is a symlink leading outside its folder.
     """
-    where = str(rollout.path)
-    fd = _open_regular(rollout.path)
-    try:
-        found = os.fstat(fd)
-        _check_size(found.st_size, where, max_bytes)
-        fingerprint = SourceFile(where, found.st_size, found.st_mtime_ns, found.st_ino)
-        offset, tail = since
-        if not rollout.compressed:
-            if 0 < offset <= found.st_size and _pread(fd, len(tail), offset - len(tail), where) == tail:
-                return RolloutData(rollout, _read_from(fd, offset, where, max_bytes), offset, fingerprint)
-            raw = _read_from(fd, 0, where, max_bytes)
-            return RolloutData(rollout, raw, 0, fingerprint, raw)
-        raw = _read_from(fd, 0, where, max_bytes)
-    finally:
-        os.close(fd)
-    data = decompressed(raw, where, max_bytes)
-    if 0 < offset <= len(data) and data[offset - len(tail) : offset] == tail:
-        return RolloutData(rollout, data[offset:], offset, fingerprint, raw)
-    return RolloutData(rollout, data, 0, fingerprint, raw)
+    _refuse_outside(rollout)
+    if not rollout.compressed:
+        read = read_appended(rollout.path, mark, max_bytes=max_bytes)
+        return RolloutData(rollout, read, read.data if read.start == 0 else None)
+    packed = read_appended(rollout.path, None, max_bytes=max_bytes)
+    data = decompressed(packed.data, str(rollout.path), max_bytes)
+    whole = Appended.whole(data, packed.fingerprint)
+    if mark is not None and 0 < mark.end <= len(data) and whole.mark(mark.end).tail == mark.tail:
+        return RolloutData(rollout, Appended(0, mark.end, data, packed.fingerprint), packed.data)
+    return RolloutData(rollout, whole, packed.data)
 
 
 def decompressed(raw: bytes, where: str, max_bytes: int) -> bytes:
@@ -89,54 +92,40 @@ def decompressed(raw: bytes, where: str, max_bytes: int) -> bytes:
         data = reader.read(max_bytes + 1)
     except zstandard.ZstdError as exc:
         raise SourceError(where, f"cannot decompress: {exc}") from None
-    _check_size(len(data), where, max_bytes)
+    if len(data) > max_bytes:
+        raise SourceError(where, f"larger than {max_bytes // 2**20} MB decompressed (max_file_mb)")
     return data
 
 
 def head(rollout: Rollout, *, max_bytes: int) -> bytes:
     """The rollout's first line (its ``session_meta``), or as much of it as is written."""
+    _refuse_outside(rollout)
     where = str(rollout.path)
-    fd = _open_regular(rollout.path)
     try:
-        if rollout.compressed:
-            with os.fdopen(os.dup(fd), "rb") as handle:
-                try:
-                    reader = zstandard.ZstdDecompressor().stream_reader(handle, read_across_frames=True)
-                    return _first_line(reader.read, max_bytes)
-                except zstandard.ZstdError as exc:
-                    raise SourceError(where, f"cannot decompress: {exc}") from None
-        return _first_line(lambda size: os.read(fd, size), max_bytes)
-    except OSError as exc:
-        raise SourceError(where, f"cannot read: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-
-
-def _open_regular(path: Path) -> int:
-    """A descriptor of ``path`` when it is a regular file (opened without blocking on a FIFO)."""
-    where = str(path)
-    try:
-        fd = os.open(path, _OPEN_FLAGS)
+        fd = os.open(rollout.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO never blocks
     except (FileNotFoundError, NotADirectoryError):
         raise NotFound(where, "no such file") from None
     except OSError as exc:
         raise SourceError(where, f"cannot open: {exc.strerror or exc}") from None
     try:
-        is_regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        with os.fdopen(fd, "rb", buffering=0) as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise SourceError(where, "not a regular file")
+            if rollout.compressed:
+                reader = zstandard.ZstdDecompressor().stream_reader(handle, read_across_frames=True)
+                return _first_line(reader.read, max_bytes)
+            return _first_line(handle.read, max_bytes)
+    except zstandard.ZstdError as exc:
+        raise SourceError(where, f"cannot decompress: {exc}") from None
     except OSError as exc:
-        os.close(fd)
-        raise SourceError(where, f"cannot stat: {exc.strerror or exc}") from None
-    if not is_regular:
-        os.close(fd)
-        raise SourceError(where, "not a regular file")
-    return fd
+        raise SourceError(where, f"cannot read: {exc.strerror or exc}") from None
 
 
 def _first_line(read: Callable[[int], bytes], max_bytes: int) -> bytes:
     pieces: list[bytes] = []
     total = 0
     while total <= max_bytes:
-        piece = read(_READ_CHUNK // 16)
+        piece = read(_HEAD_CHUNK)
         if not piece:
             break
         newline = piece.find(b"\n")
@@ -148,29 +137,14 @@ def _first_line(read: Callable[[int], bytes], max_bytes: int) -> bytes:
     return b"".join(pieces)
 
 
-def _pread(fd: int, size: int, offset: int, where: str) -> bytes:
+def _refuse_outside(rollout: Rollout) -> None:
+    folder = rollout.folder
+    if folder is None or not rollout.path.is_symlink():
+        return
     try:
-        return os.pread(fd, size, offset) if size else b""
-    except OSError as exc:
-        raise SourceError(where, f"cannot read: {exc.strerror or exc}") from None
-
-
-def _read_from(fd: int, offset: int, where: str, max_bytes: int) -> bytes:
-    pieces: list[bytes] = []
-    total = offset
-    try:
-        while True:
-            piece = os.pread(fd, _READ_CHUNK, total)
-            if not piece:
-                break
-            pieces.append(piece)
-            total += len(piece)
-            _check_size(total, where, max_bytes)  # it may grow while it is read
-    except OSError as exc:
-        raise SourceError(where, f"cannot read: {exc.strerror or exc}") from None
-    return b"".join(pieces)
-
-
-def _check_size(size: int, where: str, max_bytes: int) -> None:
-    if size > max_bytes:
-        raise SourceError(where, f"larger than {max_bytes // 2**20} MB (max_file_mb)")
+        target = rollout.path.resolve()
+        inside = target.is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):
+        inside = False
+    if not inside:
+        raise SourceError(str(rollout.path), _OUTSIDE)

@@ -1,9 +1,8 @@
-"""A rollout's bytes as its records, one JSON object a line, read as far as it is complete.
+"""A rollout's records, one JSON object a line (``postrun.jsonl``), each with its line number.
 
-Codex appends a line at a time. The part after the last newline is not written yet; so is
-a last complete line that does not parse (caught mid-write): both are left for the next
-read. A line in the middle that is not a record (junk, a wrong shape, nesting deeper than
-the parser takes) is skipped, never an error: the lines around it still count.
+A line's number (0-based, every physical line counted, skipped ones too) orders the steps
+of its thread and names what has no id of its own (``line-<n>``): Codex only appends, so it
+never changes.
 """
 
 from __future__ import annotations
@@ -11,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import orjson
+from postrun.jsonl import parse_lines
 
 
 class Line(NamedTuple):
-    """One record: its place in the file (0-based, every physical line counted), its envelope."""
+    """One record: its line number in the file and its envelope."""
 
     number: int
     type: str
@@ -25,48 +24,31 @@ class Line(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Parsed:
-    """The records of ``data`` up to where it is complete."""
+    """The records of what was read, up to where it is complete."""
 
     lines: tuple[Line, ...]
-    consumed: int  # bytes of ``data`` used (the next read starts here)
-    count: int  # physical lines consumed, skipped ones included
-    waiting: bool  # a line at the end is not complete yet (no newline, or does not parse)
+    end: int  # file offset just after the last line used: where the next read starts
+    count: int  # physical lines used, skipped ones included
+    incomplete: bool  # a last line is not complete yet (no newline, or does not parse)
 
 
-def parse_lines(data: bytes, first_index: int) -> Parsed:
-    """The records of the complete lines of ``data``, the first being line ``first_index``."""
-    end = data.rfind(b"\n") + 1
-    if end == 0:
-        return Parsed((), 0, 0, bool(data))
-    chunks = data[:end].split(b"\n")
-    chunks.pop()  # the empty piece after the last newline
+def rollout_lines(data: bytes | memoryview, start: int, first_number: int) -> Parsed:
+    """The records of ``data`` (from file offset ``start``), the first line being ``first_number``."""
+    blob = bytes(data)
+    found = parse_lines(blob, start)
     lines: list[Line] = []
-    last = len(chunks) - 1
-    consumed = end
-    count = len(chunks)
-    waiting = end < len(data)
-    for number, chunk in enumerate(chunks):
-        if not chunk:
-            continue
-        try:
-            value = orjson.loads(chunk)
-        except orjson.JSONDecodeError:
-            if number == last and not waiting:
-                # The last line of what is there: most likely caught while it is written.
-                consumed -= len(chunk) + 1
-                count -= 1
-                waiting = True
-            continue
-        if not isinstance(value, dict):
-            continue
-        kind = value.get("type")
-        payload = value.get("payload")
+    number, position = first_number, 0
+    for offset, value in found.records:
+        number += blob.count(b"\n", position, offset - start)
+        position = offset - start
+        kind, payload = value.get("type"), value.get("payload")
         if isinstance(kind, str) and isinstance(payload, dict):
-            lines.append(Line(first_index + number, kind, payload, value.get("timestamp")))
-    return Parsed(tuple(lines), consumed, count, waiting)
+            lines.append(Line(number, kind, payload, value.get("timestamp")))
+    count = blob.count(b"\n", 0, found.end - start)
+    return Parsed(tuple(lines), found.end, count, found.incomplete)
 
 
 def first_line(data: bytes) -> Line | None:
     """The first record of a rollout when its first line is complete and is one."""
-    parsed = parse_lines(data[: data.find(b"\n") + 1], 0)
+    parsed = rollout_lines(data[: data.find(b"\n") + 1], 0, 0)
     return parsed.lines[0] if parsed.lines and parsed.lines[0].number == 0 else None

@@ -13,11 +13,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
-from postrun.agents.codex.files import Rollout
+from postrun.agents.codex.layout import Rollout, SessionLocation
 from postrun.agents.codex.meta import ThreadMeta
 
 ARCHIVE = "archived_sessions"
@@ -43,12 +42,17 @@ def archive_folder(sessions: Path) -> Path:
     return sessions.parent / ARCHIVE
 
 
-def rollout_at(path: Path, *, archived: bool = False) -> Rollout | None:
-    """The rollout a file name makes, None when it is not ``rollout-*-<thread id>.jsonl[.zst]``."""
+def rollout_at(path: Path, *, archived: bool = False, folder: Path | None = None) -> Rollout | None:
+    """The rollout a file name makes, None when it is not ``rollout-*-<thread id>.jsonl[.zst]``.
+    ``folder``: the sessions (or archive) folder it is in, which names it for the vault."""
     match = ROLLOUT_NAME.fullmatch(path.name)
     if match is None:
         return None
-    return Rollout(match.group("id").lower(), path, compressed=match.group("zst") is not None, archived=archived)
+    name = path.name
+    if folder is not None and path.is_relative_to(folder):
+        name = path.relative_to(folder.parent).as_posix()
+    zst = match.group("zst") is not None
+    return Rollout(match.group("id").lower(), path, compressed=zst, archived=archived, name=name, folder=folder)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +73,7 @@ def list_rollouts(sessions: Path) -> Listing:
     found: dict[str, Rollout] = {}
     skipped: list[Skipped] = []
     for folder, archived in ((sessions, False), (archive_folder(sessions), True)):
-        for rollout in _walk(folder, archived, 0, skipped):
+        for rollout in _walk(folder, folder, archived, 0, skipped):
             kept = found.get(rollout.thread_id)
             if kept is None or _preferred(rollout, kept):
                 found[rollout.thread_id] = rollout
@@ -81,7 +85,7 @@ def _preferred(rollout: Rollout, kept: Rollout) -> bool:
     return (rollout.archived, rollout.compressed) < (kept.archived, kept.compressed)
 
 
-def _walk(folder: Path, archived: bool, depth: int, skipped: list[Skipped]) -> Iterable[Rollout]:
+def _walk(top: Path, folder: Path, archived: bool, depth: int, skipped: list[Skipped]) -> Iterable[Rollout]:
     try:
         entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
     except (FileNotFoundError, NotADirectoryError):
@@ -99,32 +103,13 @@ def _walk(folder: Path, archived: bool, depth: int, skipped: list[Skipped]) -> I
             is_dir = False
         if is_dir:
             if depth < _MAX_DEPTH:
-                yield from _walk(path, archived, depth + 1, skipped)
+                yield from _walk(top, path, archived, depth + 1, skipped)
             continue
-        rollout = rollout_at(path, archived=archived)
+        rollout = rollout_at(path, archived=archived, folder=top)
         if rollout is None:
             skipped.append(Skipped(path, "not a rollout (rollout-<time>-<thread id>.jsonl)", False))
         else:
             yield rollout
-
-
-@dataclass(frozen=True, slots=True)
-class SessionLocation:
-    """The rollouts of one session: its root thread's (None while it is not there) and its children's."""
-
-    session_id: str
-    root: Rollout | None
-    children: tuple[Rollout, ...] = field(default=())
-    agent: ClassVar[str] = "codex"
-
-    @property
-    def where(self) -> Path:
-        """The lead file: the root thread's rollout (a child's while that is not there)."""
-        return self.root.path if self.root is not None else self.children[0].path
-
-    @property
-    def rollouts(self) -> tuple[Rollout, ...]:
-        return (self.root, *self.children) if self.root is not None else self.children
 
 
 def group_sessions(rollouts: Iterable[Rollout], metas: Mapping[str, ThreadMeta]) -> list[SessionLocation]:

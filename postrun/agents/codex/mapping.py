@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from postrun.agents.codex.entries import ROOT_ACTOR, UNPLACED, Facts, Place
 from postrun.agents.codex.files import RolloutData, SessionFiles
-from postrun.agents.codex.lines import parse_lines
+from postrun.agents.codex.lines import rollout_lines
 from postrun.agents.codex.placing import Placing, placed_rows, session_order
 from postrun.agents.codex.session import (
     AGENT,
@@ -25,6 +25,7 @@ from postrun.agents.codex.session import (
     turn_records,
 )
 from postrun.agents.codex.thread import Placer, ThreadFold
+from postrun.appendonly import Mark
 from postrun.errors import NotParseableYet, SourceError
 from postrun.records import MappedSession
 
@@ -40,10 +41,10 @@ class MappingCache:
     threads: Mapping[str, ThreadFold] = field(default_factory=dict)
     placing: Placing | None = None
 
-    def read_from(self, thread_id: str) -> tuple[int, bytes]:
-        """(offset, the bytes just before it) a read of the thread's rollout may start at."""
+    def mark_of(self, thread_id: str) -> Mark | None:
+        """Where a read of the thread's rollout may start: where its fold stopped."""
         fold = self.threads.get(thread_id)
-        return (fold.offset, fold.tail) if fold is not None else (0, b"")
+        return fold.mark if fold is not None else None
 
 
 def map_session(files: SessionFiles, previous: MappingCache | None = None) -> tuple[MappedSession, MappingCache]:
@@ -56,7 +57,8 @@ def map_session(files: SessionFiles, previous: MappingCache | None = None) -> tu
     """
     cached = previous.threads if previous is not None else {}
     session_id = files.root.rollout.thread_id
-    root = _advanced(files.root, cached, Facts(session_id, ROOT_ACTOR, ""), _root_place)
+    incomplete: list[str] = []
+    root = _advanced(files.root, cached, Facts(session_id, ROOT_ACTOR, ""), _root_place, incomplete)
     _check_root(root, files.root)
     threads: dict[str, ThreadFold] = {session_id: root}
     unread: list[SourceError] = list(files.unread)
@@ -64,7 +66,7 @@ def map_session(files: SessionFiles, previous: MappingCache | None = None) -> tu
     placer = _ChildPlacer(root, threads)
     for data in files.children:
         thread_id = data.rollout.thread_id
-        fold = _advanced(data, cached, Facts(session_id, thread_id, f"{thread_id}/"), placer)
+        fold = _advanced(data, cached, Facts(session_id, thread_id, f"{thread_id}/"), placer, incomplete)
         threads[thread_id] = fold
         problem = _child_problem(fold, data, session_id)
         if problem is not None:
@@ -91,28 +93,34 @@ def map_session(files: SessionFiles, previous: MappingCache | None = None) -> tu
         steps=rows,
         extras=extras(root),
         # A rollout not used this time is read again at the next start-up.
-        source_files=tuple(data.fingerprint for data in used),
+        source_files=tuple(data.read.fingerprint for data in used),
         helper_metrics={
             child.facts.actor_id: metrics for child in children if (metrics := child.usage.metrics()) is not None
         },
         unread=tuple(unread),
+        incomplete=tuple(incomplete),
     )
     return mapped, MappingCache(threads, placing)
 
 
-def _advanced(data: RolloutData, cached: Mapping[str, ThreadFold], facts: Facts, placer: Placer) -> ThreadFold:
+def _advanced(
+    data: RolloutData, cached: Mapping[str, ThreadFold], facts: Facts, placer: Placer, incomplete: list[str]
+) -> ThreadFold:
+    read = data.read
     last = cached.get(data.rollout.thread_id)
-    if data.start == 0:
-        last = None if last is None or last.offset else last
-        state = last or ThreadFold()
-    elif last is not None and last.offset == data.start:
+    if read.start == 0:
+        state = ThreadFold()
+    elif last is not None and last.mark is not None and last.mark.end == read.start:
         state = last
     else:
-        raise SourceError(str(data.rollout.path), f"read from byte {data.start}, where no earlier read stopped")
-    parsed = parse_lines(data.data, state.count)
-    if not parsed.count and state.facts == facts:
+        raise SourceError(str(data.rollout.path), f"read from byte {read.start}, where no earlier read stopped")
+    parsed = rollout_lines(read.new, read.start, state.count)
+    if parsed.incomplete:
+        incomplete.append(str(data.rollout.path))
+    mark = read.mark(parsed.end)
+    if not parsed.count and state.facts == facts and state.mark == mark:
         return state
-    return state.advanced(parsed.lines, parsed.consumed, parsed.count, data.data, facts, placer)
+    return state.advanced(parsed.lines, parsed.count, mark, facts, placer)
 
 
 def _root_place(thread: ThreadFold, group: str | None) -> Place:

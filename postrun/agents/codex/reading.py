@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from postrun.agents.codex.files import Rollout, RolloutData, SessionFiles, head, read_rollout
+from postrun.agents.codex.files import RolloutData, SessionFiles, head, read_rollout
+from postrun.agents.codex.layout import Rollout, SessionLocation
 from postrun.agents.codex.lines import first_line
-from postrun.agents.codex.locate import SessionLocation
 from postrun.agents.codex.mapping import MappingCache
 from postrun.agents.codex.meta import ThreadMeta, thread_meta
 from postrun.errors import NotFound, SourceError
@@ -38,12 +38,24 @@ def read_metas(rollouts: Iterable[Rollout], *, max_bytes: int) -> tuple[dict[str
     return metas, problems
 
 
-def read_session(location: SessionLocation, *, max_bytes: int, cache: MappingCache | None = None) -> SessionFiles:
+def read_session(
+    location: SessionLocation,
+    *,
+    max_bytes: int,
+    cache: MappingCache | None = None,
+    admit: Callable[[str], None] | None = None,
+) -> SessionFiles:
     """Read a session's rollouts, each from where ``cache``'s fold of it stopped when it still
-    continues there. Raises ``SourceError`` when the root's rollout is missing or unusable;
-    a child's that cannot be read is listed in ``SessionFiles.unread``."""
+    continues there. ``admit`` is given the session's workspace (its ``session_meta.cwd``;
+    "" when unknown) before any rollout is read beyond its first line, and may refuse the
+    session by raising. Raises ``SourceError`` when the root's rollout is missing or
+    unusable; a child's that cannot be read is listed in ``SessionFiles.unread``."""
     if location.root is None:
-        raise SourceError(location.session_id, "only sub-agent rollouts so far; waiting for the session's own")
+        raise SourceError(
+            str(location.where), f"a sub-agent rollout of session {location.session_id}, whose own is not there yet"
+        )
+    if admit is not None:
+        admit(_workspace(location.root, cache, max_bytes))
     root = _read(location.root, max_bytes, cache)
     children: list[RolloutData] = []
     unread: list[SourceError] = []
@@ -54,9 +66,20 @@ def read_session(location: SessionLocation, *, max_bytes: int, cache: MappingCac
             continue
         except SourceError as exc:
             unread.append(exc)
-    return SessionFiles(root, tuple(children), tuple(unread))
+    return SessionFiles(location, root, tuple(children), tuple(unread))
+
+
+def _workspace(root: Rollout, cache: MappingCache | None, max_bytes: int) -> str:
+    known = cache.threads.get(root.thread_id) if cache is not None else None
+    if known is not None and known.meta is not None:
+        return known.meta.cwd
+    try:
+        meta = read_meta(root, max_bytes=max_bytes)
+    except NotFound:
+        raise SourceError(str(root.path), "no such file") from None
+    return meta.cwd if meta is not None else ""
 
 
 def _read(rollout: Rollout, max_bytes: int, cache: MappingCache | None) -> RolloutData:
-    since = cache.read_from(rollout.thread_id) if cache is not None else (0, b"")
-    return read_rollout(rollout, max_bytes=max_bytes, since=since)
+    mark = cache.mark_of(rollout.thread_id) if cache is not None else None
+    return read_rollout(rollout, max_bytes=max_bytes, mark=mark)

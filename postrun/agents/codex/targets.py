@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from postrun.agents.codex.locate import ARCHIVE, SessionLocation, Skipped, group_sessions, list_rollouts, rollout_at
+from postrun.agents.codex.layout import SessionLocation
+from postrun.agents.codex.locate import ARCHIVE, Skipped, group_sessions, list_rollouts, rollout_at
 from postrun.agents.codex.reading import read_metas
 from postrun.errors import NotFound, PostrunError, SourceError, UsageError
 from postrun.text import printable

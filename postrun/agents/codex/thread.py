@@ -20,13 +20,13 @@ from postrun.agents.codex.lines import Line
 from postrun.agents.codex.meta import ThreadMeta, thread_meta
 from postrun.agents.codex.usage import Usage
 from postrun.agents.codex.values import decoded, mapping, text, time_from_ms, timestamp
+from postrun.appendonly import Mark
 
 CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 HISTORY = frozenset({"message", "reasoning", "web_search_call"})
 TURN_ENDS = frozenset({"task_complete", "turn_aborted"})
 _EPOCH = "1970-01-01T00:00:00.000Z"
-TAIL_BYTES = 512  # the folded bytes kept to prove a later read continues them
 
 Placer = Callable[["ThreadFold", "str | None"], Place]
 
@@ -37,16 +37,15 @@ class ThreadFold:
 
     __slots__ = (
         "after_settings", "closed", "context", "count", "current", "dirty", "ended_at", "entries", "escalations",
-        "facts", "ids", "items_seen", "last_at", "last_prompted", "meta", "model", "offset", "pending", "placer",
-        "places", "records", "resumes", "segment", "settings_at", "settings_seen", "spawns", "summary", "tail", "tasks",
+        "facts", "ids", "items_seen", "last_at", "last_prompted", "mark", "meta", "model", "pending", "placer",
+        "places", "records", "resumes", "segment", "settings_at", "settings_seen", "spawns", "summary", "tasks",
         "usage",
     )  # fmt: skip
 
     def __init__(self) -> None:
         self.meta: ThreadMeta | None = None
         self.count = 0  # physical lines folded
-        self.offset = 0  # bytes folded (the next read starts here)
-        self.tail = b""  # the last bytes folded, to prove the next read continues them
+        self.mark: Mark | None = None  # how far the rollout was folded: the next read starts there
         self.entries: dict[str, Entry] = {}  # in the order of each one's first line
         self.dirty: dict[str, None] = {}  # entries whose records are to be made again
         self.records: dict[str, tuple[dict[str, Any], ...]] = {}  # each entry's step records
@@ -86,21 +85,17 @@ class ThreadFold:
         """A turn of the thread has not ended."""
         return any(not task.ended for task in self.tasks.values())
 
-    def advanced(
-        self, lines: Iterable[Line], consumed: int, count: int, data: bytes, facts: Facts, placer: Placer
-    ) -> ThreadFold:
-        """A copy of this state with ``lines`` folded in (``consumed`` bytes, ``count`` lines
-        of ``data``); ``placer`` says where a turn of this thread is in the session."""
+    def advanced(self, lines: Iterable[Line], count: int, mark: Mark, facts: Facts, placer: Placer) -> ThreadFold:
+        """A copy of this state with ``lines`` folded in (``count`` physical lines, up to
+        ``mark``); ``placer`` says where a turn of this thread is in the session."""
         state = self.copy()
         state.facts = facts
         with state.placing(placer):
             for line in lines:
                 state.fold(line)
             state.build()
-        state.offset += consumed
         state.count += count
-        if consumed:
-            state.tail = (state.tail + data[:consumed])[-TAIL_BYTES:]
+        state.mark = mark
         return state
 
     @contextlib.contextmanager

@@ -7,10 +7,18 @@ from typing import Any
 
 import pytest
 
-from postrun.agents.codex import Rollout, RolloutData, SessionFiles, map_session, read_rollout, rollout_at
+from postrun.agents.codex import (
+    Rollout,
+    RolloutData,
+    SessionFiles,
+    SessionLocation,
+    map_session,
+    read_rollout,
+    rollout_at,
+)
 from postrun.agents.codex import placing as placing_module
-from postrun.agents.codex.locate import SessionLocation
 from postrun.agents.codex.reading import read_session
+from postrun.appendonly import TAIL_BYTES, Appended
 from postrun.errors import NotParseableYet, SourceError
 from postrun.records import StepRow
 from tests.support.codex_rollouts import RolloutWriter
@@ -55,8 +63,9 @@ def test_one_appended_line_reads_its_bytes_and_builds_only_its_step(
     root.agent("m1", "All done.", "t1")
     location = _session(tmp_path, root)
     files = read_session(location, max_bytes=MAX_BYTES, cache=cache)
-    assert files.root.start == size
-    assert len(files.root.data) == location.root.path.stat().st_size - size  # type: ignore[union-attr]
+    appended = location.root.path.stat().st_size - size  # type: ignore[union-attr]
+    assert files.root.read.start == size and len(files.root.read.new) == appended
+    assert len(files.root.read.data) <= appended + TAIL_BYTES  # the new line, and the bytes checked before it
     monkeypatch.setattr(placing_module, "StepRow", _CountingRow)
     _CountingRow.built = 0
     grown, _ = map_session(files, cache)
@@ -125,7 +134,7 @@ def test_a_rewritten_rollout_is_read_again_from_its_first_byte(tmp_path: Path) -
     assert len(other.data(last + 1)) == len(root.data())
     location = _session(tmp_path, other)
     files = read_session(location, max_bytes=MAX_BYTES, cache=cache)
-    assert files.root.start == 0
+    assert files.root.read.start == 0
     remapped, _ = map_session(files, cache)
     assert same_mapping(remapped, map_session(read_session(location, max_bytes=MAX_BYTES))[0])
 
@@ -141,7 +150,8 @@ def test_a_rollout_compressed_in_place_continues_the_same_fold(tmp_path: Path) -
     rollout = rollout_at(packed)
     assert rollout is not None and rollout.compressed and rollout.thread_id == SID
     files = read_session(SessionLocation(SID, rollout), max_bytes=MAX_BYTES, cache=cache)
-    assert files.root.start == cache.read_from(SID)[0] > 0
+    mark = cache.mark_of(SID)
+    assert mark is not None and files.root.read.start == mark.end > 0
     assert files.root.raw == packed.read_bytes()  # the vault keeps the file as it is on disk
     after, _ = map_session(files, cache)
     assert [row.blob for row in after.steps[: len(before.steps)]] == [row.blob for row in before.steps]
@@ -158,7 +168,7 @@ def test_a_child_rollout_waits_for_its_parent_and_then_joins_its_session(tmp_pat
     child.user("cu1", "SUB: look", "ct1")
     child.command("cc1", "ls", "ct1", output="x\n")
     alone = rollout_at(child.write(tmp_path / "sessions"))
-    with pytest.raises(SourceError, match="waiting for the session's own"):
+    with pytest.raises(SourceError, match="whose own is not there yet"):
         read_session(SessionLocation(SID, None, (alone,)), max_bytes=MAX_BYTES)  # type: ignore[arg-type]
     location = _session(tmp_path, root, child)
     mapped, _ = map_session(read_session(location, max_bytes=MAX_BYTES))
@@ -201,18 +211,19 @@ def test_every_byte_prefix_maps_its_complete_lines_or_waits(tmp_path: Path) -> N
     path = tmp_path / "sessions" / root.folder() / root.name()
     path.parent.mkdir(parents=True)
     rollout = Rollout(SID, path)
+    location = SessionLocation(SID, rollout)
     cache = None
     for end in range(len(data) + 1):
         path.write_bytes(data[:end])
         complete = data[: data.rfind(b"\n", 0, end) + 1]
         try:
             files = SessionFiles(
-                read_rollout(rollout, max_bytes=MAX_BYTES, since=cache.read_from(SID) if cache else (0, b""))
+                location, read_rollout(rollout, max_bytes=MAX_BYTES, mark=cache.mark_of(SID) if cache else None)
             )
             mapped, cache = map_session(files, cache)
         except NotParseableYet:
             assert b"\n" not in data[:end]
             continue
-        whole = RolloutData(rollout, complete, 0, files.root.fingerprint)
-        expected, _ = map_session(SessionFiles(whole))
+        whole = RolloutData(rollout, Appended.whole(complete, files.root.read.fingerprint))
+        expected, _ = map_session(SessionFiles(location, whole))
         assert same_mapping(mapped, expected), end

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from postrun.agents.codex import Rollout, RolloutData, SessionFiles, map_session
+from postrun.agents.codex.layout import SessionLocation
+from postrun.appendonly import Appended
 from postrun.errors import SourceError
 from postrun.records import SourceFile
 from tests.support.codex_rollouts import RolloutWriter
@@ -81,9 +83,10 @@ def _files(root: list[Any], child: list[Any]) -> SessionFiles:
     def data(lines: list[Any], thread: str) -> RolloutData:
         body = b"".join((line if isinstance(line, bytes) else json.dumps(line).encode()) + b"\n" for line in lines)
         path = Path(f"/sessions/2026/12/01/rollout-2026-12-01T19-20-30-{thread}.jsonl")
-        return RolloutData(Rollout(thread, path), body, 0, SourceFile(str(path), len(body), 0, 1))
+        return RolloutData(Rollout(thread, path), Appended.whole(body, SourceFile(str(path), len(body), 0, 1)))
 
-    return SessionFiles(data(root, SID), (data(child, CHILD),))
+    lead = data(root, SID)
+    return SessionFiles(SessionLocation(SID, lead.rollout), lead, (data(child, CHILD),))
 
 
 @pytest.mark.parametrize("seed", range(300))

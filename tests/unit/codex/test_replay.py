@@ -38,7 +38,8 @@ def _map_live(sessions: Path, caches: dict[str, MappingCache]) -> dict[str, Mapp
         if cache is not None:
             # Only what was added is read: every rollout from where its fold stopped.
             for part in (files.root, *files.children):
-                assert part.start == cache.read_from(part.rollout.thread_id)[0]
+                mark = cache.mark_of(part.rollout.thread_id)
+                assert part.read.start == (mark.end if mark is not None else 0)
         try:
             mapped[location.session_id], caches[location.session_id] = remap(files, full, cache)
         except Exception as exc:
@@ -53,6 +54,7 @@ def test_every_version_maps_from_the_last_ones_cache_as_a_fresh_mapping_does(cas
     final = {path.relative_to(case).as_posix(): path.read_bytes() for path in (case / "sessions").rglob("*.jsonl")}
     caches: dict[str, MappingCache] = {}
     step_counts: list[int] = []
+    cuts_seen = 0
     for file, size in _versions(case):
         target = tmp_path / file
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -61,11 +63,16 @@ def test_every_version_maps_from_the_last_ones_cache_as_a_fresh_mapping_does(cas
         following = final[file][size : final[file].find(b"\n", size) + 1]
         if following:
             target.write_bytes(content + following[: len(following) // 2])
-            _map_live(tmp_path / "sessions", caches)
+            cut = _map_live(tmp_path / "sessions", caches)
+            # The cut line is left for the next read, and the file is said to be mid-write.
+            holding = [s for s in cut.values() if any(str(target) in seg["source_files"] for seg in s.segments)]
+            assert all(str(target) in session.incomplete for session in holding)
+            cuts_seen += len(holding)
         target.write_bytes(content)
         mapped = _map_live(tmp_path / "sessions", caches)
         step_counts.append(sum(len(session.steps) for session in mapped.values()))
     assert step_counts == sorted(step_counts)  # appends only add steps
+    assert cuts_seen > 0
     for file, content in final.items():
         assert (tmp_path / file).read_bytes() == content
     live = _map_live(tmp_path / "sessions", caches)
