@@ -16,9 +16,9 @@ import os
 import re
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
+from postrun.agents.registry import Listing, Location, Skipped
 from postrun.errors import NotFound, PostrunError, SourceError, UsageError
 from postrun.text import printable
 
@@ -82,6 +82,7 @@ class SessionLocation:
     """
 
     __slots__ = ("_files", "session_id", "sessions_root")
+    agent = "cline"
 
     def __init__(self, session_id: str, folder: Path, messages: Path, manifest: Path, sessions_root: Path) -> None:
         self.session_id = session_id
@@ -108,6 +109,10 @@ class SessionLocation:
     @property
     def messages(self) -> Path:
         return self._paths()[1]
+
+    @property
+    def where(self) -> Path:
+        return self.messages
 
     @property
     def manifest(self) -> Path:
@@ -137,26 +142,6 @@ class SessionLocation:
             f"SessionLocation(session_id={self.session_id!r}, folder={folder!r}, messages={messages!r},"
             f" manifest={manifest!r}, sessions_root={self.sessions_root!r})"
         )
-
-
-@dataclass(frozen=True, slots=True)
-class Skipped:
-    """An entry that is not a session. ``warn`` is False for expected bookkeeping.
-
-    ``path`` may hold an unsafe name: log it with ``repr``/``ascii``.
-    """
-
-    path: Path
-    reason: str
-    warn: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Listing:
-    sessions: tuple[SessionLocation, ...] = ()
-    skipped: tuple[Skipped, ...] = ()
-    failures: tuple[PostrunError, ...] = ()  # targets that name no session (see resolve_targets)
-    notes: tuple[str, ...] = ()  # how a target was taken, when not as given (a helper's file)
 
 
 def _absolute(path: str | os.PathLike[str]) -> Path:
@@ -267,7 +252,7 @@ def resolve_targets(targets: Iterable[str | os.PathLike[str]], default_root: Pat
     id looked up in ``default_root``. A target that names no session (``NotFound``,
     ``UsageError``, an unreadable folder) is a failure of its own: the others still count.
     """
-    sessions: dict[Path, SessionLocation] = {}
+    sessions: dict[Path, Location] = {}  # by messages file
     skipped: list[Skipped] = []
     failures: list[PostrunError] = []
     notes: list[str] = []
@@ -278,7 +263,7 @@ def resolve_targets(targets: Iterable[str | os.PathLike[str]], default_root: Pat
             failures.append(exc)
             continue
         for location in listing.sessions:
-            sessions.setdefault(location.messages, location)
+            sessions.setdefault(location.where, location)
         skipped.extend(listing.skipped)
         notes.extend(listing.notes)
     return Listing(tuple(sessions.values()), tuple(skipped), tuple(failures), tuple(notes))
