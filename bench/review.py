@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from postrun.agents.cline import SessionLocation, approval_snapshot, map_session, read_session
-from postrun.ingest import Ingester
+from postrun.ingest.ingester import Ingester
 from postrun.review.apply import flag_session
 from postrun.review.flags import step_texts
 from postrun.review.redact import Redactor

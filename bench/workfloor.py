@@ -5,7 +5,7 @@ for everything else on this machine. For the first cold-ingest slice, in a fresh
 process (the files are in the page cache: the cold ingest has just read them):
 
 - *mapping*: each session read, parsed, mapped, flagged and validated as a catch-up's
-  mapping process does it (``postrun.mapper.map_location``), with no store;
+  ingest process does it (``postrun.ingest.prepare.prepare_location``), with no store;
 - *record compression*: each mapped step's record compressed as the store keeps it
   (``postrun.store.codec.pack``), which the store-size target needs;
 - *raw copies*: each file the vault keeps, hashed (SHA-256) and compressed at the vault's
@@ -30,7 +30,7 @@ _TIMER = """
 import sys, time, orjson, zstandard
 from pathlib import Path
 from postrun.agents.cline import resolve_targets
-from postrun.mapper import Known, MapRules, Prepared, map_location
+from postrun.ingest.prepare import Known, MapRules, Prepared, prepare_location
 from postrun.store import dictionary
 from postrun.store.codec import pack
 from postrun.store.vault import blob_hash
@@ -42,7 +42,7 @@ mapping = records = copies = 0.0
 steps = 0
 for location in listing.sessions:
     started = time.process_time()
-    _, prepared, _ = map_location(location, Known(None), {}, rules)
+    _, prepared, _ = prepare_location(location, Known(None), {}, rules)
     mapped = time.process_time()
     if not isinstance(prepared, Prepared):
         raise SystemExit(f"{location.messages}: {prepared}")

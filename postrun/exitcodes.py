@@ -14,4 +14,5 @@ class ExitCode(IntEnum):
     # A configuration error, a store a newer Postrun wrote, or one an older Postrun wrote that
     # only reading commands met (a writer upgrades it) (EX_CONFIG).
     CONFIG = 78
+    INTERRUPTED = 130  # Ctrl-C (SIGINT) stopped it before it was done (128 + SIGINT, as shells say)
     BROKEN_PIPE = 141  # stdout's reader left (`| head`): what a tool that SIGPIPE ends exits with

@@ -30,6 +30,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, TypeAdapter, Valida
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from postrun.agents.registry import KINDS, check_kinds
 from postrun.errors import ConfigError, UsageError
 from postrun.mirror.target import check_mirror_url, masked_url
 from postrun.paths import (
@@ -76,6 +77,19 @@ def _upper(value: object) -> object:
     return value.upper() if isinstance(value, str) else value
 
 
+def _agent_list(value: object) -> object:
+    """A TOML list, or a variable's comma-separated kinds (``cline,claude-code``)."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _known_agents(value: tuple[str, ...]) -> tuple[str, ...]:
+    if not value:
+        raise ValueError("name at least one agent")
+    return tuple(dict.fromkeys(check_kinds(value)))
+
+
 def _glob_list(value: object) -> object:
     """A TOML list, or a variable's path list (``:``-separated, like PATH)."""
     if isinstance(value, str):
@@ -118,6 +132,8 @@ class Settings(BaseSettings):
     mirror_url: MirrorUrl | None = None  # the team mirror (PostgreSQL); None: no mirror
     # Workspace roots (globs) whose sessions are never recorded.
     exclude: Annotated[tuple[str, ...], BeforeValidator(_glob_list)] = ()
+    # The agents capture watches (every registered one by default), in the registry's order.
+    agents: Annotated[tuple[str, ...], BeforeValidator(_agent_list), AfterValidator(_known_agents)] = KINDS
 
     @property
     def max_bytes(self) -> int:

@@ -109,6 +109,9 @@ class ReadFiles(Protocol):
     @property
     def raw(self) -> tuple[RawFile, ...]: ...  # the bytes parsed, for the vault
 
+    @property
+    def source_files(self) -> tuple[SourceFile, ...]: ...  # the fingerprints of the files parsed, lead first
+
 
 class Source(Protocol):
     """One agent's sessions under one root, as capture watches them (``Adapter.source``).
@@ -227,6 +230,9 @@ class Adapter(Protocol):
         """``postrun doctor``'s checks of the agent's folders and settings."""
         ...
 
+    @property
+    def check_names(self) -> tuple[str, ...]: ...  # the names ``checks`` gives, in order
+
 
 _LOADED: dict[str, Adapter] = {}
 
@@ -238,10 +244,20 @@ def adapter(kind: str) -> Adapter:
         return found
     module = _MODULES.get(kind)
     if module is None:
-        raise UsageError("--agent", f"unknown agent {kind!r} (known: {', '.join(KINDS)})")
+        raise unknown_kind(kind)
     loaded: Adapter = importlib.import_module(module).ADAPTER
     _LOADED[kind] = loaded
     return loaded
+
+
+def unknown_kind(kind: str) -> UsageError:
+    return UsageError("", f"unknown agent {kind!r} (known: {', '.join(KINDS)})")
+
+
+def check_kind(kind: str | None) -> None:
+    """Nothing for a registered kind (or None: any); UsageError naming the known kinds otherwise."""
+    if kind is not None and kind not in _MODULES:
+        raise unknown_kind(kind)
 
 
 def adapters(kinds: Iterable[str] = KINDS) -> tuple[Adapter, ...]:
@@ -261,6 +277,11 @@ def as_source(root: Path | Source) -> Source:
     if isinstance(root, Path):
         return adapter(default_kind()).source(AgentRoot(root, "given"))
     return root
+
+
+def enabled_roots(loaded: LoadedSettings, environ: Mapping[str, str]) -> list[tuple[Adapter, AgentRoot]]:
+    """Every root of every agent the ``agents`` setting names, in that order."""
+    return [(agent, root) for agent in adapters(loaded.settings.agents) for root in agent.roots(loaded, environ)]
 
 
 def check_kinds(kinds: Iterable[str]) -> tuple[str, ...]:

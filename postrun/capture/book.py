@@ -1,10 +1,11 @@
-"""What the capture knows about each session in the sessions root, kept small.
+"""What the capture knows about each session under one root of one agent, kept small.
 
 For 10,000 sessions this stays a few megabytes: per session one id and two integers (the
 fingerprint the poller last saw, the fingerprint of the last read), plus small sets of
-open and recently changed sessions. Session paths are rebuilt from the root when needed.
+open and recently changed sessions. Session paths are rebuilt from the root when needed
+(``Source.location``).
 
-``plan_catch_up`` compares the root with the store at start-up: sessions whose files are
+``plan_catch_up`` compares a root with the store at start-up: sessions whose files are
 the ones stored, unchanged (``postrun.capture.freshness``), are skipped without being read.
 """
 
@@ -17,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from postrun.agents.cline import Skipped, list_sessions, session_fingerprint
+from postrun.agents.registry import Skipped, Source, as_source
 from postrun.capture.freshness import FingerprintKey, fingerprint_key, same_files
 from postrun.errors import NotFound, PostrunError
 from postrun.records import SourceFile
@@ -28,9 +29,9 @@ from postrun.store.vault import copies_behind
 ACTIVE_SECONDS = 24 * 3600  # a session changed this recently is polled every tick
 
 
-def skipped_line(entry: Skipped) -> str:
-    """The warning for an entry of the sessions root that is not a session (names may be unsafe)."""
-    return f"cline: {os.fspath(entry.path)!a}: skipped ({entry.reason})"
+def skipped_line(entry: Skipped, kind: str) -> str:
+    """The warning for an entry under an agent's root that is not a session (names may be unsafe)."""
+    return f"{kind}: {os.fspath(entry.path)!a}: skipped ({entry.reason})"
 
 
 def newest_mtime(files: Iterable[SourceFile]) -> float:
@@ -39,7 +40,7 @@ def newest_mtime(files: Iterable[SourceFile]) -> float:
 
 @dataclass(frozen=True)
 class CatchUpPlan:
-    """The sessions root compared with the store."""
+    """A root compared with the store."""
 
     root_found: bool
     present: tuple[str, ...]  # every session in the root, in listing order
@@ -52,8 +53,9 @@ class CatchUpPlan:
     watch_first: tuple[str, ...] = ()  # open or recent sessions, most recently changed first
 
 
-def plan_catch_up(root: Path, database: Database, *, wall_now: float, keep_raw: bool = True) -> CatchUpPlan:
-    """Which sessions in the root need ingesting (stat only: no session file is read).
+def plan_catch_up(root: Path | Source, database: Database, *, wall_now: float, keep_raw: bool = True) -> CatchUpPlan:
+    """Which sessions under the root need ingesting (stat only: no session file is read).
+    ``root``: a source, or a path (a root of the first registered agent).
 
     With ``keep_raw``, an open session whose raw copies are behind its records (a live ingest
     copies it at most every ``raw_copy_seconds``; capture may have been killed since) is read
@@ -61,8 +63,10 @@ def plan_catch_up(root: Path, database: Database, *, wall_now: float, keep_raw: 
 
     Raises PostrunError when the root exists but cannot be listed.
     """
+    source = as_source(root)
+    fingerprint = source.adapter.fingerprint
     try:
-        listing = list_sessions(root)
+        listing = source.list()
     except NotFound:
         return CatchUpPlan(False, (), (), {}, frozenset(), frozenset(), {})
     fingerprints: dict[str, FingerprintKey] = {}
@@ -73,7 +77,7 @@ def plan_catch_up(root: Path, database: Database, *, wall_now: float, keep_raw: 
     for location in listing.sessions:  # one session at a time: memory stays flat
         session_id = location.session_id
         try:
-            files: tuple[SourceFile, ...] = session_fingerprint(location)
+            files: tuple[SourceFile, ...] = fingerprint(location)
         except PostrunError:
             files = ()  # the ingest reports it
         fingerprints[session_id] = fingerprint_key(files)

@@ -34,9 +34,9 @@ class CaptureContext:
         return self.loaded.settings
 
 
-def watching_line(root: Path, present: int, changed: int) -> str:
-    """The first line a capture logs, ``--once`` included (scripts look for it)."""
-    return f"cline: watching {root} ({present} sessions present, {changed} new or changed)"
+def watching_line(kind: str, root: Path, present: int, changed: int) -> str:
+    """The first line a capture logs for each root it watches, ``--once`` included (scripts look for it)."""
+    return f"{kind}: watching {root} ({present} sessions present, {changed} new or changed)"
 
 
 def capture_lock(paths: Paths) -> CaptureLock:

@@ -1,18 +1,19 @@
 """One session's ingest as the capture runs it, on the ingest thread (the start-up catch-up's
 sessions are stored by ``StartupCatchUp``, then recorded and logged here the same way).
 
-Every ingest logs one line (at DEBUG for the start-up catch-up, at INFO otherwise)::
+Every ingest logs one line (at DEBUG for the start-up catch-up, at INFO otherwise), led by
+the session's agent kind (``cline``, …)::
 
-    cline <ingested|updated|unchanged> <id> (<N> steps, <T> turns, <W> written) on <startup|event|poll> in <ms> ms
+    <kind> <ingested|updated|unchanged> <id> (<N> steps, <T> turns, <W> written) on <startup|event|poll> in <ms> ms
 
 A torn file logs, once per change::
 
-    cline <id>: <messages|manifest> file not parseable yet (mid-write?); will retry on next change
+    <kind> <id>: <messages|manifest> file not parseable yet (mid-write?); will retry on next change
 
 A helper's transcript that cannot be used does not hold the session back: the rest is
 stored, and the file logs, once per change::
 
-    cline <id>: <file>: messages file not parseable yet (mid-write?); its stored steps kept, will retry on next change
+    <kind> <id>: <file>: messages file not parseable yet (mid-write?); its stored steps kept, will retry on next change
 """
 
 from __future__ import annotations
@@ -24,17 +25,18 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
-from postrun.agents.cline import MappingCache, SessionLocation, session_fingerprint
+from postrun.agents.registry import Location, Source, as_source
 from postrun.capture.book import SessionBook, plan_catch_up
 from postrun.capture.clock import Clock
 from postrun.capture.freshness import FingerprintKey, fingerprint_key
 from postrun.capture.scheduler import Due, Reason
 from postrun.capture.startup import StartupCatchUp
 from postrun.errors import NotParseableYet, NotRecorded, PostrunError, SourceError, StoreError
-from postrun.ingest import Ingester, IngestOutcome, Progress, refresh_flags
-from postrun.mapper import Processes
+from postrun.ingest.ingester import Ingester, IngestOutcome, Progress
+from postrun.ingest.pool import Processes
+from postrun.ingest.reflag import refresh_flags
 from postrun.records import SourceFile
 from postrun.review.apply import FlagMemo
 from postrun.review.exclude import Exclusions
@@ -79,14 +81,14 @@ class MappingCaches:
         self.limit = limit
         self.idle_seconds = idle_seconds
         self._lock = threading.Lock()
-        self._caches: OrderedDict[str, tuple[MappingCache, float]] = OrderedDict()
+        self._caches: OrderedDict[str, tuple[Any, float]] = OrderedDict()
 
-    def get(self, session_id: str) -> MappingCache | None:
+    def get(self, session_id: str) -> Any | None:
         with self._lock:
             entry = self._caches.get(session_id)
             return None if entry is None else entry[0]
 
-    def put(self, session_id: str, cache: MappingCache) -> None:
+    def put(self, session_id: str, cache: Any) -> None:
         with self._lock:
             self._caches[session_id] = (cache, self.clock.now())
             self._caches.move_to_end(session_id)
@@ -133,25 +135,41 @@ class StoreFaults:
             self.delay = STORE_RETRY_FIRST_SECONDS
 
 
+@dataclass(frozen=True, slots=True)
+class Watched:
+    """One agent's root as capture watches it: its source and its session book."""
+
+    source: Source
+    book: SessionBook
+
+    @property
+    def kind(self) -> str:
+        return self.source.adapter.kind
+
+
 class IngestJob:
     """Ingests one session when the scheduler says so. Runs on one thread at a time.
 
     Nothing is read when the session's fingerprints are those of its last read; the
     store's file identity is checked before each ingest (a removed store is recreated
     and caught up); a torn file or a bad session is reported once per change.
+
+    ``sources`` are the roots capture watches, each with its session book (``root`` and
+    ``book``: one source's shorthand; a bare path is a root of the first registered agent).
     """
 
     def __init__(
         self,
         *,
         host: JobHost,
-        root: Path,
+        root: Path | Source | None = None,
+        sources: Sequence[Watched] = (),
         db_path: Path,
         database: Database,
         max_bytes: int,
         keep_raw: bool = True,
         raw_copy_seconds: float = 0.0,
-        book: SessionBook,
+        book: SessionBook | None = None,
         caches: MappingCaches,
         logger: logging.Logger,
         on_ingested: Callable[[], None] = lambda: None,
@@ -159,7 +177,10 @@ class IngestJob:
         exclusions: Exclusions | None = None,
         mapping_processes: Processes | None = None,
     ) -> None:
-        self.root = root
+        if not sources:
+            assert root is not None and book is not None, "a source to ingest from"
+            sources = (Watched(as_source(root), book),)
+        self.sources = tuple(sources)
         self.db_path = db_path
         self.database: Database | None = database
         self.max_bytes = max_bytes
@@ -168,7 +189,6 @@ class IngestJob:
         self.exclusions = exclusions
         self.mapping_processes = mapping_processes
         self.ingester = self._ingester(database)
-        self.book = book
         self.caches = caches
         self.logger = logger
         self.on_ingested = on_ingested
@@ -181,15 +201,18 @@ class IngestJob:
         """Ingest the session if its files changed since the last read (``copy``: read it anyway,
         to copy files a live ingest left behind its records into the vault)."""
         session_id = due.session_id
-        location = SessionLocation.in_root(self.root, session_id)
+        watched = self.watched(session_id)
+        location = watched.source.location(session_id)
         files = self.present_files(location)
         if isinstance(files, JobResult):
             return files
         if not self._store_ready(due):
             return JobResult("store")
         key = fingerprint_key(files)
-        if not copy and self.book.was_read_at(session_id, key):
-            self.logger.debug(f"cline {session_id}: not read: files unchanged since the last read (on {due.reason})")
+        if not copy and watched.book.was_read_at(session_id, key):
+            self.logger.debug(
+                f"{watched.kind} {session_id}: not read: files unchanged since the last read (on {due.reason})"
+            )
             return JobResult("skipped")
         assert self.database is not None
         started = time.thread_time()
@@ -203,7 +226,7 @@ class IngestJob:
             return self.not_stored(session_id, exc, key, files, time.thread_time() - started)
         except Exception as exc:  # one bad session must never stop the capture
             detail = f"internal error: {type(exc).__name__}: {exc}"
-            self.logger.debug(f"cline {session_id}: {detail}", exc_info=True)
+            self.logger.debug(f"{watched.kind} {session_id}: {detail}", exc_info=True)
             return self._failed(session_id, ("failed", key), detail, key, time.thread_time() - started)
         cost = time.thread_time() - started
         if due.reason != "startup" or outcome.open:
@@ -212,15 +235,19 @@ class IngestJob:
         self.on_ingested()
         return result
 
-    def present_files(self, location: SessionLocation) -> tuple[SourceFile, ...] | JobResult:
+    def watched(self, session_id: str) -> Watched:
+        """The source whose book holds the session (the first source when none does yet)."""
+        return next((watched for watched in self.sources if session_id in watched.book), self.sources[0])
+
+    def present_files(self, location: Location) -> tuple[SourceFile, ...] | JobResult:
         """The session's fingerprints now, or what to report when they cannot be had (it is gone)."""
         session_id = location.session_id
         try:
-            files = session_fingerprint(location)
+            files = self.watched(session_id).source.adapter.fingerprint(location)
         except PostrunError as exc:
             return self._failed(session_id, ("stat", str(exc)), str(exc), None)
-        if not files or files[0].path != str(location.messages):
-            self.logger.debug(f"cline {session_id}: no messages file any more; stored data kept")
+        if not files or files[0].path != str(location.where):
+            self.logger.debug(f"{location.agent} {session_id}: no {location.where.name} any more; stored data kept")
             return JobResult("gone")
         return files
 
@@ -235,12 +262,13 @@ class IngestJob:
         """What an ingest that stored the session (read at ``key``, ``files``) records and logs."""
         session_id = outcome.session_id
         self.faults.succeeded()
-        self.book.read(session_id, key, is_open=outcome.open)
+        watched = self.watched(session_id)
+        watched.book.read(session_id, key, is_open=outcome.open)
         # A catch-up over a long history would print thousands of these: its progress is the
         # bar and the `caught up` line; live ingests are news.
         self.logger.log(
             logging.DEBUG if reason == "startup" else logging.INFO,
-            f"cline {outcome.status} {session_id} ({outcome.steps} steps, {outcome.turns} turns,"
+            f"{watched.kind} {outcome.status} {session_id} ({outcome.steps} steps, {outcome.turns} turns,"
             f" {outcome.rows_written} written) on {reason} in {round(outcome.elapsed_ms)} ms",
         )
         self._report_unread(session_id, outcome.unread, files)
@@ -250,22 +278,26 @@ class IngestJob:
         self, session_id: str, exc: PostrunError, key: FingerprintKey, files: Sequence[SourceFile], cost: float | None
     ) -> JobResult:
         """What an ingest that did not store the session (read at ``key``, ``files``) records and logs."""
+        watched = self.watched(session_id)
         if isinstance(exc, NotRecorded):
-            self.book.read(session_id, key)  # looked at again only when its files change
+            watched.book.read(session_id, key)  # looked at again only when its files change
             if self.host.report_once(session_id, ("not recorded", type(exc).__name__)):
-                self.logger.info(f"cline {session_id}: {exc.reason}")
+                self.logger.info(f"{watched.kind} {session_id}: {exc.reason}")
             return JobResult("skipped", cost)
         if isinstance(exc, NotParseableYet):
-            self.book.read(session_id, key)
+            watched.book.read(session_id, key)
             # Once per change of the torn file itself: a touched manifest next to a torn
             # messages file is read again, but the same tear is not news.
             torn = next(((f.path, f.size, f.mtime_ns, f.ino) for f in files if f.path == exc.where), key)
             if self.host.report_once(session_id, ("torn", exc.kind, torn)):
                 self.logger.info(
-                    f"cline {session_id}: {exc.kind} file not parseable yet (mid-write?); will retry on next change"
+                    f"{watched.kind} {session_id}: {exc.kind} file not parseable yet (mid-write?);"
+                    " will retry on next change"
                 )
             else:
-                self.logger.debug(f"cline {session_id}: {exc.kind} file still not parseable (already reported)")
+                self.logger.debug(
+                    f"{watched.kind} {session_id}: {exc.kind} file still not parseable (already reported)"
+                )
             return JobResult("torn", cost)
         return self._failed(session_id, ("failed", key), str(exc), key, cost)
 
@@ -275,25 +307,29 @@ class IngestJob:
         problems = tuple(unread)
         if not problems:
             return
+        kind = self.watched(session_id).kind
         if not self.host.report_once(session_id, ("unread", tuple(seen.get(p.where, p.where) for p in problems))):
-            self.logger.debug(f"cline {session_id}: {len(problems)} helper file(s) still not usable (already reported)")
+            self.logger.debug(
+                f"{kind} {session_id}: {len(problems)} helper file(s) still not usable (already reported)"
+            )
             return
         for problem in problems:
             if isinstance(problem, NotParseableYet):
                 self.logger.info(
-                    f"cline {session_id}: {problem.where}: {problem.kind} file not parseable yet (mid-write?);"
+                    f"{kind} {session_id}: {problem.where}: {problem.kind} file not parseable yet (mid-write?);"
                     " its stored steps kept, will retry on next change"
                 )
             else:
-                self.logger.error(f"cline {session_id}: {problem}; its stored steps kept")
+                self.logger.error(f"{kind} {session_id}: {problem}; its stored steps kept")
 
     def _failed(
         self, session_id: str, problem: Hashable, message: str, key: int | None, cost: float | None = None
     ) -> JobResult:
+        watched = self.watched(session_id)
         if key is not None:
-            self.book.read(session_id, key)  # retried on the next change, not on every poll
+            watched.book.read(session_id, key)  # retried on the next change, not on every poll
         if self.host.report_once(session_id, problem):
-            self.logger.error(f"cline {session_id}: {message}")
+            self.logger.error(f"{watched.kind} {session_id}: {message}")
         return JobResult("failed", cost)
 
     def copy_behind(self, *, everything: bool = False, until: float | None = None) -> None:
@@ -337,11 +373,12 @@ class IngestJob:
         self.database = database
         self.ingester = self._ingester(database)
         self.caches.clear()
-        self.book.forget_reads()
-        plan = plan_catch_up(self.root, database, wall_now=self.wall(), keep_raw=self.keep_raw)
-        self.book.load(plan)
-        self.host.catch_up(plan.changed)
-        self.logger.info(f"cline: catching up {len(plan.changed)} sessions into the new store")
+        for watched in self.sources:
+            watched.book.forget_reads()
+            plan = plan_catch_up(watched.source, database, wall_now=self.wall(), keep_raw=self.keep_raw)
+            watched.book.load(plan)
+            self.host.catch_up(plan.changed)
+            self.logger.info(f"{watched.kind}: catching up {len(plan.changed)} sessions into the new store")
         return True
 
     def _ingester(self, database: Database) -> Ingester:

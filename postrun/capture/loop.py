@@ -1,22 +1,29 @@
 """``postrun capture`` until stopped: the running capture, its main-thread loop, and reload.
 
+Capture watches every root of every agent the ``agents`` setting names (the registry says
+which roots and how to read them), each with its own session book, poller and watcher.
+
 Threads: the main thread waits for signals and talks to the service manager (sd_notify);
-one ingest thread (``Dispatcher``) runs every ingest, so the store has one connection and
-one writer; the poll thread lists and stats; watchdog's threads turn events into hints.
+one ingest thread (``Dispatcher``) runs every ingest of every agent, so the store has one
+connection and one writer; a poll thread per root lists and stats; watchdog's threads turn
+events into hints.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from postrun.agents.registry import enabled_roots
 from postrun.capture.book import SessionBook, plan_catch_up
 from postrun.capture.context import CaptureContext, capture_lock, watching_line
-from postrun.capture.job import IngestJob, MappingCaches
+from postrun.capture.job import IngestJob, MappingCaches, Watched
 from postrun.capture.lock import CaptureLock
 from postrun.capture.notify import Notifier
 from postrun.capture.poller import Poller, root_state
@@ -25,7 +32,7 @@ from postrun.capture.scheduler import Dispatcher, Due, Scheduler
 from postrun.capture.signals import Signals
 from postrun.capture.watcher import MAX_FOLDER_WATCHES, SessionWatcher
 from postrun.errors import AlreadyRunning, PostrunError
-from postrun.mapper import Processes
+from postrun.ingest.pool import Processes
 from postrun.mirror import start_mirror
 from postrun.review.exclude import Exclusions
 from postrun.store.db import Database
@@ -39,6 +46,15 @@ STOP_GRACE_SECONDS = 4.0  # SIGTERM: the ingest in progress gets this long (exit
 MAIN_TICK_SECONDS = 1.0
 HURRY_CHECK_SECONDS = 0.1  # a reload waiting for an ingest looks this often for a stop
 MIRROR_STOP_GRACE_SECONDS = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Running:
+    """One agent's root as the running capture watches it."""
+
+    watched: Watched
+    poller: Poller
+    watcher: SessionWatcher | None
 
 
 class Capture:
@@ -55,12 +71,11 @@ class Capture:
     ) -> None:
         self.context = context
         self.settings = context.settings
-        self.root = self.settings.cline_dir
         self.logger = context.logger
         self.lock = lock
         self.notifier = notifier
         self.first = first
-        self.book = SessionBook()
+        self.running: list[_Running] = []
         self.caches = MappingCaches(context.clock)
         self.scheduler = Scheduler(context.clock, debounce_seconds=self.settings.debounce_seconds)
         # Problems already logged (a torn file, a bad session) stay logged across a reload.
@@ -74,8 +89,6 @@ class Capture:
             housekeeping=self._housekeeping,
         )
         self._lost_lock = False
-        self.watcher: SessionWatcher | None = None
-        self.poller: Poller | None = None
         self._info_lock = threading.Lock()
         self._last_ingest: str | None = None
         self._catch_up_total = 0
@@ -89,68 +102,84 @@ class Capture:
     def start(self) -> None:
         settings = self.settings
         database = Database.open(self.context.paths.db)
+        watched = [
+            Watched(agent.source(root), SessionBook())
+            for agent, root in enabled_roots(self.context.loaded, self.context.environ)
+        ]
         self.job = IngestJob(
             host=self.dispatcher,
-            root=self.root,
+            sources=watched,
             db_path=self.context.paths.db,
             database=database,
             max_bytes=settings.max_bytes,
             keep_raw=settings.keep_raw,
             raw_copy_seconds=settings.raw_copy_seconds,
-            book=self.book,
             caches=self.caches,
             logger=self.logger,
             on_ingested=self._ingested,
             exclusions=Exclusions.of(settings.exclude, str(self.context.paths.home)),
             mapping_processes=Processes.wanted(settings.ingest_processes),
         )
-        if settings.use_events:
-            self.watcher = SessionWatcher(self.root, self._hint, logger=self.logger)
-        self.poller = Poller(
-            self.root,
-            self.book,
-            self.dispatcher,
-            self.watcher,
-            poll_seconds=settings.poll_seconds,
-            full_sweep_seconds=settings.full_sweep_minutes * 60,
-            logger=self.logger,
-            on_sweep=self.caches.prune,
-        )
-        state = root_state(self.root)  # before listing: a folder created meanwhile is listed again
-        if self.watcher is not None:
-            self.watcher.sync(None if state is None else state[:2])  # events from here on are hints
-        plan = plan_catch_up(self.root, database, wall_now=time.time(), keep_raw=settings.keep_raw)
-        self.book.load(plan)
-        self.poller.prime(state if plan.root_found else None, plan.present, plan.skipped)
-        if self.watcher is not None:
-            for session_id in reversed(plan.watch_first[:MAX_FOLDER_WATCHES]):
-                self.watcher.want(session_id)  # the sessions likely to change next, most recent last
-            self.watcher.sync(None if state is None else state[:2])
-        if not plan.root_found:
-            self.logger.warning(f"cline: {self.root} does not exist yet; capture waits for it to appear")
-        self.logger.info(watching_line(self.root, len(plan.present), len(plan.changed)))
+        changed: list[str] = []
+        for each in watched:
+            changed.extend(self._start_watching(each, database))
         if self.first:
             self.job.refresh_flags(self.context.progress)
+        watches = sum(len(running.watcher.watched_folders) for running in self.running if running.watcher)
         self.logger.debug(
             f"capture: debounce {settings.debounce_seconds:g} s, poll {settings.poll_seconds:g} s,"
             f" events {'on' if settings.use_events else 'off'}, full sweep every {settings.full_sweep_minutes:g} min,"
-            f" files up to {settings.max_file_mb} MB, {len(self.watcher.watched_folders) if self.watcher else 0}"
-            " session folders watched"
+            f" files up to {settings.max_file_mb} MB, {watches} session folders watched"
         )
-        self._catch_up_total = len(plan.changed)
+        self._catch_up_total = len(changed)
         self._catch_up_started = time.monotonic()
-        self._caught_up = not plan.changed
+        self._caught_up = not changed
         progress = self.context.progress
-        if progress is not None and self.first and plan.changed:
-            progress.start(len(plan.changed))
-        self.dispatcher.catch_up(plan.changed)
+        if progress is not None and self.first and changed:
+            progress.start(len(changed))
+        self.dispatcher.catch_up(changed)
         self.dispatcher.start()
-        self.poller.start()
+        for running in self.running:
+            running.poller.start()
         if settings.mirror_url is not None:
             self.mirror = start_mirror(
                 settings.mirror_url, self.context.paths.db, self.context.paths.mirror_lock, self.logger
             )
         self._update_lock_info()
+
+    def _start_watching(self, watched: Watched, database: Database) -> tuple[str, ...]:
+        """Plan one root's catch-up, prime its poller and arm its watcher; returns the sessions
+        to catch up."""
+        settings = self.settings
+        source, kind = watched.source, watched.kind
+        watcher = None
+        if settings.use_events:
+            watcher = SessionWatcher(source, functools.partial(self._hint, watched), logger=self.logger)
+        poller = Poller(
+            source,
+            watched.book,
+            self.dispatcher,
+            watcher,
+            poll_seconds=settings.poll_seconds,
+            full_sweep_seconds=settings.full_sweep_minutes * 60,
+            logger=self.logger,
+            on_sweep=self.caches.prune,
+        )
+        self.running.append(_Running(watched, poller, watcher))
+        state = root_state(source.root)  # before listing: a folder created meanwhile is listed again
+        if watcher is not None:
+            watcher.sync(None if state is None else state[:2])  # events from here on are hints
+        plan = plan_catch_up(source, database, wall_now=time.time(), keep_raw=settings.keep_raw)
+        watched.book.load(plan)
+        poller.prime(state if plan.root_found else None, plan.present, plan.skipped)
+        if watcher is not None:
+            for session_id in reversed(plan.watch_first[:MAX_FOLDER_WATCHES]):
+                watcher.want(session_id)  # the sessions likely to change next, most recent last
+            watcher.sync(None if state is None else state[:2])
+        if not plan.root_found:
+            self.logger.warning(f"{kind}: {source.root} does not exist yet; capture waits for it to appear")
+        self.logger.info(watching_line(kind, source.root, len(plan.present), len(plan.changed)))
+        return plan.changed
 
     def stop(self, grace: float | None = STOP_GRACE_SECONDS, *, hurry: Callable[[], bool] = lambda: False) -> bool:
         """Stop hints, let the ingest in progress finish (within ``grace`` seconds; None: however
@@ -158,10 +187,11 @@ class Capture:
         not finish in time."""
         # Copies left behind are taken within the same grace; the next start-up takes the rest.
         copies_until = time.monotonic() + (STOP_GRACE_SECONDS if grace is None else grace)
-        if self.poller is not None:
-            self.poller.stop()
-        if self.watcher is not None:
-            self.watcher.stop()
+        for running in self.running:
+            running.poller.stop()
+        for running in self.running:
+            if running.watcher is not None:
+                running.watcher.stop()
         if self.mirror is not None:
             self.mirror.request_stop()  # it winds down while the ingest in progress finishes
         finished = wait_for_ingest(self.dispatcher.stop, grace=grace, hurry=hurry)
@@ -189,7 +219,7 @@ class Capture:
                 return "reload"
             if self._lost_lock:
                 return "failed"
-            if not (self.dispatcher.is_alive() and self.poller is not None and self.poller.is_alive()):
+            if not (self.dispatcher.is_alive() and all(running.poller.is_alive() for running in self.running)):
                 self.logger.error("capture: internal error: a worker thread stopped; exiting")
                 return "failed"
             self._refresh_status()
@@ -207,7 +237,18 @@ class Capture:
         if left and self._catch_up_total:
             return f"catching up: {self._catch_up_total - left}/{self._catch_up_total} sessions"
         last = f"; last ingest {self._last_ingest}" if self._last_ingest else ""
-        return f"watching {len(self.book)} sessions in {self.root}{last}"
+        if len(self.running) == 1:
+            (running,) = self.running
+            return f"watching {len(running.watched.book)} sessions in {running.watched.source.root}{last}"
+        roots = ", ".join(
+            f"{len(running.watched.book)} {running.watched.kind} in {running.watched.source.root}"
+            for running in self.running
+        )
+        return f"watching {self.sessions_watched} sessions ({roots}){last}"
+
+    @property
+    def sessions_watched(self) -> int:
+        return sum(len(running.watched.book) for running in self.running)
 
     # -- callbacks from other threads --------------------------------------------------
 
@@ -237,7 +278,9 @@ class Capture:
                 return
             self._caught_up = True
         elapsed = time.monotonic() - self._catch_up_started
-        summary = f"cline: caught up with {plural(self._catch_up_total, 'session')} in {elapsed:.1f} s"
+        kinds = {running.watched.kind for running in self.running}
+        who = kinds.pop() if len(kinds) == 1 else "capture"
+        summary = f"{who}: caught up with {plural(self._catch_up_total, 'session')} in {elapsed:.1f} s"
         if self.context.progress is not None:
             self.context.progress.finish(lambda: self.logger.info(summary))
         else:
@@ -259,15 +302,18 @@ class Capture:
                 return
         self.logger.warning(f"capture: the capture lock {self.lock.path} was removed; took it again")
 
-    def _hint(self, session_id: str | None) -> None:
-        """An event (watchdog's thread): a known session changed, or the poller should look."""
-        if session_id is not None and session_id in self.book:
+    def _hint(self, watched: Watched, session_id: str | None) -> None:
+        """An event (watchdog's thread) under one root: a known session changed, or the poller
+        should look."""
+        if session_id is not None and session_id in watched.book:
             self.dispatcher.changed(session_id, "event")
             return
-        if session_id is not None and self.watcher is not None:
-            self.watcher.want(session_id)  # a new folder: watch it, its files are coming
-        if self.poller is not None:
-            self.poller.wake()
+        running = next((running for running in self.running if running.watched is watched), None)
+        if running is None:
+            return  # still starting: the start-up plan sees it
+        if session_id is not None and running.watcher is not None:
+            running.watcher.want(session_id)  # a new folder: watch it, its files are coming
+        running.poller.wake()
 
     def _ingested(self) -> None:
         if self.mirror is not None:
@@ -278,14 +324,14 @@ class Capture:
 
     def _update_lock_info(self) -> None:
         with self._info_lock:
-            self.lock.update(last_ingest=self._last_ingest, sessions_watched=len(self.book))
+            self.lock.update(last_ingest=self._last_ingest, sessions_watched=self.sessions_watched)
 
     def _refresh_status(self) -> None:
         status = self.status_line
         if status != self._status:
             self._status = status
             self.notifier.status(status)
-            if self.lock.info is not None and self.lock.info.sessions_watched != len(self.book):
+            if self.lock.info is not None and self.lock.info.sessions_watched != self.sessions_watched:
                 self._update_lock_info()
 
 

@@ -6,12 +6,13 @@ import time
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
+from postrun.agents.registry import enabled_roots
 from postrun.capture.book import SessionBook, plan_catch_up, skipped_line
 from postrun.capture.context import CaptureContext, capture_lock, watching_line
-from postrun.capture.job import IngestJob, MappingCaches, Outcome
+from postrun.capture.job import IngestJob, MappingCaches, Outcome, Watched
 from postrun.capture.scheduler import Reason
 from postrun.capture.signals import Signals
-from postrun.mapper import Processes
+from postrun.ingest.pool import Processes
 from postrun.review.exclude import Exclusions
 from postrun.store.db import Database
 
@@ -25,12 +26,17 @@ class OnceSummary:
     torn: int = 0
     failed: int = 0
     elapsed_ms: float = 0.0
+    interrupted: int = 0  # sessions not read because a stop (Ctrl-C, SIGTERM) came first
+    ctrl_c: bool = False  # that stop was Ctrl-C (SIGINT): the command exits 130
 
     def line(self) -> str:
-        return (
+        line = (
             f"summary: {self.present} sessions, {self.ingested} ingested, {self.updated} updated,"
             f" {self.unchanged} unchanged, {self.torn} torn, {self.failed} failed in {round(self.elapsed_ms)} ms"
         )
+        if self.interrupted:
+            line += f"; interrupted: {self.interrupted} not read yet (read on the next run)"
+        return line
 
     def count(self, outcome: Outcome) -> None:
         if outcome in ("ingested", "updated", "unchanged", "torn"):
@@ -58,18 +64,22 @@ class _OnceHost:
 
 
 def run_once(context: CaptureContext, signals: Signals | None = None) -> OnceSummary:
-    """The start-up pass alone: ingest what is new or changed, then return the tally."""
+    """The start-up pass alone, over every root of every agent capture watches: ingest what is
+    new or changed, then return the tally. A stop (``signals``) ends it between two batches:
+    the tally then counts what was not read (``interrupted``)."""
     settings, logger = context.settings, context.logger
     started = time.monotonic()
     with capture_lock(context.paths):
+        watched = [
+            Watched(agent.source(root), SessionBook()) for agent, root in enabled_roots(context.loaded, context.environ)
+        ]
         job = IngestJob(
             host=_OnceHost(),
-            root=settings.cline_dir,
+            sources=watched,
             db_path=context.paths.db,
             database=Database.open(context.paths.db),
             max_bytes=settings.max_bytes,
             keep_raw=settings.keep_raw,
-            book=SessionBook(),
             caches=MappingCaches(context.clock, limit=0),
             logger=logger,
             exclusions=Exclusions.of(settings.exclude, str(context.paths.home)),
@@ -78,34 +88,41 @@ def run_once(context: CaptureContext, signals: Signals | None = None) -> OnceSum
         progress = context.progress
         try:
             assert job.database is not None
-            plan = plan_catch_up(settings.cline_dir, job.database, wall_now=time.time(), keep_raw=settings.keep_raw)
-            if not plan.root_found:
-                logger.warning(f"cline: {settings.cline_dir} does not exist; nothing to ingest")
-            for entry in plan.skipped:
-                if entry.warn:
-                    logger.warning(skipped_line(entry))
-            logger.info(watching_line(settings.cline_dir, len(plan.present), len(plan.changed)))
+            summary = OnceSummary()
+            changed: list[str] = []
+            for each in watched:
+                plan = plan_catch_up(each.source, job.database, wall_now=time.time(), keep_raw=settings.keep_raw)
+                if not plan.root_found:
+                    logger.warning(f"{each.kind}: {each.source.root} does not exist; nothing to ingest")
+                for entry in plan.skipped:
+                    if entry.warn:
+                        logger.warning(skipped_line(entry, each.kind))
+                logger.info(watching_line(each.kind, each.source.root, len(plan.present), len(plan.changed)))
+                each.book.load(plan)
+                summary.present += len(plan.present)
+                summary.unchanged += len(plan.unchanged)
+                changed.extend(plan.changed)
             job.refresh_flags(progress)
-            job.book.load(plan)
-            summary = OnceSummary(present=len(plan.present), unchanged=len(plan.unchanged))
-            if progress is not None and plan.changed:
-                progress.start(len(plan.changed))
+            if progress is not None and changed:
+                progress.start(len(changed))
 
             def stopping() -> bool:
                 return signals is not None and signals.stop
 
             handled = 0
-            if plan.changed and not stopping():
-                for _, result in job.startup.run(plan.changed, stopping):  # stops between two batches
+            if changed and not stopping():
+                for _, result in job.startup.run(changed, stopping):  # stops between two batches
                     summary.count(result.outcome)
                     handled += 1
                     if progress is not None:
                         progress.advance()
-            if handled < len(plan.changed):
+            if handled < len(changed):
                 if stopping():
+                    summary.interrupted = len(changed) - handled
+                    summary.ctrl_c = signals is not None and signals.interrupt
                     logger.info("capture: interrupted; the sessions not read yet are read on the next run")
                 else:
-                    summary.failed += len(plan.changed) - handled  # not stored: the store failed (said once)
+                    summary.failed += len(changed) - handled  # not stored: the store failed (said once)
         finally:
             if progress is not None:
                 progress.finish()

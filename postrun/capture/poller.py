@@ -1,7 +1,8 @@
 """The fallback that never misses: a poll every ``poll_seconds`` and a full sweep every few minutes.
 
-A tick stats the root; lists it only when it changed (a new session folder changes the
-root's mtime) or a hint asked for it; and compares the fingerprints (size, mtime, inode)
+A tick stats the root (and asks the source for anything else that moves when a session
+appears: ``Source.listing_stamp``); lists it only when that changed (a new session folder
+changes the root's mtime) or a hint asked for it; and compares the fingerprints (size, mtime, inode)
 of the active sessions only: open ones and those changed in the last 24 hours. A full
 sweep compares every session. So an idle capture over 10,000 sessions costs a stat of the
 root plus a few stats per active session every tick. The tick also keeps the watcher in
@@ -11,22 +12,20 @@ line (re-arms it after the root was deleted and recreated, or appeared late).
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from postrun.agents.cline import Skipped, list_sessions, session_fingerprint
-from postrun.agents.cline.locate import SessionLocation
+from postrun.agents.registry import Listing, Location, Skipped, Source, as_source
 from postrun.capture.book import SessionBook, skipped_line
 from postrun.capture.freshness import fingerprint_key
 from postrun.capture.scheduler import Dispatcher, Reason
 from postrun.capture.watcher import SessionWatcher
 from postrun.errors import NotFound, PostrunError
 
-# A folder without a messages file may be a session being created: it is listed again on
+# A folder that is not a session yet (Cline's without a messages file) may be one being created: it is listed again on
 # every tick for this long, and warned about only if it is still not a session after it.
 NEW_FOLDER_GRACE_SECONDS = 60.0
 # File systems stamp times from a coarse clock (a few ms, up to 2 s on FAT): within this
@@ -46,7 +45,7 @@ class Poller:
 
     def __init__(
         self,
-        root: Path,
+        root: Path | Source,
         book: SessionBook,
         dispatcher: Dispatcher,
         watcher: SessionWatcher | None,
@@ -57,7 +56,9 @@ class Poller:
         on_sweep: Callable[[], None] = lambda: None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.root = root
+        self.source = as_source(root)
+        self.root = self.source.root
+        self.kind = self.source.adapter.kind
         self.book = book
         self.dispatcher = dispatcher
         self.watcher = watcher
@@ -70,6 +71,7 @@ class Poller:
         self._root_racy = True  # the last listing came so soon after a change that another may hide
         self._names = 0  # a digest of the root's entry names at the last listing
         self._root_present: bool | None = None
+        self._stamp: Hashable = None  # the source's listing stamp at the last listing
         self._next_sweep = monotonic() + full_sweep_seconds
         self._folders: dict[str, _Folder] = {}  # folders in the root that were not sessions at the last listing
         self._warned: set[str] = set()
@@ -87,7 +89,8 @@ class Poller:
         self._root_present = state is not None
         self._root_state = state
         self._root_racy = _racy(state)
-        self._names = _names_key([*present, *(entry.path.name for entry in skipped)])
+        self._names = self.source.listing_key(Listing(tuple(self.source.location(s) for s in present), skipped))
+        self._stamp = self._listing_stamp()
         self._note_skipped(skipped, warn=False, had_messages={})  # not known: looked at on the next tick
 
     def start(self) -> None:
@@ -124,7 +127,7 @@ class Poller:
                     deadline = self.monotonic() + self.poll_seconds
                 self._last_error = None
             except Exception as exc:
-                message = f"cline: poll failed: {type(exc).__name__}: {exc}"
+                message = f"{self.kind}: poll failed: {type(exc).__name__}: {exc}"
                 if message != self._last_error:
                     self.logger.error(message, exc_info=self.logger.isEnabledFor(logging.DEBUG))
                     self._last_error = message
@@ -140,12 +143,14 @@ class Poller:
             hinted, self._hinted = self._hinted, False
         reason: Reason = "event" if hinted else "poll"
         if present:
-            if state != self._root_state or self._root_racy or full:
+            stamp = self._listing_stamp()
+            if state != self._root_state or self._root_racy or full or stamp != self._stamp:
                 # The root's mtime moves for any entry created, removed or renamed in it (Cline's
                 # own temp files too): list it again only when the names really changed.
-                if self._names_changed():
+                if self._names_changed() or stamp != self._stamp:
                     self._list(reason)
                 self._root_state = state
+                self._stamp = stamp
                 self._root_racy = _racy(state)
             if self._folder_ripened(every=full):
                 self._list(reason)
@@ -166,20 +171,28 @@ class Poller:
 
     def _root_changed(self, present: bool) -> None:
         if present and self._root_present is False:
-            self.logger.info(f"cline: {self.root} appeared; watching it")
+            self.logger.info(f"{self.kind}: {self.root} appeared; watching it")
         elif not present and self._root_present:
-            self.logger.warning(f"cline: {self.root} is gone; stored sessions are kept, waiting for it to come back")
+            self.logger.warning(
+                f"{self.kind}: {self.root} is gone; stored sessions are kept, waiting for it to come back"
+            )
         self._root_present = present
 
     def _names_changed(self) -> bool:
         """Whether the root's entry names differ from the last listing's (cheap: names only)."""
         try:
-            return _names_key(os.listdir(self.root)) != self._names  # noqa: PTH208 - names only, no Path objects
+            return self.source.names_key() != self._names
         except OSError:
             return True
 
+    def _listing_stamp(self) -> Hashable:
+        try:
+            return self.source.listing_stamp()
+        except OSError:
+            return None
+
     def _folder_ripened(self, *, every: bool, only: Iterable[str] | None = None) -> bool:
-        """Whether a folder that was not a session at the last listing now has a messages file.
+        """Whether a folder that was not a session at the last listing now is one (``Source.ripe``).
 
         Checked on every tick for folders seen in the last minute (a session being created),
         and for all of them at a full sweep. Only a change triggers a listing: a folder that
@@ -195,20 +208,20 @@ class Poller:
             if not young and folder.entry.warn:
                 self._warn_skipped(folder.entry)
             if not ripened and not folder.had_messages and (young or every):
-                ripened = self._has_messages(name)
+                ripened = self.source.ripe(folder.entry)
         return ripened
 
     def _list(self, reason: Reason) -> None:
         # Taken before the listing: a messages file that appears during it must still count as
         # news for a folder the listing skipped (else that session would wait for a full sweep).
-        had_messages = {name: self._has_messages(name) for name in self._folders}
+        had_messages = {name: self.source.ripe(folder.entry) for name, folder in self._folders.items()}
         try:
-            listing = list_sessions(self.root)
+            listing = self.source.list()
         except NotFound:
             return
         self.listings += 1
-        self.logger.debug(f"cline: listed {self.root} ({len(listing.sessions)} sessions)")
-        self._names = _listing_key(listing.sessions, listing.skipped)
+        self.logger.debug(f"{self.kind}: listed {self.root} ({len(listing.sessions)} sessions)")
+        self._names = self.source.listing_key(listing)
         present = {location.session_id for location in listing.sessions}
         for session_id in set(self.book.ids()) - present:
             self.book.remove(session_id)
@@ -217,9 +230,6 @@ class Poller:
             if self.book.add(location.session_id):
                 self._compare_one(location, reason)
         self._note_skipped(listing.skipped, warn=True, had_messages=had_messages)
-
-    def _has_messages(self, name: str) -> bool:
-        return SessionLocation.in_root(self.root, name).messages.exists()
 
     def _note_skipped(self, skipped: tuple[Skipped, ...], *, warn: bool, had_messages: Mapping[str, bool]) -> None:
         """Remember folders that are not sessions (yet); warn about other junk now (or, at
@@ -241,11 +251,11 @@ class Poller:
 
     def _compare(self, session_ids: list[str], reason: Reason = "poll") -> None:
         for session_id in session_ids:
-            self._compare_one(SessionLocation.in_root(self.root, session_id), reason)
+            self._compare_one(self.source.location(session_id), reason)
 
-    def _compare_one(self, location: SessionLocation, reason: Reason) -> None:
+    def _compare_one(self, location: Location, reason: Reason) -> None:
         try:
-            files = session_fingerprint(location)
+            files = self.source.adapter.fingerprint(location)
         except PostrunError:
             return  # unreadable metadata: the ingest reports it when the session changes
         if self.book.saw(location.session_id, fingerprint_key(files)):
@@ -257,15 +267,7 @@ class Poller:
         name = entry.path.name
         if name not in self._warned:
             self._warned.add(name)
-            self.logger.warning(skipped_line(entry))
-
-
-def _names_key(names: Iterable[str]) -> int:
-    return hash(frozenset(names))
-
-
-def _listing_key(sessions: Iterable[SessionLocation], skipped: Iterable[Skipped]) -> int:
-    return _names_key([*(location.session_id for location in sessions), *(entry.path.name for entry in skipped)])
+            self.logger.warning(skipped_line(entry, self.kind))
 
 
 def _racy(state: tuple[int, int, int] | None) -> bool:

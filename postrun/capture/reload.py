@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from postrun.agents.cline import list_sessions
+from postrun.agents.registry import Source, enabled_roots
 from postrun.capture.context import CaptureContext
 from postrun.errors import NotFound, PostrunError
 from postrun.settings import LoadedSettings, paths_for
@@ -35,7 +33,12 @@ def reloaded_context(context: CaptureContext) -> CaptureContext | None:
     if settings == context.settings:
         logger.info(f"capture: configuration re-read from {source}; nothing changed")
         return None
-    problem = None if settings.cline_dir == context.settings.cline_dir else _unlistable(settings.cline_dir)
+    before = {(agent.kind, root.path) for agent, root in enabled_roots(context.loaded, context.environ)}
+    new = [agent.source(root) for agent, root in enabled_roots(loaded, context.environ)]
+    problem = next(
+        (found for source in new if (source.adapter.kind, source.root) not in before if (found := _unlistable(source))),
+        None,
+    )
     if problem is not None:
         logger.error(f"capture: configuration not reloaded: {problem}; keeping the previous one")
         return None
@@ -54,10 +57,10 @@ def reloaded_context(context: CaptureContext) -> CaptureContext | None:
     )
 
 
-def _unlistable(root: Path) -> PostrunError | None:
-    """Why capture could not list ``root`` (None: it can, or the root is missing and is waited for)."""
+def _unlistable(source: Source) -> PostrunError | None:
+    """Why capture could not list a new root (None: it can, or the root is missing and is waited for)."""
     try:
-        list_sessions(root)
+        source.list()
     except NotFound:
         return None
     except PostrunError as exc:

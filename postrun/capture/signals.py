@@ -13,13 +13,14 @@ class Signals:
     def __init__(self) -> None:
         self.event = threading.Event()
         self.stop = False
+        self.interrupt = False  # the stop was Ctrl-C (SIGINT), not SIGTERM
         self.reload = False
         self._previous: dict[int, object] = {}
 
     def install(self) -> None:
         for number, handler in (
             (signal.SIGTERM, self._on_stop),
-            (signal.SIGINT, self._on_stop),
+            (signal.SIGINT, self._on_interrupt),
             (signal.SIGHUP, self._on_reload),
         ):
             self._previous[number] = signal.signal(number, handler)
@@ -35,6 +36,10 @@ class Signals:
     def _on_stop(self, _number: int, _frame: FrameType | None) -> None:
         self.stop = True
         self.event.set()
+
+    def _on_interrupt(self, number: int, frame: FrameType | None) -> None:
+        self.interrupt = True
+        self._on_stop(number, frame)
 
     def _on_reload(self, _number: int, _frame: FrameType | None) -> None:
         self.reload = True

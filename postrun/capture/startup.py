@@ -1,11 +1,11 @@
 """Capture's start-up pass: the sessions the start-up plan found new or changed, stored by the
-batched catch-up ``postrun ingest`` uses (``postrun.catchup``: many sessions per transaction,
-mapping processes for a long one), and recorded, logged and reported as ``IngestJob`` does
+batched ingest ``postrun ingest`` uses (``postrun.ingest.batches``: many sessions per
+transaction, ingest processes for a long one), and recorded, logged and reported as ``IngestJob`` does
 for each session.
 
 The catch-up is taken a batch at a time: between two batches the worker goes back to live
 work (a session being written must not wait for a year of history), then resumes it where
-it stopped, its mapping processes still running.
+it stopped, its ingest processes still running.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from __future__ import annotations
 import contextlib
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from postrun.agents.cline import MappingCache, SessionLocation, session_fingerprint
+from postrun.agents.registry import Location
 from postrun.capture.freshness import FingerprintKey, fingerprint_key
-from postrun.catchup import CatchUpStopped, Result, committed_batches
 from postrun.errors import PostrunError
-from postrun.ingest import Ingester, IngestOutcome, collector_paused
+from postrun.ingest.batches import BatchesStopped, Result, committed_batches
+from postrun.ingest.ingester import Ingester, IngestOutcome, collector_paused
 from postrun.records import SourceFile
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ class StartupCatchUp:
         # The fingerprints each session had before the catch-up read it: what the book records.
         self._keys: dict[str, FingerprintKey] = {}
         self._open: list[str] = []  # the open sessions it stored, in order
-        self._kept: OrderedDict[str, MappingCache] = OrderedDict()  # the newest of their caches
+        self._kept: OrderedDict[str, Any] = OrderedDict()  # the newest of their mapping caches
 
     def run(self, session_ids: Sequence[str], pause: Callable[[], bool]) -> Iterator[tuple[str, JobResult]]:
         """Store ``session_ids`` in order (the catch-up under way goes on where it stopped),
@@ -56,7 +56,7 @@ class StartupCatchUp:
                     self._warm_caches()
                     self.close()
                     return
-                except CatchUpStopped as stop:
+                except BatchesStopped as stop:
                     yield from self._reported(stop.failures)  # their own failures, whatever the store's
                     self.close()
                     job.host.retry_catch_up(job.faults.failed(stop.error))
@@ -71,7 +71,7 @@ class StartupCatchUp:
 
     def close(self) -> None:
         """Abandon the catch-up under way (between two batches: nothing is left uncommitted);
-        its mapping processes end."""
+        its ingest processes end."""
         batches, self._batches, self._ingester = self._batches, None, None
         self._keys, self._open, self._kept = {}, [], OrderedDict()
         if batches is not None:
@@ -90,12 +90,12 @@ class StartupCatchUp:
             cache = self._kept.get(session_id)
             try:
                 if cache is None:
-                    cache = job.ingester.mapping_cache(SessionLocation.in_root(job.root, session_id))
+                    cache = job.ingester.mapping_cache(job.watched(session_id).source.location(session_id))
             except Exception:  # noqa: BLE001 - only a cache: the next ingest reports what is wrong
                 continue
             job.caches.put(session_id, cache)
 
-    def _keep(self, session_id: str, cache: MappingCache) -> None:
+    def _keep(self, session_id: str, cache: Any) -> None:
         limit = self.job.caches.limit
         self._kept[session_id] = cache
         self._kept.move_to_end(session_id)
@@ -106,11 +106,14 @@ class StartupCatchUp:
         if self._batches is not None and self._ingester is self.job.ingester:
             return self._batches
         self.close()
-        root, book = self.job.root, self.job.book
-        locations = [SessionLocation.in_root(root, session_id) for session_id in session_ids]
-        for location in locations:
-            key = book.seen_key(location.session_id)
-            self._keys[location.session_id] = key if key is not None else _key_now(location)
+        job = self.job
+        locations: list[Location] = []
+        for session_id in session_ids:
+            watched = job.watched(session_id)
+            location = watched.source.location(session_id)
+            locations.append(location)
+            key = watched.book.seen_key(session_id)
+            self._keys[session_id] = key if key is not None else _key_now(job, location)
         self._ingester = self.job.ingester
         self._batches = committed_batches(self._ingester, locations, keep_cache=self._keep)
         return self._batches
@@ -121,11 +124,11 @@ class StartupCatchUp:
             session_id = result.session_id
             assert session_id is not None  # a committed result is always a session's
             key = self._keys.pop(session_id)
-            location = SessionLocation.in_root(job.root, session_id)
+            location = job.watched(session_id).source.location(session_id)
             if isinstance(result, IngestOutcome):
                 if result.open:
                     self._open.append(session_id)
-                files = _files_now(location) if result.unread else ()
+                files = _files_now(job, location) if result.unread else ()
                 yield session_id, job.stored(result, key, files, "startup", None)
                 continue
             present = job.present_files(location)
@@ -135,11 +138,11 @@ class StartupCatchUp:
             yield session_id, job.not_stored(session_id, result.error, key, present, None)
 
 
-def _files_now(location: SessionLocation) -> tuple[SourceFile, ...]:
+def _files_now(job: IngestJob, location: Location) -> tuple[SourceFile, ...]:
     with contextlib.suppress(PostrunError):
-        return session_fingerprint(location)
+        return job.watched(location.session_id).source.adapter.fingerprint(location)
     return ()
 
 
-def _key_now(location: SessionLocation) -> FingerprintKey:
-    return fingerprint_key(_files_now(location))
+def _key_now(job: IngestJob, location: Location) -> FingerprintKey:
+    return fingerprint_key(_files_now(job, location))

@@ -1,15 +1,17 @@
 """File-system events as hints: "session X may have changed", nothing more.
 
-The watcher watches the sessions root (not recursively: new session folders) plus the
-folders of the most recently active sessions, at most ``max_folders`` of them, rather than
+The watcher watches an agent's root (not recursively: new session folders) plus the folders
+of the most recently active sessions (``Source.watch_folders``; a folder two sessions share is
+watched once), at most ``max_folders`` sessions' worth, rather than
 a recursive watch over thousands of finished sessions. Each watchdog ``schedule()`` is an
 emitter thread, and inotify watches are a per-user kernel budget shared with every other
 program, so the cap matters; the poller covers every session left unwatched.
 
 Event types are never trusted (Cline rewrites in place, and some files arrive by rename):
-any event under a session folder marks that session, a moved event counts for both ends,
-and ``*.tmp`` files and other non-session names are ignored. Only open and close-without-
-write events are not subscribed to: they are reads (ours included), never changes.
+the source maps any event path to the session it is about (``Source.session_for_event``), a
+moved event counts for both ends, and ``*.tmp`` files and other non-session names are ignored.
+Only open and close-without-write events are not subscribed to: they are reads (ours
+included), never changes.
 
 Every method except ``want`` and the event callback runs on the poller's thread.
 """
@@ -42,7 +44,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
-from postrun.agents.cline import session_id_for_event
+from postrun.agents.registry import Source, as_source
 
 MAX_FOLDER_WATCHES = 32
 
@@ -69,9 +71,9 @@ _LIMIT_REASONS = {
 
 
 class _Hints(FileSystemEventHandler):
-    def __init__(self, root: Path, hint: Hint) -> None:
-        self.root = root
-        self.root_text = os.fspath(root)
+    def __init__(self, source: Source, hint: Hint) -> None:
+        self.source = source
+        self.root_text = os.fspath(source.root)
         self.hint = hint
 
     def on_any_event(self, event: FileSystemEvent) -> None:
@@ -82,32 +84,34 @@ class _Hints(FileSystemEventHandler):
             if path == self.root_text:
                 self.hint(None)
                 continue
-            session_id = session_id_for_event(self.root, path)
+            session_id = self.source.session_for_event(path)
             if session_id is not None:
                 self.hint(session_id)
 
 
 class SessionWatcher:
-    """A watchdog observer over the sessions root and the active session folders."""
+    """A watchdog observer over one root of one agent and its active sessions' folders."""
 
     def __init__(
         self,
-        root: Path,
+        root: Path | Source,
         hint: Hint,
         *,
         logger: logging.Logger,
         max_folders: int = MAX_FOLDER_WATCHES,
         observer_factory: Callable[[], BaseObserver] = Observer,
     ) -> None:
-        self.root = root
+        self.source = as_source(root)
+        self.root = self.source.root
         self.logger = logger
         self.max_folders = max_folders
         self._observer_factory = observer_factory
-        self._handler = _Hints(root, hint)
+        self._handler = _Hints(self.source, hint)
         self._observer: BaseObserver | None = None
         self._root_watch: ObservedWatch | None = None
         self._root_identity: tuple[int, int] | None = None
-        self._folders: dict[str, ObservedWatch] = {}
+        self._folders: dict[str, tuple[Path, ...]] = {}  # session -> its folders being watched
+        self._watches: dict[Path, ObservedWatch] = {}  # folder -> its watch
         self._wanted: OrderedDict[str, None] = OrderedDict()  # most recently active last
         self._wanted_lock = threading.Lock()
         self._limit_logged = False
@@ -126,6 +130,7 @@ class SessionWatcher:
 
     @property
     def watched_folders(self) -> frozenset[str]:
+        """The sessions whose folders are watched."""
         return frozenset(self._folders)
 
     def sync(self, root_identity: tuple[int, int] | None) -> list[str]:
@@ -135,16 +140,15 @@ class SessionWatcher:
         Returns the sessions whose folder watch is new: their files may have changed before
         the watch existed, so the caller looks at them once more.
         """
-        for session_id, watch in list(self._folders.items()):
-            if not self._alive(watch):
-                self._unschedule(watch)
-                del self._folders[session_id]
+        for session_id, folders in list(self._folders.items()):
+            if not all(self._alive(self._watches[folder]) for folder in folders):
+                self._drop(session_id)
         if self._root_watch is not None and (not self._alive(self._root_watch) or root_identity != self._root_identity):
             self._unschedule(self._root_watch)
             self._root_watch = None
         if root_identity is None:
             for session_id in list(self._folders):  # the folders went with the root
-                self._unschedule(self._folders.pop(session_id))
+                self._drop(session_id)
             return []
         if self._root_watch is None:
             self._root_watch = self._schedule(self.root)
@@ -154,20 +158,19 @@ class SessionWatcher:
         with self._wanted_lock:
             wanted = list(self._wanted)
         for session_id in set(self._folders) - set(wanted):
-            self._unschedule(self._folders.pop(session_id))
+            self._drop(session_id)
         armed: list[str] = []
         for session_id in wanted:
             if session_id in self._folders:
                 continue
-            folder = self.root / session_id
-            if not folder.is_dir():
+            folders = tuple(folder for folder in self.source.watch_folders(session_id) if folder.is_dir())
+            if not folders:
                 with self._wanted_lock:
                     self._wanted.pop(session_id, None)
                 continue
-            folder_watch = self._schedule(folder)
-            if folder_watch is None:
+            if not self._watch_all(folders):
                 break  # out of watches: the poller covers the rest
-            self._folders[session_id] = folder_watch
+            self._folders[session_id] = folders
             armed.append(session_id)
         return armed
 
@@ -175,11 +178,33 @@ class SessionWatcher:
         observer, self._observer = self._observer, None
         self._root_watch = None
         self._folders.clear()
+        self._watches.clear()
         if observer is not None and observer.is_alive():
             observer.stop()
             observer.join(5)
 
     # -- internals ---------------------------------------------------------------------
+
+    def _watch_all(self, folders: tuple[Path, ...]) -> bool:
+        """Watch each folder not watched yet; False when one cannot be."""
+        for folder in folders:
+            if folder not in self._watches:
+                watch = self._schedule(folder)
+                if watch is None:
+                    self._release()  # those just scheduled for this session
+                    return False
+                self._watches[folder] = watch
+        return True
+
+    def _drop(self, session_id: str) -> None:
+        self._folders.pop(session_id, None)
+        self._release()
+
+    def _release(self) -> None:
+        """Stop watching the folders no watched session needs (another may share one)."""
+        in_use = {folder for folders in self._folders.values() for folder in folders}
+        for folder in [folder for folder in self._watches if folder not in in_use]:
+            self._unschedule(self._watches.pop(folder))
 
     def _ensure_observer(self) -> BaseObserver | None:
         if self._observer is None:
@@ -219,4 +244,5 @@ class SessionWatcher:
             return
         self._limit_logged = True
         reason = _LIMIT_REASONS.get(exc.errno or 0, exc.strerror or str(exc))
-        self.logger.warning(f"cline: cannot watch more folders: {reason}; polling covers the rest")
+        kind = self.source.adapter.kind
+        self.logger.warning(f"{kind}: cannot watch more folders: {reason}; polling covers the rest")

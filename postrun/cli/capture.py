@@ -73,6 +73,8 @@ def capture(
     if once:
         summary = capture_once(loaded, paths, os.environ)
         typer.echo(summary.line())
+        if summary.ctrl_c:
+            raise typer.Exit(int(ExitCode.INTERRUPTED))
         raise typer.Exit(int(ExitCode.FAILURE) if summary.failed else int(ExitCode.OK))
     raise typer.Exit(
         capture_until_stopped(loaded, paths, os.environ, reload=reload, on_ready=lambda pid: None, daemon=False)

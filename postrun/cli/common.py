@@ -13,9 +13,9 @@ from typing import Any, ParamSpec, TypeVar
 
 import typer
 
-from postrun.agents import KNOWN_AGENTS
+from postrun.agents.registry import check_kind
 from postrun.capture.log import ProgressBar
-from postrun.errors import PostrunError, UsageError
+from postrun.errors import PostrunError
 from postrun.exitcodes import ExitCode
 from postrun.paths import Paths
 from postrun.settings import LoadedSettings, load_settings, paths_for
@@ -59,7 +59,7 @@ def command(function: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(int(exc.exit_code)) from None
         except KeyboardInterrupt:
             say("interrupted")
-            raise typer.Exit(130) from None
+            raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
         except (typer.Exit, typer.Abort):
             raise
         except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
@@ -105,5 +105,4 @@ def progress() -> ProgressBar | _LineProgress:
 
 
 def check_agent(agent: str | None) -> None:
-    if agent is not None and agent not in KNOWN_AGENTS:
-        raise UsageError("", f"unknown agent {agent!r} (known: {', '.join(KNOWN_AGENTS)})")
+    check_kind(agent)

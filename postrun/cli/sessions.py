@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -23,7 +24,9 @@ def ingest(
         list[str],
         typer.Argument(metavar="TARGET", help="Session ids, session folders, messages files or sessions folders."),
     ],
-    agent: Annotated[str, typer.Option("--agent", help="The agent whose files these are.")] = "cline",
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="The agent whose files these are (default: the first known).")
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Record sessions again that `postrun forget` forgot.")] = False,
 ) -> None:
     """Ingest sessions by hand.
@@ -32,15 +35,18 @@ def ingest(
     Prints one line per session stored; exits 1 when any target or session failed.
     Forgotten sessions and excluded workspaces are not recorded (a warning each).
     """
-    from postrun.catchup import ingest_targets
+    from postrun.agents.registry import adapter, default_kind
+    from postrun.ingest.batches import ingest_targets
     from postrun.review.exclude import Exclusions
 
     check_agent(agent)
+    kind = agent or default_kind()
     loaded, paths = load()
     report = ingest_targets(
         targets,
+        agent=kind,
         db=paths.db,
-        default_root=paths.cline_default_sessions,
+        default_root=adapter(kind).lookup_roots(loaded, os.environ),
         max_bytes=loaded.settings.max_bytes,
         keep_raw=loaded.settings.keep_raw,
         exclusions=Exclusions.of(loaded.settings.exclude, str(paths.home)),
@@ -62,7 +68,7 @@ def ingest(
             say(f"note: {outcome.session_id} had been forgotten; --force recorded it again")
         # A fixed format that scripts parse: counts are never singularized.
         typer.echo(
-            f"{outcome.status} {agent} session {outcome.session_id}: {outcome.steps} steps,"
+            f"{outcome.status} {kind} session {outcome.session_id}: {outcome.steps} steps,"
             f" {outcome.turns} turns, {outcome.segments} segments -> {paths.db}"
         )
         for problem in outcome.unread:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +31,7 @@ def reingest(
     Works when Cline's files are gone. Records that change keep their earlier version in the
     history, as with any ingest. Exits 1 when any session failed.
     """
-    from postrun.raw import reingest as reingest_sessions
+    from postrun.ingest.raw import reingest as reingest_sessions
 
     if bool(sessions) == every:
         raise UsageError("", "name sessions to reingest, or --all (not both)")
@@ -65,10 +66,11 @@ def raw(
 ) -> None:
     """Write a session's files exactly as Cline wrote them (the newest, or a kept version N)
     into DIR, laid out as Cline's data folder: DIR/sessions/<id>/…"""
-    from postrun.raw import write_raw
+    from postrun.agents.registry import adapters
+    from postrun.ingest.raw import write_raw
 
-    _, paths = load()
-    protected = [paths.cline_dir, paths.cline_dir.parent, paths.cline_default_sessions.parent]
+    loaded, paths = load()
+    protected = [folder for agent in adapters() for folder in agent.data_folders(loaded, os.environ)]
     written = write_raw(paths.db, session, to, version=version, protected=protected)
     kept = written.version
     typer.echo(

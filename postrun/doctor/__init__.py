@@ -1,14 +1,14 @@
 """``postrun doctor``: one check per thing that makes capture work, each ok, warn or fail.
 
-Only the configuration, the store and the Cline sessions folder can fail: without them
+Only the configuration, the store and an agent's sessions folder can fail: without them
 capture records nothing. Everything else is a warning with a hint, because a machine can be
 fine without it (Cline's approval settings may be absent, and then its defaults apply; a
 container or an SSH-only machine may have no user service manager).
 
 Here: the checks' order (``run_checks``) and the exit code. The checks themselves:
-``store_checks`` (store, exclude), ``machine_checks`` (python, config, sessions, approvals,
-inotify), ``service_checks`` (capture, service, web service, mirror); each returns a
-``check.Check``.
+``store_checks`` (store, exclude), ``machine_checks`` (python, config, inotify, and each
+agent's own checks from its adapter: Cline's sessions and approvals), ``service_checks``
+(capture, service, web service, mirror); each returns a ``check.Check``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from postrun.agents.registry import adapters, enabled_roots
 from postrun.doctor.check import Check
-from postrun.doctor.machine_checks import check_approvals, check_config, check_inotify, check_python, check_sessions
+from postrun.doctor.machine_checks import agent_checks, check_config, check_inotify, check_python
 from postrun.doctor.service_checks import check_capture, check_mirror, check_service, check_web_service
 from postrun.doctor.store_checks import check_exclude, check_store
 from postrun.errors import ConfigError
@@ -53,8 +54,9 @@ def exit_code(checks: Sequence[Check]) -> ExitCode:
 
 
 def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
-    """Every check, in a fixed order: python, config, store, exclude, sessions, approvals, capture,
-    service, web service, inotify, and mirror when one is configured."""
+    """Every check, in a fixed order: python, config, store, exclude, each agent's (Cline's:
+    sessions, approvals), capture, service, web service, inotify, and mirror when one is
+    configured."""
     checks = [check_python()]
     try:
         loaded: LoadedSettings | None = load_settings(
@@ -77,7 +79,8 @@ def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
             inputs.environ, db=default_db_path(), cline_dir=cline_sessions_root(inputs.environ, base=Path.cwd())[0]
         )
         not_checked = "not checked: the configuration does not load"
-        names = ("store", "exclude", "sessions", "approvals", "capture")
+        agents = [name for agent in adapters() for name in agent.check_names]
+        names = ("store", "exclude", *agents, "capture")
         checks += [Check(name, "warn", not_checked) for name in names]
         checks.append(check_service(service_status(inputs.platform, paths, inputs.runner, uid=inputs.uid), {}))
         checks.append(
@@ -90,9 +93,8 @@ def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
     checks.append(check_config(loaded))
     checks.append(check_store(paths.db))
     checks.append(check_exclude(Exclusions.of(loaded.settings.exclude, str(paths.home)), paths.db))
-    sessions_check, session_count = check_sessions(paths.cline_dir)
-    checks.append(sessions_check)
-    checks.append(check_approvals(paths.cline_dir))
+    found, session_count = agent_checks(loaded, inputs.environ)
+    checks += found
     checks.append(check_capture(paths))
     status = service_status(inputs.platform, paths, inputs.runner, uid=inputs.uid)
     checks.append(check_service(status, inputs.environ))
@@ -103,6 +105,7 @@ def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
             use_events=loaded.settings.use_events,
             sessions=session_count,
             read_limit=lambda: _read_int(inputs.inotify_watches_file),
+            roots=len(enabled_roots(loaded, inputs.environ)),
         )
     )
     if loaded.settings.mirror_url is not None:

@@ -1,18 +1,15 @@
-"""This machine's checks: the Python install, the configuration, Cline's files and the inotify limit."""
+"""This machine's checks: the Python install, the configuration, each agent's files and the inotify limit."""
 
 from __future__ import annotations
 
 import platform as python_platform
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib import metadata
-from pathlib import Path
 
-from postrun.agents.cline.approvals import cli_settings_path, global_state_path
-from postrun.agents.cline.locate import list_sessions
+from postrun.agents.registry import adapters
 from postrun.doctor.check import Check
-from postrun.errors import PostrunError
 from postrun.settings import LoadedSettings
 from postrun.units import Platform
 
@@ -62,51 +59,30 @@ def check_config(loaded: LoadedSettings) -> Check:
     return Check("config", "ok", where)
 
 
-def check_sessions(root: Path) -> tuple[Check, int | None]:
-    """The sessions root exists and can be listed; also returns how many sessions it holds."""
-    try:
-        listing = list_sessions(root)
-    except PostrunError as exc:
-        return (
-            Check(
-                "sessions",
-                "fail",
-                str(exc),
-                "has Cline run on this machine? Otherwise set cline_dir in the config file (or POSTRUN_CLINE_DIR)",
-            ),
-            None,
-        )
-    count = len(listing.sessions)
-    return Check("sessions", "ok", f"{count} session{'s' if count != 1 else ''} in {root}"), count
-
-
-def check_approvals(sessions_root: Path) -> Check:
-    """Which of Cline's approval settings exist next to the sessions root: the CLI's settings, VS
-    Code's ``globalState.json``, or neither (then Cline's defaults decide; a warning)."""
-    data_dir = sessions_root.parent
-    sources = (
-        ("CLI settings", cli_settings_path(data_dir)),
-        ("VS Code's globalState.json", global_state_path(data_dir)),
-    )
-    found = [f"{name} {path}" for name, path in sources if path.is_file()]
-    if found:
-        return Check("approvals", "ok", "; ".join(found))
-    (cli_name, cli_path), (vscode_name, vscode_path) = sources
-    return Check(
-        "approvals",
-        "warn",
-        f"neither {cli_name} ({cli_path}) nor {vscode_name} ({vscode_path}): defaults",
-        "decisions follow Cline's defaults; if Cline runs here, check that the sessions folder is the one in"
-        " its data folder",
-    )
+def agent_checks(loaded: LoadedSettings, environ: Mapping[str, str]) -> tuple[list[Check], int | None]:
+    """Each agent's own checks (its folders, its settings), for every agent capture watches;
+    also how many sessions their roots hold together (None: no root could be listed)."""
+    checks: list[Check] = []
+    sessions: int | None = None
+    for agent in adapters(loaded.settings.agents):
+        for found in agent.checks(agent.roots(loaded, environ)):
+            checks.append(Check(found.name, found.level, found.detail, found.hint))
+            if found.sessions is not None:
+                sessions = (sessions or 0) + found.sessions
+    return checks, sessions
 
 
 def check_inotify(
-    platform: Platform, *, use_events: bool, sessions: int | None, read_limit: Callable[[], int | None]
+    platform: Platform,
+    *,
+    use_events: bool,
+    sessions: int | None,
+    read_limit: Callable[[], int | None],
+    roots: int = 1,
 ) -> Check:
     """On Linux every watched folder costs one inotify watch, from a per-user limit.
 
-    Capture watches the sessions root and at most MAX_FOLDER_WATCHES active session
+    Capture watches each agent's root and at most MAX_FOLDER_WATCHES active session
     folders (polling covers the rest), so that is what the limit must leave room for.
     """
     if platform != "linux":
@@ -120,8 +96,9 @@ def check_inotify(
         return Check("inotify", "ok", f"max_user_watches {limit} (no sessions folder to count)")
     from postrun.capture.watcher import MAX_FOLDER_WATCHES  # watchdog: only when this check runs
 
-    needed = min(sessions, MAX_FOLDER_WATCHES) + 1
-    detail = f"max_user_watches {limit}; capture watches {needed} folders (the root and the most active sessions)"
+    needed = min(sessions, MAX_FOLDER_WATCHES * roots) + roots
+    what = "the root" if roots == 1 else f"{roots} roots"
+    detail = f"max_user_watches {limit}; capture watches {needed} folders ({what} and the most active sessions)"
     if needed * _WATCH_SHARE > limit:
         return Check("inotify", "warn", f"{detail}: too few left for it", _INOTIFY_HINT)
     return Check("inotify", "ok", detail)

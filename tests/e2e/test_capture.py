@@ -558,17 +558,17 @@ def test_sighup_to_an_unlistable_sessions_root_keeps_the_running_capture(
 # it stores the session, then waits (a minute at most) for a second file to appear.
 SLOW_INGEST = """
 import pathlib, sys, time
-import postrun.ingest
+import postrun.ingest.ingester
 from postrun.cli import main
 marker, release = pathlib.Path(sys.argv.pop(1)), pathlib.Path(sys.argv.pop(1))
-real = postrun.ingest.Ingester.store
+real = postrun.ingest.ingester.Ingester.store
 def slow(self, location, *args, **options):
     marker.write_text(location.session_id)
     deadline = time.monotonic() + 60
     while not release.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
     return real(self, location, *args, **options)
-postrun.ingest.Ingester.store = slow
+postrun.ingest.ingester.Ingester.store = slow
 sys.argv[0] = "postrun"
 main()
 """

@@ -4,6 +4,7 @@ from 2 sessions on), live work between two batches, and the store it gives is in
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,14 +26,14 @@ STARTUP_LINE = r" DEBUG cline ingested \S+ .* on startup in "
 # (not live) takes 40 ms more; everything else is the real capture.
 SLOW_CATCH_UP = """
 import sys, time
-import postrun.ingest
+import postrun.ingest.ingester
 from postrun.cli import main
-real = postrun.ingest.Ingester.store
+real = postrun.ingest.ingester.Ingester.store
 def slow(self, location, *args, live=False, **options):
     if not live:
         time.sleep(0.04)
     return real(self, location, *args, live=live, **options)
-postrun.ingest.Ingester.store = slow
+postrun.ingest.ingester.Ingester.store = slow
 sys.argv[0] = "postrun"
 main()
 """
@@ -177,3 +178,20 @@ def test_sigterm_stops_capture_once_between_two_batches_and_the_next_run_stores_
     rest = run_postrun("capture", "--once", env=catch_up_env, timeout=120)
     assert rest.stdout.startswith(f"summary: 80 sessions, {80 - stored} ingested, 0 updated, {stored} unchanged, ")
     assert differences(read_records(db), one_shot(root, tmp_path / "ingest" / "postrun.db", catch_up_env)) == []
+
+
+def test_ctrl_c_stops_capture_once_with_130_and_a_summary_that_says_so(
+    catch_up_env: dict[str, str], root: Path, tmp_path: Path, started: list[CaptureProcess]
+) -> None:
+    history(root, 80, broken=False)
+    once = CaptureProcess(catch_up_env, tmp_path, "--once", program=(sys.executable, "-c", SLOW_CATCH_UP))
+    started.append(once)
+    once.wait_for_log(STARTUP_LINE)  # a first batch committed
+    code, _ = once.stop(signal.SIGINT)  # Ctrl-C
+    assert code == 130, once.log()
+    assert once.process.stdout is not None
+    summary = once.process.stdout.read()
+    stored = int(summary.split(" sessions, ")[1].split(" ingested")[0])
+    assert 0 < stored < 80
+    assert summary.rstrip().endswith(f"; interrupted: {80 - stored} not read yet (read on the next run)"), summary
+    assert stored == len(read_records(Path(catch_up_env["POSTRUN_DB"])))  # what was committed, kept

@@ -93,15 +93,15 @@ def test_junk_is_warned_about_and_a_torn_file_fails_alone(tmp_path: Path, env: d
 # `postrun` whose mapping fails in a way nobody foresaw, for the session named first.
 UNFORESEEN = """
 import sys
-import postrun.mapper
+import postrun.agents.cline.adapter
 from postrun.cli import main
 failing_id = sys.argv.pop(1)
-real = postrun.mapper.map_session
+real = postrun.agents.cline.adapter.map_session
 def mapping(files, *args, **kwargs):
     if files.location.session_id == failing_id:
         raise RuntimeError("nobody foresaw this")
     return real(files, *args, **kwargs)
-postrun.mapper.map_session = mapping
+postrun.agents.cline.adapter.map_session = mapping
 sys.argv[0] = "postrun"
 main()
 """

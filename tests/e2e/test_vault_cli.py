@@ -233,7 +233,7 @@ def test_backups_taken_while_capture_ingests_hold_stored_versions_only(
     env: dict[str, str], cline_root: Path, tmp_path: Path
 ) -> None:
     from postrun.agents.cline import SessionLocation
-    from postrun.ingest import Ingester
+    from postrun.ingest.ingester import Ingester
     from postrun.store.backup import verify_backup
     from postrun.store.db import Database
 

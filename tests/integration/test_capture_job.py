@@ -12,13 +12,14 @@ from typing import Any
 import apsw
 import pytest
 
-from postrun import catchup, mapper
 from postrun.agents.cline import MappingCache, SessionLocation
+from postrun.agents.cline import adapter as mapper
 from postrun.capture.book import SessionBook, plan_catch_up
 from postrun.capture.job import IngestJob, MappingCaches
 from postrun.capture.scheduler import Due, Reason, Scheduler
-from postrun.ingest import IngestOutcome
-from postrun.mapper import Processes
+from postrun.ingest import batches as catchup
+from postrun.ingest.ingester import IngestOutcome
+from postrun.ingest.pool import Processes
 from postrun.store.db import Database
 from tests.conftest import FIXTURES
 from tests.reliability.kit import Synthetic, synthetic_id

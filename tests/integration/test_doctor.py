@@ -9,8 +9,9 @@ from pathlib import Path
 import apsw
 import pytest
 
+from postrun.agents.cline.checks import check_approvals, check_sessions
 from postrun.doctor import DoctorInputs, exit_code, run_checks
-from postrun.doctor.machine_checks import check_approvals, check_inotify, check_python, check_sessions
+from postrun.doctor.machine_checks import check_inotify, check_python
 from postrun.doctor.service_checks import check_service, check_web_service
 from postrun.doctor.store_checks import check_store
 from postrun.store.db import STORE_VERSION, Database

@@ -13,12 +13,13 @@ import apsw
 import psutil
 import pytest
 
-from postrun import catchup, mapper
 from postrun.agents.cline import SessionLocation, list_sessions
-from postrun.catchup import ingest_all, ingest_targets
+from postrun.agents.cline import adapter as mapper
 from postrun.errors import Forgotten, NotParseableYet, SourceError
-from postrun.ingest import Ingester, IngestFailure, IngestOutcome
-from postrun.mapper import Processes
+from postrun.ingest import batches as catchup
+from postrun.ingest.batches import ingest_all, ingest_targets
+from postrun.ingest.ingester import Ingester, IngestFailure, IngestOutcome
+from postrun.ingest.pool import Processes
 from postrun.store.db import Database
 from postrun.store.forget import forget_sessions
 from tests.reliability.kit import Synthetic, differences, read_records, store_problems, synthetic_id

@@ -10,7 +10,7 @@ import pytest
 
 from postrun.agents.cline import SessionLocation
 from postrun.errors import NotParseableYet
-from postrun.ingest import Ingester, collector_paused
+from postrun.ingest.ingester import Ingester, collector_paused
 from postrun.store.db import Database
 
 REAL = Path(__file__).resolve().parent.parent / "fixtures" / "cline-real" / "b_run_commands" / "data"

@@ -10,9 +10,9 @@ import orjson
 import pytest
 
 from postrun.agents.cline import SessionLocation
-from postrun.catchup import ingest_targets
 from postrun.errors import NotParseableYet
-from postrun.ingest import Ingester
+from postrun.ingest.batches import ingest_targets
+from postrun.ingest.ingester import Ingester
 from postrun.store import vault
 from postrun.store.db import Database
 from postrun.store.migrations import MIGRATIONS

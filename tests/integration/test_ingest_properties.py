@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from postrun.agents.cline import SessionLocation
 from postrun.errors import NotParseableYet
-from postrun.ingest import Ingester
+from postrun.ingest.ingester import Ingester
 from postrun.store.db import Database
 from postrun.store.query import load_envelope
 from tests.conftest import FIXTURES

@@ -13,7 +13,7 @@ import zstandard
 
 from postrun.agents.cline import SessionLocation
 from postrun.errors import NotFound, NotParseableYet, PostrunError
-from postrun.ingest import Ingester
+from postrun.ingest.ingester import Ingester
 from postrun.store import dictionary, vault
 from postrun.store.db import STORE_VERSION, Database
 from postrun.store.migrations import MIGRATIONS

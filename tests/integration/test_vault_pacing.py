@@ -19,7 +19,7 @@ from postrun.capture.book import SessionBook, plan_catch_up
 from postrun.capture.job import IngestJob, MappingCaches
 from postrun.capture.scheduler import Due
 from postrun.errors import PostrunError
-from postrun.ingest import Ingester
+from postrun.ingest.ingester import Ingester
 from postrun.store import vault
 from postrun.store.db import Database
 from postrun.store.write import stored_state

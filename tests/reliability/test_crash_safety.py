@@ -29,7 +29,7 @@ import psutil
 import pytest
 
 from postrun.agents.cline import SessionLocation
-from postrun.ingest import Ingester
+from postrun.ingest.ingester import Ingester
 from postrun.store.db import Database
 from tests.conftest import postrun_command, run_postrun
 from tests.reliability.kit import (
@@ -182,9 +182,9 @@ def converges(history: History, tmp_path: Path) -> None:
 # of that, so the processes here commit every twentieth of a second: the kills then land
 # inside a transaction of many sessions and between two of them, as in a long history's.
 SHORT_BATCHES = """
-import postrun.catchup
+import postrun.ingest.batches
 
-postrun.catchup.BATCH_SECONDS = 0.05
+postrun.ingest.batches.BATCH_SECONDS = 0.05
 """
 
 

@@ -357,7 +357,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     return world
 
 
-MAPPING_PROCESS = f"[{str(sys.executable)!r}, '-P', '-m', 'postrun.mapper_process', "
+MAPPING_PROCESS = f"[{str(sys.executable)!r}, '-P', '-m', 'postrun.ingest.pool_process', "
 
 COMMANDS = [
     "ingest",

@@ -29,7 +29,7 @@ import pytest
 from bench.history import open_session
 from postrun.agents.cline import MappingCache, SessionLocation, is_safe_name
 from postrun.errors import NotParseableYet
-from postrun.ingest import Ingester
+from postrun.ingest.ingester import Ingester
 from postrun.jsonio import parse_json
 from postrun.store.db import Database
 from tests.conftest import FIXTURES

@@ -19,7 +19,7 @@ import apsw
 import pytest
 
 from postrun.agents.cline import SessionLocation
-from postrun.ingest import Ingester
+from postrun.ingest.ingester import Ingester
 from postrun.store import codec
 from postrun.store.backup import verify_backup
 from postrun.store.db import Database

@@ -1,4 +1,4 @@
-"""Finding the mapping processes a catch-up started (``postrun.mapper``)."""
+"""Finding the ingest processes a batched ingest started (``postrun.ingest.pool``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def mapping_processes(parent: psutil.Process | int | None = None) -> list[psutil
     found = []
     for child in parent.children():
         try:
-            if "postrun.mapper_process" in child.cmdline():
+            if "postrun.ingest.pool_process" in child.cmdline():
                 found.append(child)
         except psutil.NoSuchProcess:  # ended while it was listed
             continue

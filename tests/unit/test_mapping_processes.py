@@ -10,7 +10,8 @@ import pytest
 
 from postrun.agents.cline import SessionLocation
 from postrun.errors import Excluded, NotParseableYet, PostrunError, SourceError, StoreError
-from postrun.mapper import PROCESSES_FROM_SESSIONS, Prepared, Processes, packed_reply
+from postrun.ingest.pool import PROCESSES_FROM_SESSIONS, Processes, packed_reply
+from postrun.ingest.prepare import Prepared
 from postrun.records import MappedSession, StepRow
 
 

@@ -391,6 +391,7 @@ def test_describe_lists_every_key_with_value_and_source(home: Path, tmp_path: Pa
         "ingest_processes",
         "mirror_url",
         "exclude",
+        "agents",
     ]
     by_key = {row.key: row for row in rows}
     assert by_key["db"] == ConfigValue("db", str(tmp_path / "x.db"), "env POSTRUN_DB")

@@ -31,15 +31,14 @@ from __future__ import annotations
 from postrun.agents.cline.approvals import approval_snapshot, approval_source, decision_for, snapshot_from_settings
 from postrun.agents.cline.files import SessionFiles, parse_session, read_session, session_fingerprint
 from postrun.agents.cline.locate import (
-    Listing,
     SessionLocation,
-    Skipped,
     is_safe_name,
     list_sessions,
     resolve_targets,
     session_id_for_event,
 )
 from postrun.agents.cline.mapping import AGENT, MappingCache, map_session, workspace_root
+from postrun.agents.registry import Listing, Skipped
 
 __all__ = [
     "AGENT",

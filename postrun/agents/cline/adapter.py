@@ -91,6 +91,7 @@ class ClineSource:
 class ClineAdapter:
     kind = AGENT
     label = "Cline"
+    check_names = ("sessions", "approvals")
 
     def roots(self, loaded: LoadedSettings, environ: Mapping[str, str]) -> tuple[AgentRoot, ...]:
         return (AgentRoot(loaded.settings.cline_dir, loaded.sources["cline_dir"]),)

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from postrun.errors import PostrunError, StoreError, UsageError
-from postrun.ingest import Ingester, IngestFailure, IngestOutcome, no_raw_copies
+from postrun.ingest.ingester import Ingester, IngestFailure, IngestOutcome
+from postrun.ingest.kept import no_raw_copies
 from postrun.paths import ensure_private_dir
 from postrun.store import vault
 from postrun.store.db import Database

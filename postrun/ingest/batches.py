@@ -1,9 +1,9 @@
-"""A catch-up: many sessions stored many to a transaction, mapped in line or in mapping processes.
+"""A batched ingest: many sessions stored many to a transaction, prepared in line or in ingest processes.
 
-``postrun ingest`` of its targets and capture's start-up pass both come through here. Each
+``postrun ingest`` of its targets and capture's start-up catch-up both come through here. Each
 session is all or nothing on its own (a savepoint): one that fails is rolled back alone and
 the others of its transaction are kept. Results come out once the transaction holding them
-committed, a batch at a time, so whoever runs a catch-up may do other work between two
+committed, a batch at a time, so whoever runs a batched ingest may do other work between two
 batches (capture ingests a live session there) and then take the next one.
 """
 
@@ -13,28 +13,24 @@ import contextlib
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import apsw
 
-from postrun.agents.cline import MappingCache, SessionLocation, Skipped, resolve_targets
+from postrun.agents.registry import Location, Skipped, adapter, default_kind
 from postrun.errors import NotRecorded, PostrunError, StoreError
-from postrun.ingest import (
-    Ingester,
-    IngestFailure,
-    IngestOutcome,
-    Progress,
-    collector_paused,
-    forgotten_refusal,
-    refresh_flags,
-)
-from postrun.mapper import Known, Prepared, Processes, internal_error, mapped_in_order, prepare, read_admitted
+from postrun.ingest.guard import forgotten_refusal
+from postrun.ingest.ingester import Ingester, IngestFailure, IngestOutcome, Progress, collector_paused
+from postrun.ingest.pool import Processes, prepared_in_order
+from postrun.ingest.prepare import Known, Prepared, internal_error
+from postrun.ingest.reflag import refresh_flags
 from postrun.review.exclude import Exclusions
 from postrun.store.actors import StoredHelpers
 from postrun.store.db import Database, describe_sqlite_error
-from postrun.store.forget import is_forgotten, lift_tombstone, tombstone_ids
+from postrun.store.forget import tombstone_ids
 from postrun.store.write import StoredState
 
-# A catch-up stores many sessions per transaction (one commit, and one flush of the search
+# A batched ingest stores many sessions per transaction (one commit, and one flush of the search
 # index, per batch instead of per session), committed after this long or this much source:
 # the batch holds the store's write lock, and another writer waits at most the busy timeout.
 BATCH_SECONDS = 0.5
@@ -43,8 +39,8 @@ BATCH_SOURCE_BYTES = 64 * 2**20
 Result = IngestOutcome | IngestFailure
 
 
-class CatchUpStopped(Exception):
-    """A store fault (locked, full, broken) stopped the catch-up: every other session would fail
+class BatchesStopped(Exception):
+    """A store fault (locked, full, broken) stopped the batched ingest: every other session would fail
     the same way, each after the busy timeout.
 
     ``failures`` are the sessions of the rolled-back transaction that failed on their own;
@@ -61,20 +57,21 @@ class CatchUpStopped(Exception):
 
 def committed_batches(
     ingester: Ingester,
-    locations: Sequence[SessionLocation],
+    locations: Sequence[Location],
     *,
     force: bool = False,
-    keep_cache: Callable[[str, MappingCache], None] | None = None,
+    keep_cache: Callable[[str, Any], None] | None = None,
 ) -> Generator[list[Result], None, None]:
     """Store every session of ``locations``, in order, many per transaction (``force``: forgotten
     ones too); yields the results of each transaction once it committed (no transaction is
     open while the caller holds one). A session not recorded (forgotten, excluded) is a
-    failure whose error is NotRecorded. Raises CatchUpStopped at a store fault.
+    failure whose error is NotRecorded. Raises BatchesStopped at a store fault.
 
-    A session stored by someone else since the catch-up began (capture's live work between
-    two batches, say) is read again before it is stored: what was mapped of it may be older
-    than what the store holds now. ``keep_cache`` is given the mapping cache of each open
-    session stored that was mapped in line (one mapped in a process leaves none).
+    A session stored by someone else since the batched ingest began (capture's live work between
+    two batches, say) is read again as it is stored (``Ingester.store``'s guard): what was
+    mapped of it may be older than what the store holds now. ``keep_cache`` is given the
+    mapping cache of each open session stored that was mapped in line (one mapped in a
+    process leaves none).
     """
     batch = _Batch(ingester.database, ingester.timer)
     position = 0  # of the next session to store
@@ -90,7 +87,7 @@ def committed_batches(
         forgotten = set(ingester.read(tombstone_ids))
         with (
             contextlib.closing(Database.open_reader(ingester.database.path)) as reader,
-            mapped_in_order(
+            prepared_in_order(
                 locations,
                 known,
                 lambda session_id: StoredHelpers(reader, session_id),
@@ -114,12 +111,12 @@ def committed_batches(
     except StoreError as exc:
         pending = batch.roll_back()
         failures = [result for result in pending if isinstance(result, IngestFailure)]
-        raise CatchUpStopped(exc, failures, len(pending) - len(failures), position) from None
+        raise BatchesStopped(exc, failures, len(pending) - len(failures), position) from None
     finally:
         batch.roll_back()  # after any other error too: never leave the transaction open
 
 
-def ingest_all(ingester: Ingester, locations: Sequence[SessionLocation], *, force: bool = False) -> Iterator[Result]:
+def ingest_all(ingester: Ingester, locations: Sequence[Location], *, force: bool = False) -> Iterator[Result]:
     """Every session's result of ``committed_batches``, in order. A store fault stops the run:
     its failure names how many sessions were not stored, those of the rolled-back transaction
     included."""
@@ -127,7 +124,7 @@ def ingest_all(ingester: Ingester, locations: Sequence[SessionLocation], *, forc
         try:
             for results in committed_batches(ingester, locations, force=force):
                 yield from results
-        except CatchUpStopped as stop:
+        except BatchesStopped as stop:
             yield from stop.failures
             failed = locations[stop.position].session_id if stop.position < len(locations) else None
             untried = len(locations) - stop.position - (failed is not None)
@@ -141,36 +138,24 @@ def ingest_all(ingester: Ingester, locations: Sequence[SessionLocation], *, forc
 
 def _store_mapped(
     ingester: Ingester,
-    location: SessionLocation,
+    location: Location,
     mapped: Prepared | PostrunError,
     mapped_ms: float,
     before: StoredState | None,
     force: bool,
-    keep_cache: Callable[[str, MappingCache], None] | None,
+    keep_cache: Callable[[str, Any], None] | None,
 ) -> Result:
-    """Store what ``mapped_in_order`` gave (``before``: what the store held when the catch-up
-    began); a session's own failure is kept as a result."""
+    """Store what ``prepared_in_order`` gave (``before``: what the store held when it was
+    mapped); a session's own failure is kept as a result."""
     started = ingester.timer() - mapped_ms / 1000
     session_id = location.session_id
     try:
         if isinstance(mapped, PostrunError):
             raise mapped
-        forgotten = ingester.read(lambda database: is_forgotten(database, session_id))
-        if forgotten and not force:
-            raise forgotten_refusal(session_id)  # forgotten since the run began
-        state = ingester.stored_state(session_id)
-        if state != before:
-            # Stored by someone else since it was mapped: read it again, and its steps'
-            # decisions follow the snapshot the store kept.
-            files = read_admitted(location, ingester.rules)
-            approvals = None if state is None else state.approvals
-            prepared, cache = prepare(files, approvals, StoredHelpers(ingester.database, session_id), ingester.rules)
-            mapped = replace(prepared, cache=cache)
-        outcome = ingester.store(location, mapped, started)
-        if keep_cache is not None and outcome.open and mapped.cache is not None:
-            keep_cache(session_id, mapped.cache)
-        if forgotten:
-            outcome = replace(outcome, revived=lift_tombstone(ingester.database, session_id))
+        outcome = ingester.store(location, mapped, started, force=force, basis=before)
+        cache = ingester.fresh_caches.pop(session_id, mapped.cache)
+        if keep_cache is not None and outcome.open and cache is not None:
+            keep_cache(session_id, cache)
         return outcome
     except StoreError:
         raise
@@ -242,8 +227,9 @@ def ingest_targets(
     targets: Sequence[str],
     *,
     db: Path,
-    default_root: Path,
+    default_root: Path | Sequence[Path],
     max_bytes: int,
+    agent: str | None = None,
     keep_raw: bool = True,
     exclusions: Exclusions | None = None,
     force: bool = False,
@@ -254,10 +240,12 @@ def ingest_targets(
 
     A target that names no session and a session that cannot be stored are failures of
     their own; the others are stored. The store is opened (created) only when there is a
-    session to store. ``force`` records forgotten sessions again. ``processes``: how many
-    map them (``Processes.wanted``).
+    session to store. ``agent`` is the kind whose files they are (None: the first registered);
+    ``default_root``, where that agent's bare ids are looked up. ``force`` records forgotten
+    sessions again. ``processes``: how many ingest processes prepare them (``Processes.wanted``).
     """
-    listing = resolve_targets(targets, default_root)
+    lookup = (default_root,) if isinstance(default_root, Path) else tuple(default_root)
+    listing = adapter(agent or default_kind()).resolve_targets(targets, lookup)
     report = IngestReport(
         skipped=list(listing.skipped),
         failures=[IngestFailure(None, failure) for failure in listing.failures],

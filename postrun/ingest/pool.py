@@ -1,0 +1,210 @@
+"""Ingest processes: a batched ingest's sessions prepared (read, mapped, flagged) beside the writer.
+
+A batched ingest is two kinds of work: preparing (pure Python, holding the GIL throughout)
+and storing (SQLite and zstd). A thread of the same process cannot overlap them: each time
+the writer returns from SQLite it waits for the GIL the preparing thread holds (a whole
+switch interval at worst), so storing slows down by more than the thread prepares. Ingest
+processes can: each prepares its share of the sessions and packs every step as the store
+writes it (``StepWrite``: the compressed record and its search text), and the writer stores
+them in order, errors included, exactly as preparing in line gives them.
+
+An ingest process only reads (the agent's files, and the store for a helper it cannot read
+now), holds no lock, and ends when the writer is gone: it reads its work from a socket only
+the writer holds the other end of, so the writer's end (or its death, by kill -9 too) is
+end-of-file to it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gc
+import itertools
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
+from pathlib import Path
+
+from postrun.agents.registry import Helpers, Location
+from postrun.ingest.prepare import Known, Mapped, MapRules, Prepared, internal_error, prepare_location
+from postrun.store.actors import StoredHelpers
+from postrun.store.db import Database
+
+# Below this many sessions, starting processes (about 0.3 s each, importing Postrun) costs more
+# than they save (about 2 ms a session).
+PROCESSES_FROM_SESSIONS = 200
+# Sessions each process is given ahead of the writer. Memory stays bounded whatever their size:
+# replies wait in the socket's buffer or, one that does not fit, in its process, which maps
+# nothing more until the writer has read it.
+_AHEAD = 6
+# The socket's buffer (the kernel's, capped by net.core.wmem_max): a reply holds the session's
+# raw files for the vault, often more than the default ~200 KB, and a process that waits to
+# send stops preparing; room for a few sessions keeps it preparing while the writer stores a slow one.
+_REPLY_BUFFER_BYTES = 4 * 2**20
+_STOP_SECONDS = 5.0
+_COLLECT_EVERY = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Processes:
+    """How many ingest processes prepare a batched ingest (0: it prepares in line), from how many sessions on."""
+
+    count: int
+    from_sessions: int = PROCESSES_FROM_SESSIONS
+
+    @classmethod
+    def wanted(cls, setting: int | None) -> Processes:
+        """The ``ingest_processes`` setting: by default one fewer than the CPUs this process may
+        run on (the writer keeps one busy) for a batched ingest worth it; a number the user
+        chose holds for any."""
+        if setting is not None:
+            return cls(setting, from_sessions=2)
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return cls(max(1, cpus - 1))
+
+
+@contextlib.contextmanager
+def prepared_in_order(
+    locations: Sequence[Location],
+    known_of: Callable[[str], Known],
+    helpers_of: Callable[[str], Helpers],
+    rules: MapRules,
+    *,
+    processes: Processes | None = None,
+    store: Path | None = None,
+) -> Iterator[Iterator[Mapped]]:
+    """Every session of ``locations`` prepared, in order. ``known_of(session_id)`` is asked of
+    each before preparing starts; its errors propagate. With ``processes`` (for as many sessions
+    as it says), processes prepare them, reading the helpers they need from ``store``; else they
+    are prepared here, with ``helpers_of``. An ingest process that fails (killed, out of memory)
+    is no session's failure: what it had not given back is prepared here."""
+    known = [(location, known_of(location.session_id)) for location in locations]
+
+    def here(location: Location, known: Known) -> Mapped:
+        return prepare_location(location, known, helpers_of(location.session_id), rules)
+
+    if processes is None or processes.count <= 0 or store is None or len(locations) < processes.from_sessions:
+        yield (here(location, known) for location, known in known)
+        return
+    pool = _Pool(processes.count, store, dataclasses.replace(rules, flag_memo=None))
+    try:
+        yield pool.results(known, here)
+    finally:
+        pool.close()
+
+
+def serve(connection: Connection) -> None:
+    """An ingest process (``postrun.ingest.pool_process``): prepare each session the writer sends, until
+    it sends None or is gone. Its first message is the store's path and the mapping rules."""
+    # Ctrl-C reaches the whole process group: the writer stops the batched ingest, and then this.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # As for a batched ingest in one process: mapped records hold no cycles (see ``collector_paused``);
+    # what little does (a failure's traceback) is collected every so many sessions.
+    gc.disable()
+    try:
+        store, rules = connection.recv()
+        with contextlib.closing(Database.open_reader(store)) as reader:
+            for handled in itertools.count(1):
+                task = connection.recv()
+                if task is None:
+                    return
+                if handled % _COLLECT_EVERY == 0:
+                    gc.collect()
+                location, known = task
+                found = prepare_location(location, known, StoredHelpers(reader, location.session_id), rules)
+                connection.send_bytes(packed_reply(found))
+    except (EOFError, OSError):
+        return  # the writer is gone
+    finally:
+        connection.close()
+
+
+def packed_reply(found: Mapped) -> memoryview:
+    """``found`` as sent to the writer, its steps packed; a bug met packing or pickling it is that
+    session's failure alone, as it would be in line."""
+    location, result, mapped_ms = found
+    try:
+        if isinstance(result, Prepared):
+            result = result.packed()
+        return ForkingPickler.dumps((location, result, mapped_ms))
+    except Exception as exc:  # noqa: BLE001 - one bad session never stops the others
+        return ForkingPickler.dumps((location, internal_error(location, exc), mapped_ms))
+
+
+class _Pool:
+    """Ingest processes; session ``i`` goes to process ``i % count``, which keeps the order."""
+
+    def __init__(self, count: int, store: Path, rules: MapRules) -> None:
+        self.pipes: list[Connection] = []
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.working = True
+        for _ in range(count):
+            ours, theirs = socket.socketpair()
+            with contextlib.suppress(OSError):  # a smaller buffer only slows the batched ingest
+                theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _REPLY_BUFFER_BYTES)
+            try:
+                # A process of its own, started afresh: the writer holds an open SQLite connection
+                # that a fork must not share, and Postrun may run as any program's module. -P: the
+                # current folder is not put on the import path (a module there must never run).
+                process = subprocess.Popen(
+                    [sys.executable, "-P", "-m", "postrun.ingest.pool_process", str(theirs.fileno())],
+                    pass_fds=(theirs.fileno(),),
+                    stdin=subprocess.DEVNULL,
+                )
+            except OSError:  # no process to be had: the sessions are mapped in line
+                ours.close()
+                self.working = False
+                return
+            finally:
+                theirs.close()  # only the process holds its end: the writer's end closing is its EOF
+            self.pipes.append(Connection(ours.detach()))
+            self.processes.append(process)
+            self._send(len(self.pipes) - 1, (store, rules))
+
+    def results(
+        self, tasks: Sequence[tuple[Location, Known]], here: Callable[[Location, Known], Mapped]
+    ) -> Iterator[Mapped]:
+        count = len(self.pipes)
+        sent = 0
+        for position, (location, known) in enumerate(tasks):
+            while self.working and sent < min(len(tasks), position + count * _AHEAD):
+                self._send(sent % count, tasks[sent])
+                sent += 1
+            found = self._receive(position % count) if self.working else None
+            yield found if found is not None else here(location, known)
+
+    # A process that failed (killed, out of memory) stops the pool: the sessions it had not
+    # given back are mapped in line.
+    def _send(self, number: int, message: object) -> None:
+        try:
+            self.pipes[number].send(message)
+        except OSError:
+            self.working = False
+
+    def _receive(self, number: int) -> Mapped | None:
+        try:
+            found: Mapped = self.pipes[number].recv()
+        except Exception:  # noqa: BLE001 - a dead process, or a reply that cannot be read
+            self.working = False
+            return None
+        return found
+
+    def close(self) -> None:
+        for pipe in self.pipes:
+            with contextlib.suppress(OSError):
+                pipe.send(None)
+            pipe.close()
+        deadline = time.monotonic() + _STOP_SECONDS
+        for process in self.processes:
+            try:
+                process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

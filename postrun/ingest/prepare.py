@@ -1,0 +1,143 @@
+"""Preparing a session: its files read by its agent's adapter, mapped, flagged and validated;
+nothing stored. In line, or in an ingest process (``postrun.ingest.pool``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from postrun.agents.registry import Approvals, Helpers, Location, ReadFiles, adapter_of
+from postrun.errors import Excluded, PostrunError, SourceError
+from postrun.records import MappedSession, RawFile
+from postrun.review.apply import FlagMemo, flag_session
+from postrun.review.exclude import Exclusions
+from postrun.schema import SchemaError
+from postrun.store.write import StepWrite, step_write
+
+
+@dataclass(frozen=True, slots=True)
+class MapRules:
+    """How every session of an ingest is read and mapped."""
+
+    max_bytes: int
+    exclusions: Exclusions | None = None
+    flag_memo: FlagMemo | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """What the store said of a session before it was mapped: its approval snapshot (None: not
+    stored yet), and why it is not to be recorded (forgotten), if so."""
+
+    approvals: Approvals | None
+    refused: PostrunError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A session mapped, flagged and validated, with the raw files it was mapped from (for the vault).
+
+    ``steps``, when an ingest process packed them, are the session's steps as the store writes
+    them; ``mapped.steps`` is then empty (the records are not sent twice). ``cache``, when it
+    was mapped in line, is the mapping cache it left (an ingest process keeps none).
+    """
+
+    mapped: MappedSession
+    raw: tuple[RawFile, ...]
+    steps: tuple[StepWrite, ...] | None = None
+    cache: Any | None = None
+
+    def packed(self) -> Prepared:
+        steps = tuple(step_write(row) for row in self.mapped.steps)
+        return Prepared(dataclasses.replace(self.mapped, steps=[]), self.raw, steps)
+
+
+# A session, what it was prepared into (or why it cannot be stored), and how long that took (ms).
+Mapped = tuple[Location, Prepared | PostrunError, float]
+
+
+def internal_error(location: Location, exc: Exception) -> PostrunError:
+    """A bug met on one session: that session's failure, never the others'."""
+    return PostrunError(str(location.where), f"internal error: {type(exc).__name__}: {exc}")
+
+
+def refuse_excluded(session_id: str, workspace_root: str, rules: MapRules) -> None:
+    """Raise ``Excluded`` when the session's workspace root matches an exclude."""
+    pattern = rules.exclusions.matching(workspace_root) if rules.exclusions is not None else None
+    if pattern is not None:
+        raise Excluded(session_id, f"not recorded: workspace {workspace_root} matches exclude {pattern!r}")
+
+
+def workspace_of(mapped: MappedSession) -> str:
+    """The workspace root the records name (what ``exclude`` is checked against)."""
+    workspace = mapped.session.get("workspace")
+    root = workspace.get("root") if isinstance(workspace, dict) else None
+    return root if isinstance(root, str) else ""
+
+
+def read_admitted(location: Location, rules: MapRules, cache: Any | None = None) -> ReadFiles:
+    """The adapter's ``read`` for mapping: an excluded session costs a read of what names its
+    workspace, never of its transcripts (they may be large, and are read again at every
+    start-up otherwise)."""
+    return adapter_of(location).read(
+        location,
+        max_bytes=rules.max_bytes,
+        cache=cache,
+        admit=lambda root: refuse_excluded(location.session_id, root, rules),
+    )
+
+
+def map_files(
+    files: ReadFiles,
+    approvals: Approvals,
+    raw: Sequence[RawFile],
+    helpers: Helpers,
+    rules: MapRules,
+    cache: Any | None = None,
+) -> tuple[Prepared, Any]:
+    """Map, flag and validate a session's files (``raw``: what they were read from)."""
+    location = files.location
+    try:
+        mapped, cache = adapter_of(location).map(files, approvals, cache, helpers)
+        mapped = flag_session(mapped, rules.flag_memo)
+        mapped.validate()
+    except SchemaError as exc:
+        raise SourceError(str(location.where), f"maps to invalid records: {exc.problems[0]}") from None
+    return Prepared(mapped, tuple(raw)), cache
+
+
+def prepare(
+    files: ReadFiles,
+    stored: Approvals | None,
+    helpers: Helpers,
+    rules: MapRules,
+    cache: Any | None = None,
+) -> tuple[Prepared, Any]:
+    """Map a session just read. ``stored`` is the approval snapshot the store kept for it;
+    None for a session not stored yet: its snapshot is taken now, and its settings file
+    goes to the vault with the session's files."""
+    raw = list(files.raw)
+    approvals = stored
+    if approvals is None:
+        approvals, settings_file = adapter_of(files.location).approvals(files, max_bytes=rules.max_bytes)
+        if settings_file is not None:
+            raw.append(settings_file)
+    return map_files(files, approvals, raw, helpers, rules, cache)
+
+
+def prepare_location(location: Location, known: Known, helpers: Helpers, rules: MapRules) -> Mapped:
+    if known.refused is not None:
+        return location, known.refused, 0.0
+    started = time.perf_counter()
+    try:
+        files = read_admitted(location, rules)
+        mapped, cache = prepare(files, known.approvals, helpers, rules)
+        prepared: Prepared | PostrunError = dataclasses.replace(mapped, cache=cache)
+    except PostrunError as exc:
+        prepared = exc
+    except Exception as exc:  # noqa: BLE001 - one bad session never stops the others
+        prepared = internal_error(location, exc)
+    return location, prepared, (time.perf_counter() - started) * 1000
