@@ -194,3 +194,15 @@ class SessionBook:
         cutoff = self.wall() - ACTIVE_SECONDS
         with self._lock:
             self._recent = {s: at for s, at in self._recent.items() if at >= cutoff and s in self._seen}
+
+
+@dataclass(frozen=True, slots=True)
+class Watched:
+    """One agent's root as capture watches it: its source and its session book."""
+
+    source: Source
+    book: SessionBook
+
+    @property
+    def kind(self) -> str:
+        return self.source.adapter.kind

@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping
 
 from postrun.capture.context import CaptureContext
 from postrun.capture.log import configure_logging
-from postrun.capture.loop import run_capture
 from postrun.capture.once import OnceSummary, run_once
+from postrun.capture.run import run_capture
 from postrun.capture.signals import Signals
 from postrun.errors import PostrunError
 from postrun.paths import Paths

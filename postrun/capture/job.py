@@ -19,17 +19,15 @@ stored, and the file logs, once per change::
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from postrun.agents.registry import Location, Source, as_source
-from postrun.capture.book import SessionBook, plan_catch_up
-from postrun.capture.clock import Clock
+from postrun.capture.book import SessionBook, Watched, plan_catch_up
+from postrun.capture.caches import CACHE_LIMIT, MappingCaches
 from postrun.capture.freshness import FingerprintKey, fingerprint_key
 from postrun.capture.scheduler import Due, Reason
 from postrun.capture.startup import StartupCatchUp
@@ -42,8 +40,6 @@ from postrun.review.apply import FlagMemo
 from postrun.review.exclude import Exclusions
 from postrun.store.db import Database
 
-CACHE_LIMIT = 8  # mapping caches kept for the most recently changed sessions
-CACHE_IDLE_SECONDS = 300.0  # and dropped after this long without a change
 STORE_RETRY_FIRST_SECONDS = 2.0
 STORE_RETRY_MAX_SECONDS = 60.0
 
@@ -73,39 +69,6 @@ class JobHost(Protocol):
     def retry_catch_up(self, delay: float) -> None: ...
 
 
-class MappingCaches:
-    """The mapping caches of the few sessions that change right now (bounded, idle ones dropped)."""
-
-    def __init__(self, clock: Clock, *, limit: int = CACHE_LIMIT, idle_seconds: float = CACHE_IDLE_SECONDS) -> None:
-        self.clock = clock
-        self.limit = limit
-        self.idle_seconds = idle_seconds
-        self._lock = threading.Lock()
-        self._caches: OrderedDict[str, tuple[Any, float]] = OrderedDict()
-
-    def get(self, session_id: str) -> Any | None:
-        with self._lock:
-            entry = self._caches.get(session_id)
-            return None if entry is None else entry[0]
-
-    def put(self, session_id: str, cache: Any) -> None:
-        with self._lock:
-            self._caches[session_id] = (cache, self.clock.now())
-            self._caches.move_to_end(session_id)
-            while len(self._caches) > self.limit:
-                self._caches.popitem(last=False)
-
-    def prune(self) -> None:
-        cutoff = self.clock.now() - self.idle_seconds
-        with self._lock:
-            for session_id in [s for s, (_, used) in self._caches.items() if used < cutoff]:
-                del self._caches[session_id]
-
-    def clear(self) -> None:
-        with self._lock:
-            self._caches.clear()
-
-
 class StoreFaults:
     """A locked or full store: say it once, retry with a growing delay, say when it recovers."""
 
@@ -133,18 +96,6 @@ class StoreFaults:
             self.logger.info(f"store {self.db}: writable again")
             self.reason = None
             self.delay = STORE_RETRY_FIRST_SECONDS
-
-
-@dataclass(frozen=True, slots=True)
-class Watched:
-    """One agent's root as capture watches it: its source and its session book."""
-
-    source: Source
-    book: SessionBook
-
-    @property
-    def kind(self) -> str:
-        return self.source.adapter.kind
 
 
 class IngestJob:

@@ -1,4 +1,4 @@
-"""``postrun capture`` until stopped: the running capture, its main-thread loop, and reload.
+"""The running capture (``Capture``): one configuration's worth of sources, its threads and its main-thread loop.
 
 Capture watches every root of every agent the ``agents`` setting names (the registry says
 which roots and how to read them), each with its own session book, poller and watcher.
@@ -12,8 +12,6 @@ events into hints.
 from __future__ import annotations
 
 import functools
-import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Hashable
@@ -21,17 +19,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from postrun.agents.registry import enabled_roots
-from postrun.capture.book import SessionBook, plan_catch_up
-from postrun.capture.context import CaptureContext, capture_lock, watching_line
-from postrun.capture.job import IngestJob, MappingCaches, Watched
+from postrun.capture.book import SessionBook, Watched, plan_catch_up
+from postrun.capture.caches import MappingCaches
+from postrun.capture.context import CaptureContext, watching_line
+from postrun.capture.job import IngestJob
 from postrun.capture.lock import CaptureLock
 from postrun.capture.notify import Notifier
 from postrun.capture.poller import Poller, root_state
-from postrun.capture.reload import reloaded_context
 from postrun.capture.scheduler import Dispatcher, Due, Scheduler
 from postrun.capture.signals import Signals
 from postrun.capture.watcher import MAX_FOLDER_WATCHES, SessionWatcher
-from postrun.errors import AlreadyRunning, PostrunError
+from postrun.errors import AlreadyRunning
 from postrun.ingest.pool import Processes
 from postrun.mirror import start_mirror
 from postrun.review.exclude import Exclusions
@@ -335,64 +333,6 @@ class Capture:
                 self._update_lock_info()
 
 
-def run_capture(context: CaptureContext, signals: Signals) -> int:
-    """Capture in the foreground until SIGTERM/SIGINT; SIGHUP re-reads the configuration.
-
-    Raises AlreadyRunning (exit 75) when another capture holds the store, StoreError when the
-    store cannot be opened at start. Returns the exit code.
-    """
-    notifier = Notifier(context.environ, pid=os.getpid())
-    lock = capture_lock(context.paths)
-    lock.acquire()
-    try:
-        capture = _started(Capture(context, lock, notifier=notifier, first=True))
-        context.on_ready(os.getpid())
-        notifier.ready(capture.status_line)
-        while True:
-            ended = capture.serve(signals)
-            if ended == "reload":
-                reloaded = reloaded_context(context)
-                if reloaded is None:
-                    continue  # nothing to apply: the running capture goes on as it was
-                notifier.reloading()
-            else:
-                notifier.stopping()
-                context.logger.info("capture: stopping")
-            # A reload waits for the ingest in progress however long it takes, unless a stop
-            # comes meanwhile; a stop waits a few seconds, then leaves without it (SQLite
-            # rolls an unfinished write back).
-            grace = None if ended == "reload" else STOP_GRACE_SECONDS
-            if not capture.stop(grace, hurry=lambda: signals.stop):
-                context.logger.warning(
-                    "capture: stopped without waiting for the ingest in progress (redone next start)"
-                )
-                logging.shutdown()
-                os._exit(0)  # the ingest thread still uses the store: no clean interpreter exit
-            if ended == "failed":
-                return 1
-            if ended == "stop" or signals.stop:
-                if ended == "reload":
-                    notifier.stopping()
-                context.logger.info("capture: stopped")
-                return 0
-            assert reloaded is not None
-            reported = capture.scheduler.reported_problems()
-            try:
-                capture = _started(Capture(reloaded, lock, notifier=notifier, first=False, reported=reported))
-            except PostrunError as exc:
-                # The new root was listable a moment ago: it changed meanwhile. Capture goes on
-                # with what worked; a failure of that too is a real failure (exit 1).
-                context.logger.error(f"capture: configuration not applied: {exc}; back to the previous one")
-                context.set_log_level(context.settings.log_level)
-                capture = _started(Capture(context, lock, notifier=notifier, first=False, reported=reported))
-            else:
-                context = reloaded
-            notifier.send("READY=1", f"STATUS={capture.status_line}")
-    finally:
-        if lock.info is not None:
-            lock.release()
-
-
 def wait_for_ingest(join: Callable[[float | None], bool], *, grace: float | None, hurry: Callable[[], bool]) -> bool:
     """Wait for the ingest thread (``join(timeout)`` says whether it ended): ``grace`` seconds,
     or with None however long it takes until ``hurry()`` is true, then ``STOP_GRACE_SECONDS``."""
@@ -402,12 +342,3 @@ def wait_for_ingest(join: Callable[[float | None], bool], *, grace: float | None
         if join(HURRY_CHECK_SECONDS):
             return True
     return join(STOP_GRACE_SECONDS)
-
-
-def _started(capture: Capture) -> Capture:
-    try:
-        capture.start()
-    except BaseException:
-        capture.stop()
-        raise
-    return capture

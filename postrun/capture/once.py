@@ -7,9 +7,10 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
 from postrun.agents.registry import enabled_roots
-from postrun.capture.book import SessionBook, plan_catch_up, skipped_line
+from postrun.capture.book import SessionBook, Watched, plan_catch_up, skipped_line
+from postrun.capture.caches import MappingCaches
 from postrun.capture.context import CaptureContext, capture_lock, watching_line
-from postrun.capture.job import IngestJob, MappingCaches, Outcome, Watched
+from postrun.capture.job import IngestJob, Outcome
 from postrun.capture.scheduler import Reason
 from postrun.capture.signals import Signals
 from postrun.ingest.pool import Processes

@@ -15,7 +15,8 @@ import pytest
 from postrun.agents.cline import MappingCache, SessionLocation
 from postrun.agents.cline import adapter as mapper
 from postrun.capture.book import SessionBook, plan_catch_up
-from postrun.capture.job import IngestJob, MappingCaches
+from postrun.capture.caches import MappingCaches
+from postrun.capture.job import IngestJob
 from postrun.capture.scheduler import Due, Reason, Scheduler
 from postrun.ingest import batches as catchup
 from postrun.ingest.ingester import IngestOutcome

@@ -16,7 +16,8 @@ import pytest
 
 from postrun.agents.cline import SessionLocation
 from postrun.capture.book import SessionBook, plan_catch_up
-from postrun.capture.job import IngestJob, MappingCaches
+from postrun.capture.caches import MappingCaches
+from postrun.capture.job import IngestJob
 from postrun.capture.scheduler import Due
 from postrun.errors import PostrunError
 from postrun.ingest.ingester import Ingester
