@@ -72,9 +72,16 @@ class SessionSummary:
 
 
 def list_sessions(
-    database: Database, *, agent: str | None = None, limit: int | None = None, flagged: bool = False
+    database: Database,
+    *,
+    agent: str | None = None,
+    limit: int | None = None,
+    flagged: bool = False,
+    workspace: str | None = None,
+    since_utc: str | None = None,
 ) -> list[SessionSummary]:
-    """Sessions newest first (by start time); ``flagged``: only those with a flagged step."""
+    """Sessions newest first (by start time); ``flagged``: only those with a flagged step;
+    ``workspace``: only that workspace root's; ``since_utc``: only those started then or later."""
     sql = f"""
         SELECT s.id, s.agent, s.record, s.started_at, s.model, s.provider, s.cline_status, s.git_branch,
                s.captured_on, s.ingested_at, s.updated_at,
@@ -85,11 +92,13 @@ def list_sessions(
           FROM sessions s
          WHERE (?1 IS NULL OR s.agent = ?1)
            AND (?3 = 0 OR EXISTS (SELECT 1 FROM step_flags f WHERE f.session_id = s.id))
+           AND (?4 IS NULL OR json_extract(s.record, '$.workspace.root') = ?4)
+           AND (?5 IS NULL OR s.started_at >= ?5)
          ORDER BY s.started_at DESC, s.id
          LIMIT ?2
     """
     summaries = []
-    for row in database.execute(sql, (agent, -1 if limit is None else limit, int(flagged))):
+    for row in database.execute(sql, (agent, -1 if limit is None else limit, int(flagged), workspace, since_utc)):
         (session_id, kind, record_text, started_utc, model, provider, status, branch, captured_on, ingested_at,
          updated_at, steps, failed, flagged_steps, title) = row  # fmt: skip
         record = orjson.loads(record_text)
