@@ -17,7 +17,7 @@ from postrun.agents.registry import check_kind
 from postrun.capture.log import ProgressBar
 from postrun.errors import PostrunError
 from postrun.exitcodes import ExitCode
-from postrun.paths import Paths
+from postrun.paths import CONFIG_VARIABLE, Paths, env_value
 from postrun.settings import LoadedSettings, load_settings, paths_for
 
 P = ParamSpec("P")
@@ -84,6 +84,18 @@ def load(**overrides: Any) -> tuple[LoadedSettings, Paths]:
     for warning in loaded.warnings:
         say(f"warning: {warning}")
     return loaded, paths_for(loaded, os.environ)
+
+
+def rerun_command(loaded: LoadedSettings, verb: str) -> tuple[str, ...]:
+    """How another program (a service, an MCP client) starts this Postrun's ``verb``: with the
+    config file and store this command line named, which would not reach it otherwise."""
+    from postrun import units
+
+    named_config = state.config is not None or env_value(os.environ, CONFIG_VARIABLE) is not None
+    program = units.program_command(sys.argv[0], sys.executable, cwd=Path.cwd())
+    config_file = loaded.config_path if named_config else None
+    db = loaded.settings.db if state.db is not None else None
+    return units.capture_command(program, config_file=config_file, db=db, verb=verb)
 
 
 class _LineProgress:

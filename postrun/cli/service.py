@@ -5,15 +5,13 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from postrun import doctor, units
 from postrun.cli.app import app
-from postrun.cli.common import command, load, say, state
-from postrun.paths import CONFIG_VARIABLE, env_value
+from postrun.cli.common import command, load, rerun_command, say, state
 from postrun.units import Platform, Step
 
 service_app = typer.Typer(
@@ -50,12 +48,8 @@ def service_install(
     """Write the user unit (or LaunchAgent) that runs `postrun capture`, for this Postrun."""
     target = _platform(platform)
     loaded, paths = load()
-    named_config = state.config is not None or env_value(os.environ, CONFIG_VARIABLE) is not None
-    program = units.program_command(sys.argv[0], sys.executable, cwd=Path.cwd())
-    config_file = loaded.config_path if named_config else None
-    db = loaded.settings.db if state.db is not None else None
-    run = units.capture_command(program, config_file=config_file, db=db)
-    serve = units.capture_command(program, config_file=config_file, db=db, verb="serve") if web else None
+    run = rerun_command(loaded, "capture")
+    serve = rerun_command(loaded, "serve") if web else None
     if dry_run:
         files = [units.service_file(target, paths, run)]
         if daily_backup:

@@ -10,13 +10,16 @@ import typer
 
 from postrun.cli.app import app
 from postrun.cli.common import command, load, say
+from postrun.web.state import DEFAULT_HOST, DEFAULT_PORT
 
 
 @app.command()
 @command
 def serve(
-    port: Annotated[int, typer.Option("--port", "-p", min=0, max=65535, help="Port (0: any free port).")] = 8765,
-    host: Annotated[str, typer.Option("--host", help="Loopback address to bind: 127.0.0.1 or ::1.")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", "-p", min=0, max=65535, help="Port (0: any free port).")
+    ] = DEFAULT_PORT,
+    host: Annotated[str, typer.Option("--host", help="Loopback address to bind: 127.0.0.1 or ::1.")] = DEFAULT_HOST,
     open_browser: Annotated[
         bool, typer.Option("--open/--no-open", help="Also open the browser, signed in (default: --no-open).")
     ] = False,

@@ -1,0 +1,62 @@
+"""How much a recall answer holds, and the cuts that keep it there (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+# Counts: (default, most) of each tool's ``limit``.
+SEARCH_LIMIT = (10, 50)
+SESSIONS_LIMIT = (20, 100)
+STEPS_LIMIT = (20, 100)
+HISTORY_LIMIT = (20, 100)
+# ``get_steps``' ``max_chars``: each text field of a step is cut there (default, least, most).
+STEP_CHARS = (2_000, 100, 20_000)
+# What one ``get_steps`` answer holds at most, all steps' texts together: past it, the answer
+# stops at the step before and says where to go on.
+STEPS_BUDGET_CHARS = 200_000
+SNIPPET_CHARS = 300
+TITLE_CHARS = 200
+PROMPT_CHARS = 500
+COMMAND_CHARS = 500
+EDIT_CHARS = 1_000
+TURNS_SHOWN = 200
+ACTORS_SHOWN = 100
+# Search ranks the newest this many matches in scope (as the review app does).
+SEARCH_WINDOW = 5_000
+# ``file_history`` reads at most this many candidate steps (those whose text holds the name).
+HISTORY_CANDIDATES = 20_000
+# A session with a start, a step or an end this recently is the asking agent's own, as a rule.
+ACTIVE_WINDOW = timedelta(minutes=10)
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` whole when it fits, else its first ``limit`` characters and a marker saying how much is left."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [cut: {len(text) - limit:,} more characters]"
+
+
+def cut_strings(value: Any, limit: int) -> tuple[Any, int]:
+    """``value`` (a JSON-like tree) with every string cut at ``limit``; and how many were cut."""
+    if isinstance(value, str):
+        return cut(value, limit), int(len(value) > limit)
+    if isinstance(value, Mapping):
+        pairs = [(key, cut_strings(item, limit)) for key, item in value.items()]
+        return {key: item for key, (item, _) in pairs}, sum(count for _, (_, count) in pairs)
+    if isinstance(value, list):
+        items = [cut_strings(item, limit) for item in value]
+        return [item for item, _ in items], sum(count for _, count in items)
+    return value, 0
+
+
+def text_size(value: Any) -> int:
+    """The characters of every string in a JSON-like tree (what a budget counts)."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, Mapping):
+        return sum(text_size(item) for item in value.values())
+    if isinstance(value, list):
+        return sum(text_size(item) for item in value)
+    return 0

@@ -1,0 +1,334 @@
+"""The five recall tools over the store: search, list_sessions, get_session, get_steps, file_history.
+
+Each call reads the store through a read-only snapshot (nothing is written, no side file is
+left), redacts every text it returns with the one redactor, cuts it to its bound and cites
+where a person can look. A bad parameter is a ``UsageError`` with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from postrun.errors import UsageError
+from postrun.recall import bounds
+from postrun.recall.citations import ReviewApp, review_url, show_command
+from postrun.recall.models import (
+    Actor,
+    FileHistory,
+    FileTouch,
+    SearchHit,
+    SearchResult,
+    SessionList,
+    SessionOverview,
+    SessionRow,
+    Step,
+    StepCounts,
+    StepsPage,
+    TurnSummary,
+)
+from postrun.recall.paths import index_phrase, names_path, target_path
+from postrun.review.flags import FLAG_KINDS
+from postrun.review.redact import Redactor
+from postrun.review.secrets import find_secrets
+from postrun.schema.models import Metrics
+from postrun.store import codec, recall
+from postrun.store.db import Database, StoreMissing
+from postrun.store.query import (
+    SessionSummary,
+    list_sessions,
+    no_session,
+    resolve_session_id,
+    search_query,
+    session_details,
+)
+from postrun.store.snapshot import read_store
+from postrun.store.verdicts import Verdict, current_verdicts
+from postrun.text import one_line
+from postrun.timestamps import normalize_timestamp, utc_iso
+
+T = TypeVar("T")
+_TOKEN = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class Recall:
+    """Recall over the store at ``db``; ``home`` is shown as ``~``; ``clock`` says when "now" is."""
+
+    db: Path
+    review: ReviewApp
+    clock: Callable[[], datetime]
+    home: str | None = None
+
+    def search(
+        self,
+        query: str,
+        *,
+        agent: str | None = None,
+        workspace: str | None = None,
+        outcome: str | None = None,
+        flag: str | None = None,
+        since: str | None = None,
+        limit: int = bounds.SEARCH_LIMIT[0],
+        include_active: bool = False,
+    ) -> SearchResult:
+        if flag is not None and flag != "any" and flag not in FLAG_KINDS:
+            raise UsageError("flag", f"unknown flag kind {flag!r} (known: {', '.join(FLAG_KINDS)}, any)")
+        if not query.split() and flag is None:
+            raise UsageError("query", "empty: give the words to find (or a flag to list flagged steps)")
+        secrets = find_secrets(query)
+        if secrets:
+            raise UsageError("query", f"holds a secret ({secrets[0].kind}): search for the words around it instead")
+        checked = search_query(query, flag=flag)
+        scope = recall.Scope(agent=agent, workspace=workspace, outcome=outcome, since_utc=_since(since))
+
+        def work(database: Database) -> tuple[list[recall.FoundStep], int]:
+            active = () if include_active else self._active(database)
+            found = recall.found_steps(
+                database, checked, replace(scope, exclude=active), limit=limit + 1, window=bounds.SEARCH_WINDOW
+            )
+            return found, len(active)
+
+        found, left_out = self._read(work) or ([], 0)
+        redactor = self._redactor()
+        words = _TOKEN.findall(query)
+        hits = [
+            SearchHit(
+                session_id=step.session_id,
+                step_id=step.step_id,
+                seq=step.seq,
+                type=step.type,
+                outcome=step.outcome,
+                at=step.at,
+                snippet=_snippet(step.record, words, redactor),
+                agent=step.agent,
+                workspace=redactor.text(step.workspace, "workspace"),
+                actor_id=str(step.record.get("actor_id", "root")),
+                **self._cite(step.session_id, step.seq),
+            )
+            for step in found[:limit]
+        ]
+        return SearchResult(hits=hits, more=len(found) > limit, active_left_out=left_out)
+
+    def list_sessions(
+        self,
+        *,
+        agent: str | None = None,
+        workspace: str | None = None,
+        since: str | None = None,
+        limit: int = bounds.SESSIONS_LIMIT[0],
+    ) -> SessionList:
+        since_utc = _since(since)
+
+        def work(database: Database) -> tuple[list[SessionSummary], dict[str, Verdict]]:
+            found = list_sessions(database, agent=agent, limit=limit + 1, workspace=workspace, since_utc=since_utc)
+            return found, current_verdicts(database, [summary.id for summary in found[:limit]])
+
+        found, verdicts = self._read(work) or ([], {})
+        redactor = self._redactor()
+        rows = [
+            SessionRow(
+                id=summary.id,
+                agent=summary.agent,
+                title=bounds.cut(redactor.text(one_line(summary.title), "title"), bounds.TITLE_CHARS),
+                workspace=redactor.text(summary.workspace, "workspace"),
+                started_at=summary.started_at,
+                ended_at=summary.ended_at,
+                steps=summary.steps,
+                failed=summary.failed_steps,
+                flagged=summary.flagged_steps,
+                verdict=verdicts[summary.id].state if summary.id in verdicts else None,
+                **self._cite(summary.id),
+            )
+            for summary in found[:limit]
+        ]
+        return SessionList(sessions=rows, more=len(found) > limit)
+
+    def get_session(self, session_id: str) -> SessionOverview:
+        def work(database: Database) -> SessionOverview:
+            full_id = resolve_session_id(database, session_id)
+            record = recall.session_record(database, full_id)
+            if record is None:
+                raise no_session(full_id, self.db)
+            details = session_details(database, full_id)
+            turns, total = recall.turn_facts(database, full_id, limit=bounds.TURNS_SHOWN)
+            actors = recall.actor_records(database, full_id, limit=bounds.ACTORS_SHOWN)
+            counts = recall.step_counts(database, full_id)
+            redactor = self._redactor()
+            return SessionOverview(
+                id=full_id,
+                title=bounds.cut(redactor.text(one_line(details.title), "title"), bounds.TITLE_CHARS),
+                agent=str(record["agent"]["kind"]),
+                agent_version=str(record["agent"].get("version", "")),
+                workspace=redactor.text(str(record["workspace"]["root"]), "workspace"),
+                started_at=str(record["started_at"]),
+                ended_at=record.get("ended_at"),
+                model=details.model,
+                git_branch=None if details.git_branch is None else redactor.text(details.git_branch, "branch"),
+                metrics=Metrics.model_validate(record["metrics"]) if record.get("metrics") else None,
+                turns=[_turn(turn, redactor) for turn in turns],
+                turns_left_out=total - len(turns),
+                actors=[Actor.model_validate(redactor.value(actor, "actor")) for actor in actors],
+                counts=StepCounts(
+                    steps=counts.steps, by_type=counts.by_type, failed=counts.failed, flagged=counts.flagged
+                ),
+                **self._cite(full_id),
+            )
+
+        return self._read_session(work, session_id)
+
+    def get_steps(
+        self,
+        session_id: str,
+        *,
+        around_seq: int | None = None,
+        from_seq: int | None = None,
+        limit: int = bounds.STEPS_LIMIT[0],
+        max_chars: int = bounds.STEP_CHARS[0],
+    ) -> StepsPage:
+        if around_seq is not None and from_seq is not None:
+            raise UsageError("around_seq", "give around_seq or from_seq, not both")
+
+        def work(database: Database) -> tuple[str, list[dict[str, Any]]]:
+            full_id = resolve_session_id(database, session_id)
+            start = from_seq or 0
+            if around_seq is not None:
+                start = recall.seq_before(database, full_id, around_seq, limit // 2)
+            return full_id, recall.step_run(database, full_id, from_seq=start, limit=limit + 1)
+
+        full_id, records = self._read_session(work, session_id)
+        redactor = self._redactor()
+        steps: list[Step] = []
+        used = cut_fields = 0
+        next_from: int | None = records[limit]["seq"] if len(records) > limit else None
+        for record in records[:limit]:
+            shown, cut = bounds.cut_strings(redactor.value(record, f"step #{record['seq']}"), max_chars)
+            size = bounds.text_size(shown)
+            if steps and used + size > bounds.STEPS_BUDGET_CHARS:
+                next_from = int(record["seq"])
+                break
+            used += size
+            cut_fields += cut
+            steps.append(Step.model_validate(shown))
+        return StepsPage(
+            session_id=full_id, steps=steps, next_from_seq=next_from, cut_fields=cut_fields, **self._cite(full_id)
+        )
+
+    def file_history(
+        self,
+        path: str,
+        *,
+        workspace: str | None = None,
+        limit: int = bounds.HISTORY_LIMIT[0],
+        include_active: bool = False,
+    ) -> FileHistory:
+        target = target_path(path, workspace)
+        phrase = index_phrase(target)
+
+        def work(database: Database) -> tuple[list[recall.FoundStep], bool, int]:
+            active = () if include_active else self._active(database)
+            touches: list[recall.FoundStep] = []
+            more = False
+            candidates = recall.steps_naming(database, phrase, recall.Scope(exclude=active))
+            with contextlib.closing(candidates):
+                for examined, step in enumerate(candidates, 1):
+                    if names_path(step.record, target, step.workspace):
+                        if len(touches) == limit:
+                            more = True
+                            break
+                        touches.append(step)
+                    if examined == bounds.HISTORY_CANDIDATES:
+                        more = True  # not every candidate was read: there may be more
+                        break
+            return touches, more, len(active)
+
+        found, more, left_out = self._read(work) or ([], False, 0)
+        redactor = self._redactor()
+        return FileHistory(
+            path=redactor.text(target, "path"),
+            touches=[_touch(step, redactor, self._cite(step.session_id, step.seq)) for step in found],
+            more=more,
+            active_left_out=left_out,
+        )
+
+    def _read(self, work: Callable[[Database], T]) -> T | None:
+        """``work`` over the store; None when there is no store yet (it reads as empty)."""
+        try:
+            return read_store(self.db, work)
+        except StoreMissing:
+            return None
+
+    def _read_session(self, work: Callable[[Database], T], reference: str) -> T:
+        """``work`` over the store; no store yet has no session ``reference``."""
+        try:
+            return read_store(self.db, work)
+        except StoreMissing:
+            raise no_session(reference, self.db) from None
+
+    def _active(self, database: Database) -> tuple[str, ...]:
+        return tuple(recall.active_sessions(database, utc_iso(self.clock() - bounds.ACTIVE_WINDOW)))
+
+    def _redactor(self) -> Redactor:
+        return Redactor(home=self.home)
+
+    def _cite(self, session_id: str, seq: int | None = None) -> dict[str, str]:
+        return {"show": show_command(session_id), "url": review_url(self.review.base(), session_id, seq)}
+
+
+def _since(text: str | None) -> str | None:
+    if text is None:
+        return None
+    try:
+        return normalize_timestamp(text.strip())
+    except ValueError:
+        raise UsageError("since", f"expected a date like 2026-11-29 or an ISO date-time, got {text!r}") from None
+
+
+def _snippet(record: dict[str, Any], words: Sequence[str], redactor: Redactor) -> str:
+    """The step's text around the first word found, redacted whole before it is cut (a cut
+    secret could escape the detector); without words, the reasons of its flags."""
+    if not words:
+        text = " | ".join(f"{flag['severity']} {flag['kind']}: {flag['reason']}" for flag in record.get("flags", []))
+        return bounds.cut(one_line(redactor.text(text, "flags")), bounds.SNIPPET_CHARS)
+    text = one_line(redactor.text(codec.search_body(record), "snippet"))
+    folded = text.casefold()
+    found = [at for at in (folded.find(word.casefold()) for word in words) if at >= 0]
+    start = max(0, min(found, default=0) - bounds.SNIPPET_CHARS // 3)
+    window = text[start : start + bounds.SNIPPET_CHARS]
+    return ("…" if start else "") + window + ("…" if start + bounds.SNIPPET_CHARS < len(text) else "")
+
+
+def _turn(turn: recall.TurnFacts, redactor: Redactor) -> TurnSummary:
+    first = turn.first_step or {}
+    payload = first.get("payload") or {}
+    text = payload.get("text") if first.get("type") == "message" and payload.get("role") == "user" else None
+    prompt = None if not isinstance(text, str) else bounds.cut(redactor.text(text, "prompt"), bounds.PROMPT_CHARS)
+    return TurnSummary(index=turn.index, prompt=prompt, steps=turn.steps, first_seq=turn.first_seq)
+
+
+def _touch(step: recall.FoundStep, redactor: Redactor, cite: dict[str, str]) -> FileTouch:
+    payload = step.record.get("payload") or {}
+
+    def shown(key: str, limit: int) -> str | None:
+        value = payload.get(key)
+        return bounds.cut(redactor.text(value, key), limit) if isinstance(value, str) else None
+
+    return FileTouch(
+        session_id=step.session_id,
+        step_id=step.step_id,
+        seq=step.seq,
+        at=step.at,
+        type=step.type,
+        outcome=step.outcome,
+        agent=step.agent,
+        workspace=redactor.text(step.workspace, "workspace"),
+        command=shown("command", bounds.COMMAND_CHARS) if step.type == "command" else None,
+        old_text=shown("old_string", bounds.EDIT_CHARS) if step.type == "edit" else None,
+        new_text=shown("new_string", bounds.EDIT_CHARS) if step.type == "edit" else None,
+        **cite,
+    )
