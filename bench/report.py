@@ -15,6 +15,8 @@ from bench.daemon import DaemonCost
 from bench.floor import PARSER
 from bench.live import LiveResult
 from bench.machine import Machine
+from bench.mcp import RecallResult
+from bench.mcp import rows as recall_rows
 from bench.peer import AGENTSVIEW, AGENTSVIEW_VERSION
 from bench.stats import median, percentile
 from bench.storesize import StoreSize
@@ -64,6 +66,7 @@ class Results:
     live_poll: LiveResult
     idle: DaemonCost
     busy: DaemonCost
+    recall: RecallResult  # `postrun mcp` over the cold ingest's store
     others_cpu: float  # share of the machine's CPU used by other processes during the run
 
 
@@ -215,6 +218,10 @@ def rows(results: Results) -> list[Row]:
             f"target ≤ {STORE_WITH_RAW_MB_PER_MB_TARGET:g} MB per source MB",
             store.bytes_per_source_mb / MB <= STORE_WITH_RAW_MB_PER_MB_TARGET,
         ),
+    ]
+    out += [
+        Row(f"7. {figure}", measured, target, passed)
+        for figure, measured, target, passed in recall_rows(results.recall)
     ]
     return out
 

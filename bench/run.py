@@ -23,7 +23,7 @@ from pathlib import Path
 
 import orjson
 
-from bench import cold, daemon, live, peer, report, sqlitefloor, storesize, warm, workfloor
+from bench import cold, daemon, live, mcp, peer, report, sqlitefloor, storesize, warm, workfloor
 from bench.history import HISTORY_END_MS, MESSAGES_PER_TURN, SessionWriter, open_session, write_history
 from bench.machine import describe
 from bench.noise import CpuMark, others_share
@@ -190,6 +190,8 @@ def measure(profile: Profile, seed: int, workdir: Path, command: str, *, peer_na
         work = workfloor.work_floor(root, first_slice)
     with phase(f"2 warm start: {profile.warm_runs} runs"):
         warm_result = warm.measure_warm(env, runs=profile.warm_runs, scratch=workdir)
+    with phase("7 recall: `postrun mcp` started and searched over the cold ingest's store"):
+        recall = mcp.measure_recall(env, sessions=history.sessions)
     with phase(f"5 idle capture: {profile.idle_seconds:g} s"):
         idle = daemon.measure_idle(env, seconds=profile.idle_seconds, log_path=logs / "idle.log")
 
@@ -245,6 +247,7 @@ def measure(profile: Profile, seed: int, workdir: Path, command: str, *, peer_na
         live_poll=live_results[1],
         idle=idle,
         busy=busy,
+        recall=recall,
         others_cpu=others_share(mark, CpuMark.now()),
     )
 
