@@ -8,6 +8,7 @@ where a person can look. A bad parameter is a ``UsageError`` with a one-line rea
 from __future__ import annotations
 
 import contextlib
+import posixpath
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -85,7 +86,7 @@ class Recall:
         if secrets:
             raise UsageError("query", f"holds a secret ({secrets[0].kind}): search for the words around it instead")
         checked = search_query(query, flag=flag)
-        scope = recall.Scope(agent=agent, workspace=workspace, outcome=outcome, since_utc=_since(since))
+        scope = recall.Scope(agent=agent, workspace=self._path(workspace), outcome=outcome, since_utc=_since(since))
 
         def work(database: Database) -> tuple[list[recall.FoundStep], int]:
             active = () if include_active else self._active(database)
@@ -126,7 +127,9 @@ class Recall:
         since_utc = _since(since)
 
         def work(database: Database) -> tuple[list[SessionSummary], dict[str, Verdict]]:
-            found = list_sessions(database, agent=agent, limit=limit + 1, workspace=workspace, since_utc=since_utc)
+            found = list_sessions(
+                database, agent=agent, limit=limit + 1, workspace=self._path(workspace), since_utc=since_utc
+            )
             return found, current_verdicts(database, [summary.id for summary in found[:limit]])
 
         found, verdicts = self._read(work) or ([], {})
@@ -227,7 +230,7 @@ class Recall:
         limit: int = bounds.HISTORY_LIMIT[0],
         include_active: bool = False,
     ) -> FileHistory:
-        target = target_path(path, workspace)
+        target = target_path(self._path(path) or "", self._path(workspace))
         phrase = index_phrase(target)
 
         def work(database: Database) -> tuple[list[recall.FoundStep], bool, int]:
@@ -269,6 +272,14 @@ class Recall:
             return read_store(self.db, work)
         except StoreMissing:
             raise no_session(reference, self.db) from None
+
+    def _path(self, path: str | None) -> str | None:
+        """A path as the caller gave it, ``~`` (how answers show the home folder) expanded, normalized."""
+        if path is None or not path.strip():
+            return path
+        if self.home and (path == "~" or path.startswith("~/")):
+            path = self.home.rstrip("/") + path[1:]
+        return posixpath.normpath(path) if posixpath.isabs(path) else path
 
     def _active(self, database: Database) -> tuple[str, ...]:
         return tuple(recall.active_sessions(database, utc_iso(self.clock() - bounds.ACTIVE_WINDOW)))

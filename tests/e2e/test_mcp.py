@@ -190,6 +190,9 @@ def test_file_history_newest_first(client: Client, store: RecallStore) -> None:
     kinds = [(t["seq"], t["type"]) for t in planted["touches"]]
     assert kinds == [(8, "edit"), (6, "command"), (3, "read")]
     assert planted["touches"][1]["command"] == "npx eslint src/date.ts"
+    # Answers show the home folder as ~: given back, it means the home folder.
+    assert client.data("file_history", path="~/app/src/date.ts") == planted
+    assert {h["session_id"] for h in client.data("search", query="date", workspace="~/app/")["hits"]} == {PLANTED}
     assert client.data("file_history", path="/home/dev/app/src/date.tsx")["touches"] == []
     assert len(client.data("file_history", path="/home/dev/app/src/date.ts", limit=1)["touches"]) == 1
 
