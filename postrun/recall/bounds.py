@@ -23,8 +23,10 @@ COMMAND_CHARS = 500
 EDIT_CHARS = 1_000
 TURNS_SHOWN = 200
 ACTORS_SHOWN = 100
-# Search ranks the newest this many matches in scope (as the review app does).
+# Search ranks the newest this many matches (as the review app does); when they hold fewer
+# hits than asked in scope, the newest in scope of this many older matches follow.
 SEARCH_WINDOW = 5_000
+SEARCH_OLDER = 20_000
 # ``file_history`` reads at most this many candidate steps (those whose text holds the name).
 HISTORY_CANDIDATES = 20_000
 # A session with a start, a step or an end this recently is the asking agent's own, as a rule.

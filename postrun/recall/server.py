@@ -87,7 +87,8 @@ def build_server(recall: Recall) -> MCPServer[Any]:
         limit: Annotated[int, _limit(bounds.SEARCH_LIMIT, "hits")] = bounds.SEARCH_LIMIT[0],
         include_active: IncludeActive = False,
     ) -> SearchResult:
-        """Find earlier steps of any agent's sessions by their words, best match first."""
+        """Find earlier steps of any agent's sessions by their words: the best among the newest
+        5,000 matches first, then older matches, newest first."""
         with _reasons():
             return recall.search(
                 query,

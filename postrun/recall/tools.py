@@ -91,7 +91,12 @@ class Recall:
         def work(database: Database) -> tuple[list[recall.FoundStep], int]:
             active = () if include_active else self._active(database)
             found = recall.found_steps(
-                database, checked, replace(scope, exclude=active), limit=limit + 1, window=bounds.SEARCH_WINDOW
+                database,
+                checked,
+                replace(scope, exclude=active),
+                limit=limit + 1,
+                window=bounds.SEARCH_WINDOW,
+                older=bounds.SEARCH_OLDER,
             )
             return found, len(active)
 

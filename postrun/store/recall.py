@@ -45,21 +45,30 @@ _FOUND_COLUMNS = (
     "st.session_id, st.id, st.seq, st.at, st.type, st.outcome, s.agent,"
     " coalesce(json_extract(s.record, '$.workspace.root'), ''), st.record"
 )
-_SCOPE_SQL = """
+_STEP_SCOPE = """
        AND (:outcome IS NULL OR st.outcome = :outcome)
        AND (:since IS NULL OR st.at >= :since)
+       AND st.session_id NOT IN (SELECT value FROM json_each(:exclude))
+"""
+_SESSION_SCOPE = """
        AND (:agent IS NULL OR s.agent = :agent)
        AND (:workspace IS NULL OR json_extract(s.record, '$.workspace.root') = :workspace)
-       AND st.session_id NOT IN (SELECT value FROM json_each(:exclude))
 """
 _FLAG_SQL = """
        AND (:flag IS NULL OR EXISTS (SELECT 1 FROM step_flags f WHERE f.session_id = st.session_id
                                         AND f.step_id = st.id AND (:flag = 'any' OR f.kind = :flag)))
 """
-_MATCHING = f"""
-      FROM step_search JOIN steps st ON st.rowid = step_search.rowid JOIN sessions s ON s.id = st.session_id
-     WHERE step_search MATCH :match {_SCOPE_SQL}
-"""
+
+
+def _matching(scope: Scope, *, sessions: bool = False) -> str:
+    """FROM … WHERE for the steps matching ``:match`` in ``scope``; the sessions are joined when a
+    filter (or the caller, ``sessions``) needs them: a lookup per match is most of a common word's cost."""
+    sessions = sessions or scope.agent is not None or scope.workspace is not None
+    joined = " JOIN sessions s ON s.id = st.session_id" if sessions else ""
+    return (
+        f"FROM step_search JOIN steps st ON st.rowid = step_search.rowid{joined}"
+        f" WHERE step_search MATCH :match {_STEP_SCOPE} {_SESSION_SCOPE if sessions else ''}"
+    )
 
 
 def _bindings(scope: Scope, **more: Any) -> dict[str, Any]:
@@ -78,39 +87,79 @@ def _found(row: tuple[Any, ...]) -> FoundStep:
     return FoundStep(session_id, step_id, seq, at, kind, outcome, agent, workspace, codec.load(record))
 
 
-def found_steps(database: Database, query: SearchQuery, scope: Scope, *, limit: int, window: int) -> list[FoundStep]:
-    """Steps matching ``query`` in ``scope``, best first, ranked among the newest ``window``
-    matches in scope (ranking every match of a common word is slow); without words, the
-    steps with the query's flag, newest first. ``limit`` rows at most."""
+def found_steps(
+    database: Database, query: SearchQuery, scope: Scope, *, limit: int, window: int, older: int
+) -> list[FoundStep]:
+    """Up to ``limit`` steps matching ``query`` in ``scope``: the best among the newest ``window``
+    matches (ranking every match of a common word is slow), then, when they are fewer than
+    ``limit``, the newest in scope of the ``older`` matches before those. Without words, the
+    steps with the query's flag, newest first."""
     if not query.match:
         sql = f"""
             SELECT {_FOUND_COLUMNS} FROM steps st JOIN sessions s ON s.id = st.session_id
              WHERE st.rowid IN (SELECT fs.rowid FROM step_flags f
                                   JOIN steps fs ON fs.session_id = f.session_id AND fs.id = f.step_id
-                                 WHERE :flag = 'any' OR f.kind = :flag) {_SCOPE_SQL}
+                                 WHERE :flag = 'any' OR f.kind = :flag) {_STEP_SCOPE} {_SESSION_SCOPE}
              ORDER BY st.at DESC, st.session_id, st.seq LIMIT :limit
         """
         return [_found(row) for row in database.execute(sql, _bindings(scope, flag=query.flag, limit=limit))]
-    bindings = _bindings(scope, match=query.match, flag=query.flag, limit=limit)
-    floor = database.execute(
-        f"SELECT step_search.rowid {_MATCHING} {_FLAG_SQL} ORDER BY step_search.rowid DESC LIMIT 1 OFFSET :offset",
-        {**bindings, "offset": window - 1},
+    bindings = _bindings(scope, match=query.match, flag=query.flag)
+    matching = f"{_matching(scope)} {_FLAG_SQL}"
+    newest = _nth_match(database, query.match, window)
+    rowids = [
+        int(rowid)
+        for (rowid,) in database.execute(
+            f"SELECT step_search.rowid {matching} AND step_search.rowid >= :floor ORDER BY rank LIMIT :limit",
+            {**bindings, "floor": newest, "limit": limit},
+        )
+    ]
+    if len(rowids) < limit and newest > 0:
+        rowids += [
+            int(rowid)
+            for (rowid,) in database.execute(
+                f"SELECT step_search.rowid {matching} AND step_search.rowid >= :oldest AND step_search.rowid < :floor"
+                " ORDER BY step_search.rowid DESC LIMIT :limit",
+                {**bindings, "oldest": _nth_match(database, query.match, window + older), "floor": newest,
+                 "limit": limit - len(rowids)},
+            )
+        ]  # fmt: skip
+    return _found_by_rowid(database, rowids)
+
+
+def _nth_match(database: Database, match: str, count: int) -> int:
+    """The rowid of the ``count``-th newest step matching ``match``; 0 when fewer match."""
+    rowid = database.execute(
+        "SELECT rowid FROM step_search WHERE step_search MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+        (match, count - 1),
     ).get
-    sql = f"SELECT {_FOUND_COLUMNS} {_MATCHING} {_FLAG_SQL} AND step_search.rowid >= :floor ORDER BY rank LIMIT :limit"
-    return [_found(row) for row in database.execute(sql, {**bindings, "floor": floor or 0})]
+    return 0 if rowid is None else int(rowid)
+
+
+def _found_by_rowid(database: Database, rowids: list[int]) -> list[FoundStep]:
+    rows = {
+        int(rowid): _found(rest)
+        for rowid, *rest in database.execute(
+            f"SELECT st.rowid, {_FOUND_COLUMNS} FROM steps st JOIN sessions s ON s.id = st.session_id"
+            " WHERE st.rowid IN (SELECT value FROM json_each(?))",
+            (orjson.dumps(rowids).decode(),),
+        )
+    }
+    return [rows[rowid] for rowid in rowids]
 
 
 def active_sessions(database: Database, since_utc: str) -> list[str]:
     """Sessions with a start, a step or an end at or after ``since_utc`` (by their own times).
 
-    Only sessions the store changed since then are looked at: nothing is stored before it happens.
+    Only sessions the store changed since then are looked at (nothing is stored before it
+    happens), and the steps of open ones only (an ended session's last step is before its end).
     """
     rows = database.execute(
         """
         SELECT s.id FROM sessions s
          WHERE s.updated_at >= :since
-           AND (s.started_at >= :since OR coalesce(s.ended_at, '') >= :since
-                OR (SELECT st.at FROM steps st WHERE st.session_id = s.id ORDER BY st.seq DESC LIMIT 1) >= :since)
+           AND (s.started_at >= :since OR s.ended_at >= :since
+                OR (s.ended_at IS NULL
+                    AND (SELECT st.at FROM steps st WHERE st.session_id = s.id ORDER BY st.seq DESC LIMIT 1) >= :since))
          ORDER BY s.id
         """,
         {"since": since_utc},
@@ -122,7 +171,7 @@ def steps_naming(database: Database, match: str, scope: Scope) -> Generator[Foun
     """Edits, reads and commands whose indexed text matches ``match`` (an FTS5 query) in
     ``scope``, newest first; the caller stops reading when it has enough."""
     sql = f"""
-        SELECT {_FOUND_COLUMNS} {_MATCHING}
+        SELECT {_FOUND_COLUMNS} {_matching(scope, sessions=True)}
            AND st.type IN ('edit', 'read', 'command')
          ORDER BY st.at DESC, st.session_id, st.seq DESC
     """

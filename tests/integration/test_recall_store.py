@@ -12,8 +12,9 @@ import pytest
 from postrun.errors import StoreError, StoreTooNewError
 from postrun.recall.citations import ReviewApp
 from postrun.recall.tools import Recall
+from postrun.store import recall
 from postrun.store.db import STORE_VERSION, Database, StoreMissing
-from postrun.store.query import list_sessions
+from postrun.store.query import list_sessions, search_query
 from postrun.store.snapshot import read_store
 from postrun.store.write import upsert_session
 from postrun.web.state import ServeState, write_state
@@ -131,3 +132,32 @@ def test_citations_follow_the_running_review_app(tmp_path: Path) -> None:
     assert (
         hit.url == "http://[::1]:9123/s/1790000000000_aaaaa#step-1" and hit.show == "postrun show 1790000000000_aaaaa"
     )
+
+
+def test_search_ranks_the_newest_matches_then_reaches_older_ones_in_scope(tmp_path: Path) -> None:
+    db = tmp_path / "store" / "postrun.db"
+    sessions = [f"179000000000{n}_ccccc" for n in range(6)]  # stored in this order: rowids grow
+    _store(db, *sessions)
+    with Database.open(db) as database:  # the first session's steps, another workspace's
+        record = session_record(sessions[0], workspace={"root": "/w/old"})
+        steps = [message_step(0, "Why does the parser fail?", role="user", session_id=sessions[0])]
+        upsert_session(
+            database, mapped_session(steps, session_id=sessions[0], session=record), now=STORED_AT, captured_on="h"
+        )
+    query = search_query("parser")
+
+    def found(scope: recall.Scope, window: int, older: int) -> list[str]:
+        return read_store(
+            db,
+            lambda d: [s.session_id for s in recall.found_steps(d, query, scope, limit=5, window=window, older=older)],
+        )
+
+    # 16 steps match: the first session's 1, then 3 of each other's. The newest 4 (the last
+    # session's 3 and one of the one before) are ranked, then as many older ones as asked follow.
+    assert len(found(recall.Scope(), window=4, older=0)) == 4
+    assert found(recall.Scope(), window=4, older=1)[4] == sessions[4]
+    assert found(recall.Scope(workspace="/w/old"), window=4, older=100) == [sessions[0]]
+    assert found(recall.Scope(workspace="/w/old"), window=4, older=2) == []  # beyond the older matches read
+    assert found(recall.Scope(workspace="/w/old", exclude=(sessions[0],)), window=4, older=100) == []
+    everything = found(recall.Scope(), window=100, older=0)
+    assert len(everything) == 5 and found(recall.Scope(agent="codex"), window=100, older=0) == []
