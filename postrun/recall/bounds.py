@@ -16,6 +16,10 @@ STEP_CHARS = (2_000, 100, 20_000)
 # What one ``get_steps`` answer holds at most, all steps' texts together: past it, the answer
 # stops at the step before and says where to go on.
 STEPS_BUDGET_CHARS = 200_000
+# What a caller may send: a query, a path, any other word (an id, a kind, a date).
+QUERY_CHARS = 1_000
+PATH_CHARS = 4_096
+ARGUMENT_CHARS = 200
 SNIPPET_CHARS = 300
 TITLE_CHARS = 200
 PROMPT_CHARS = 500

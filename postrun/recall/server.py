@@ -33,13 +33,20 @@ INSTRUCTIONS = (
 )
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
-Agent = Annotated[str | None, Field(description="Only this agent's sessions: cline, claude-code, codex, …")]
-Workspace = Annotated[str | None, Field(description="Only sessions of this workspace root (an absolute path).")]
-Since = Annotated[str | None, Field(description="Only from this date on: 2026-11-29 or an ISO date-time.")]
+_WORD = bounds.ARGUMENT_CHARS
+Agent = Annotated[
+    str | None, Field(max_length=_WORD, description="Only this agent's sessions: cline, claude-code, codex, …")
+]
+Workspace = Annotated[
+    str | None, Field(max_length=bounds.PATH_CHARS, description="Only sessions of this workspace root (a path).")
+]
+Since = Annotated[
+    str | None, Field(max_length=_WORD, description="Only from this date on: 2026-11-29 or an ISO date-time.")
+]
 IncludeActive = Annotated[
     bool, Field(description="Also sessions active in the last 10 minutes (your own current one among them).")
 ]
-SessionId = Annotated[str, Field(description="A session id, or a unique prefix of one.")]
+SessionId = Annotated[str, Field(max_length=_WORD, description="A session id, or a unique prefix of one.")]
 
 
 def _limit(default_most: tuple[int, int], what: str) -> Any:
@@ -78,11 +85,19 @@ def build_server(recall: Recall) -> MCPServer[Any]:
 
     @server.tool(annotations=_READ_ONLY)
     def search(
-        query: Annotated[str, Field(description="Words to find (every word must match) in commands, output, edits…")],
+        query: Annotated[
+            str,
+            Field(
+                max_length=bounds.QUERY_CHARS,
+                description="Words to find (every word must match) in commands, output, edits…",
+            ),
+        ],
         agent: Agent = None,
         workspace: Workspace = None,
         outcome: Annotated[Literal["ok", "failed"] | None, Field(description="Only steps that ended so.")] = None,
-        flag: Annotated[str | None, Field(description="Only steps with this risk flag kind (or any).")] = None,
+        flag: Annotated[
+            str | None, Field(max_length=_WORD, description="Only steps with this risk flag kind (or any).")
+        ] = None,
         since: Since = None,
         limit: Annotated[int, _limit(bounds.SEARCH_LIMIT, "hits")] = bounds.SEARCH_LIMIT[0],
         include_active: IncludeActive = False,
@@ -105,7 +120,9 @@ def build_server(recall: Recall) -> MCPServer[Any]:
     def list_sessions(
         agent: Agent = None,
         workspace: Workspace = None,
-        since: Annotated[str | None, Field(description="Only sessions started on or after this date.")] = None,
+        since: Annotated[
+            str | None, Field(max_length=_WORD, description="Only sessions started on or after this date.")
+        ] = None,
         limit: Annotated[int, _limit(bounds.SESSIONS_LIMIT, "sessions")] = bounds.SESSIONS_LIMIT[0],
     ) -> SessionList:
         """List recorded sessions, newest first."""
@@ -141,8 +158,13 @@ def build_server(recall: Recall) -> MCPServer[Any]:
 
     @server.tool(annotations=_READ_ONLY)
     def file_history(
-        path: Annotated[str, Field(description="The file: an absolute path, or relative to workspace.")],
-        workspace: Annotated[str | None, Field(description="The folder a relative path is in.")] = None,
+        path: Annotated[
+            str,
+            Field(max_length=bounds.PATH_CHARS, description="The file: an absolute path, or relative to workspace."),
+        ],
+        workspace: Annotated[
+            str | None, Field(max_length=bounds.PATH_CHARS, description="The folder a relative path is in.")
+        ] = None,
         limit: Annotated[int, _limit(bounds.HISTORY_LIMIT, "steps")] = bounds.HISTORY_LIMIT[0],
         include_active: IncludeActive = False,
     ) -> FileHistory:

@@ -80,6 +80,8 @@ class Recall:
     ) -> SearchResult:
         if flag is not None and flag != "any" and flag not in FLAG_KINDS:
             raise UsageError("flag", f"unknown flag kind {flag!r} (known: {', '.join(FLAG_KINDS)}, any)")
+        if "\x00" in query:  # SQLite's query parser stops at a NUL
+            raise UsageError("query", "holds a NUL character")
         if not query.split() and flag is None:
             raise UsageError("query", "empty: give the words to find (or a flag to list flagged steps)")
         secrets = find_secrets(query)

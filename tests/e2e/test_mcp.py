@@ -205,6 +205,7 @@ def test_bad_parameters_are_one_line_tool_errors(client: Client) -> None:
         client.error("search", query="date", since="last tuesday"),
         client.error("search", query="date", flag="no_such_flag"),
         client.error("search", query="   "),
+        client.error("search", query="date\x00"),
         client.error("search", query=f"where is {SAMPLES['aws_key'][0]}"),
         client.error("search"),
         client.error("list_sessions", limit=101),
@@ -213,11 +214,14 @@ def test_bad_parameters_are_one_line_tool_errors(client: Client) -> None:
         client.error("get_steps", session_id=BASIC, limit="many"),
         client.error("file_history", path="src/date.ts"),
         client.error("file_history", path=""),
+        client.error("search", query="date " * 400),
+        client.error("get_session", session_id="x" * 201),
         client.error("no_such_tool"),
     ]
     assert "limit" in reasons[0] and "since" in reasons[3] and "no_such_flag" in reasons[4]
-    assert "secret" in reasons[6] and SAMPLES["aws_key"][0] not in reasons[6]
-    assert "relative" in reasons[12]
+    assert "NUL" in reasons[6]
+    assert "secret" in reasons[7] and SAMPLES["aws_key"][0] not in reasons[7]
+    assert "relative" in reasons[13]
     assert client.data("list_sessions", limit=1)["sessions"]  # still serving
 
 
