@@ -7,7 +7,7 @@ can look (``postrun show <id>``, the review app's page).
 - ``bounds``: how much an answer holds, and the cuts that keep it there;
 - ``citations``: the command and the review app's address for a session or a step;
 - ``models``: the answers' shapes (their JSON schemas are the tools' output schemas);
-- ``paths``: whether a step names a file;
+- ``paths``: whether a step names a file; ``present``: a snippet, a turn, a file's touch as shown;
 - ``tools``: the five tools over the store;
 - ``server``: the MCP server over stdio; ``clients``: how each client registers it.
 """

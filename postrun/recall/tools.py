@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import posixpath
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -22,7 +22,6 @@ from postrun.recall.citations import ReviewApp, review_url, show_command
 from postrun.recall.models import (
     Actor,
     FileHistory,
-    FileTouch,
     SearchHit,
     SearchResult,
     SessionList,
@@ -31,14 +30,14 @@ from postrun.recall.models import (
     Step,
     StepCounts,
     StepsPage,
-    TurnSummary,
 )
 from postrun.recall.paths import index_phrase, names_path, target_path
+from postrun.recall.present import file_touch, snippet, turn_summary
 from postrun.review.flags import FLAG_KINDS
 from postrun.review.redact import Redactor
 from postrun.review.secrets import find_secrets
 from postrun.schema.models import Metrics
-from postrun.store import codec, recall
+from postrun.store import recall
 from postrun.store.db import Database, StoreMissing
 from postrun.store.query import (
     SessionSummary,
@@ -113,7 +112,7 @@ class Recall:
                 type=step.type,
                 outcome=step.outcome,
                 at=step.at,
-                snippet=_snippet(step.record, words, redactor),
+                snippet=snippet(step.record, words, redactor),
                 agent=step.agent,
                 workspace=redactor.text(step.workspace, "workspace"),
                 actor_id=str(step.record.get("actor_id", "root")),
@@ -181,7 +180,7 @@ class Recall:
                 model=details.model,
                 git_branch=None if details.git_branch is None else redactor.text(details.git_branch, "branch"),
                 metrics=Metrics.model_validate(record["metrics"]) if record.get("metrics") else None,
-                turns=[_turn(turn, redactor) for turn in turns],
+                turns=[turn_summary(turn, redactor) for turn in turns],
                 turns_left_out=total - len(turns),
                 actors=[Actor.model_validate(redactor.value(actor, "actor")) for actor in actors],
                 counts=StepCounts(
@@ -261,7 +260,7 @@ class Recall:
         redactor = self._redactor()
         return FileHistory(
             path=redactor.text(target, "path"),
-            touches=[_touch(step, redactor, self._cite(step.session_id, step.seq)) for step in found],
+            touches=[file_touch(step, redactor, self._cite(step.session_id, step.seq)) for step in found],
             more=more,
             active_left_out=left_out,
         )
@@ -305,48 +304,3 @@ def _since(text: str | None) -> str | None:
         return normalize_timestamp(text.strip())
     except ValueError:
         raise UsageError("since", f"expected a date like 2026-11-29 or an ISO date-time, got {text!r}") from None
-
-
-def _snippet(record: dict[str, Any], words: Sequence[str], redactor: Redactor) -> str:
-    """The step's text around the first word found, redacted whole before it is cut (a cut
-    secret could escape the detector); without words, the reasons of its flags."""
-    if not words:
-        text = " | ".join(f"{flag['severity']} {flag['kind']}: {flag['reason']}" for flag in record.get("flags", []))
-        return bounds.cut(one_line(redactor.text(text, "flags")), bounds.SNIPPET_CHARS)
-    text = one_line(redactor.text(codec.search_body(record), "snippet"))
-    folded = text.casefold()
-    found = [at for at in (folded.find(word.casefold()) for word in words) if at >= 0]
-    start = max(0, min(found, default=0) - bounds.SNIPPET_CHARS // 3)
-    window = text[start : start + bounds.SNIPPET_CHARS]
-    return ("…" if start else "") + window + ("…" if start + bounds.SNIPPET_CHARS < len(text) else "")
-
-
-def _turn(turn: recall.TurnFacts, redactor: Redactor) -> TurnSummary:
-    first = turn.first_step or {}
-    payload = first.get("payload") or {}
-    text = payload.get("text") if first.get("type") == "message" and payload.get("role") == "user" else None
-    prompt = None if not isinstance(text, str) else bounds.cut(redactor.text(text, "prompt"), bounds.PROMPT_CHARS)
-    return TurnSummary(index=turn.index, prompt=prompt, steps=turn.steps, first_seq=turn.first_seq)
-
-
-def _touch(step: recall.FoundStep, redactor: Redactor, cite: dict[str, str]) -> FileTouch:
-    payload = step.record.get("payload") or {}
-
-    def shown(key: str, limit: int) -> str | None:
-        value = payload.get(key)
-        return bounds.cut(redactor.text(value, key), limit) if isinstance(value, str) else None
-
-    return FileTouch(
-        session_id=step.session_id,
-        step_id=step.step_id,
-        seq=step.seq,
-        at=step.at,
-        type=step.type,
-        outcome=step.outcome,
-        agent=step.agent,
-        workspace=redactor.text(step.workspace, "workspace"),
-        command=shown("command", bounds.COMMAND_CHARS) if step.type == "command" else None,
-        old_text=shown("old_string", bounds.EDIT_CHARS) if step.type == "edit" else None,
-        new_text=shown("new_string", bounds.EDIT_CHARS) if step.type == "edit" else None,
-        **cite,
-    )

@@ -1,0 +1,57 @@
+"""How recall shows what it found: a snippet, a turn, a file's touch, every text redacted then cut (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from postrun.recall import bounds
+from postrun.recall.models import FileTouch, TurnSummary
+from postrun.review.redact import Redactor
+from postrun.store import codec, recall
+from postrun.text import one_line
+
+
+def snippet(record: dict[str, Any], words: Sequence[str], redactor: Redactor) -> str:
+    """The step's text around the first word found, redacted whole before it is cut (a cut
+    secret could escape the detector); without words, the reasons of its flags."""
+    if not words:
+        text = " | ".join(f"{flag['severity']} {flag['kind']}: {flag['reason']}" for flag in record.get("flags", []))
+        return bounds.cut(one_line(redactor.text(text, "flags")), bounds.SNIPPET_CHARS)
+    text = one_line(redactor.text(codec.search_body(record), "snippet"))
+    folded = text.casefold()
+    found = [at for at in (folded.find(word.casefold()) for word in words) if at >= 0]
+    start = max(0, min(found, default=0) - bounds.SNIPPET_CHARS // 3)
+    window = text[start : start + bounds.SNIPPET_CHARS]
+    return ("…" if start else "") + window + ("…" if start + bounds.SNIPPET_CHARS < len(text) else "")
+
+
+def turn_summary(turn: recall.TurnFacts, redactor: Redactor) -> TurnSummary:
+    first = turn.first_step or {}
+    payload = first.get("payload") or {}
+    text = payload.get("text") if first.get("type") == "message" and payload.get("role") == "user" else None
+    prompt = None if not isinstance(text, str) else bounds.cut(redactor.text(text, "prompt"), bounds.PROMPT_CHARS)
+    return TurnSummary(index=turn.index, prompt=prompt, steps=turn.steps, first_seq=turn.first_seq)
+
+
+def file_touch(step: recall.FoundStep, redactor: Redactor, cite: dict[str, str]) -> FileTouch:
+    payload = step.record.get("payload") or {}
+
+    def shown(key: str, limit: int) -> str | None:
+        value = payload.get(key)
+        return bounds.cut(redactor.text(value, key), limit) if isinstance(value, str) else None
+
+    return FileTouch(
+        session_id=step.session_id,
+        step_id=step.step_id,
+        seq=step.seq,
+        at=step.at,
+        type=step.type,
+        outcome=step.outcome,
+        agent=step.agent,
+        workspace=redactor.text(step.workspace, "workspace"),
+        command=shown("command", bounds.COMMAND_CHARS) if step.type == "command" else None,
+        old_text=shown("old_string", bounds.EDIT_CHARS) if step.type == "edit" else None,
+        new_text=shown("new_string", bounds.EDIT_CHARS) if step.type == "edit" else None,
+        **cite,
+    )
