@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -72,9 +73,10 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return (info.st_dev, info.st_ino)
 
 
-def _connect(path: Path, *, create: bool, read_only: bool) -> apsw.Connection:
+def _connect(path: Path, *, create: bool, read_only: bool, immutable: bool = False) -> apsw.Connection:
     """A connection to ``path`` (absolute), opened only once the file is known to be a store or
-    empty (as Postrun creates it): a mistyped --db must not change someone's file."""
+    empty (as Postrun creates it): a mistyped --db must not change someone's file. ``immutable``:
+    the file read alone, with no lock and no side file (SQLite's ``immutable`` URI parameter)."""
     if path.is_dir():
         raise StoreError(str(path), "is a folder; the store is a file (e.g. <folder>/postrun.db)")
     try:
@@ -86,7 +88,11 @@ def _connect(path: Path, *, create: bool, read_only: bool) -> apsw.Connection:
         elif not _sqlite_or_empty(path):
             raise StoreError(str(path), "cannot use the store (the file is not a SQLite database)")
         flags = apsw.SQLITE_OPEN_READONLY if read_only else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
-        connection = apsw.Connection(str(path), flags=flags | apsw.SQLITE_OPEN_NOFOLLOW)
+        name = str(path)
+        if immutable:
+            name = f"file:{urllib.parse.quote(name)}?immutable=1"
+            flags |= apsw.SQLITE_OPEN_URI
+        connection = apsw.Connection(name, flags=flags | apsw.SQLITE_OPEN_NOFOLLOW)
     except apsw.Error as exc:
         raise StoreError(str(path), f"cannot open the store ({describe_sqlite_error(exc)})") from None
     except OSError as exc:
@@ -137,7 +143,7 @@ class Database:
         return database
 
     @classmethod
-    def open_reader(cls, path: Path) -> Database:
+    def open_reader(cls, path: Path, *, immutable: bool = False) -> Database:
         """The store opened read-only, for every command, page or process that only reads.
 
         It changes nothing: no WAL switch, no migration, no chmod, no store created; the file's
@@ -147,12 +153,16 @@ class Database:
         to any reader of such a file.) A writer's commits, of this or another process, show at
         the reader's next transaction: the connection may be held as long as needed.
 
+        ``immutable`` reads the file alone, without locks and without creating the ``-wal`` and
+        ``-shm``: only for a caller that checks afterwards that no writer came in meanwhile
+        (``postrun.store.snapshot``).
+
         Raises StoreMissing (no file, an empty one, or a database with nothing in it yet),
         StoreTooOldError (an older Postrun wrote it: a writer, ``capture`` or ``ingest``, upgrades
         it), StoreTooNewError, and StoreError otherwise (not a Postrun store, cannot be read).
         """
         path = path.absolute()
-        connection = _connect(path, create=False, read_only=True)
+        connection = _connect(path, create=False, read_only=True, immutable=immutable)
         database = cls(path, connection)
         try:
             version = database._checked_version()

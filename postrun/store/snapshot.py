@@ -17,16 +17,14 @@ two files behind (SQLite offers no other read that never creates them).
 from __future__ import annotations
 
 import os
-import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
 import apsw
 
-from postrun.errors import StoreError, StoreTooNewError
-from postrun.store import codec
-from postrun.store.db import BUSY_TIMEOUT_MS, STORE_VERSION, Database, StoreMissing, describe_sqlite_error
+from postrun.errors import StoreError
+from postrun.store.db import Database, describe_sqlite_error
 
 T = TypeVar("T")
 ATTEMPTS = 3
@@ -36,15 +34,14 @@ _Fingerprint = tuple[int, int, int, bool]  # inode, size, mtime (ns), a -wal or 
 def read_store(path: Path, work: Callable[[Database], T]) -> T:
     """``work(database)`` over a read-only view of the store at ``path``.
 
-    Raises StoreMissing when there is no store, StoreTooNewError when a newer Postrun wrote it,
-    StoreError when it is not a current Postrun store or keeps changing under the read.
+    Raises what ``Database.open_reader`` raises (StoreMissing when there is no store yet,
+    StoreTooOldError, StoreTooNewError, StoreError), and StoreError when the store keeps
+    changing under the read.
     """
     for _ in range(ATTEMPTS):
         before = _fingerprint(path)
-        if before is None or before[1] == 0:  # an empty file is no store yet either
-            raise StoreMissing(str(path), "no store yet (run `postrun ingest` or `postrun capture`)")
-        shared = before[3]
-        database = _open(path, immutable=not shared)
+        shared = before is not None and before[3]
+        database = Database.open_reader(path, immutable=not shared)  # no store: StoreMissing
         try:
             result = work(database)
         except apsw.Error as exc:
@@ -65,30 +62,3 @@ def _fingerprint(path: Path) -> _Fingerprint | None:
         raise StoreError(str(path), f"cannot read the store ({exc.strerror or exc})") from None
     busy = any(os.path.lexists(f"{path}{suffix}") for suffix in ("-wal", "-journal"))
     return (info.st_ino, info.st_size, info.st_mtime_ns, busy)
-
-
-def _open(path: Path, *, immutable: bool) -> Database:
-    uri = "file:" + urllib.parse.quote(str(path.absolute())) + ("?immutable=1" if immutable else "")
-    try:
-        connection = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
-        connection.set_busy_timeout(BUSY_TIMEOUT_MS)
-        codec.register(connection)
-        version = int(connection.execute("pragma user_version").get)
-    except apsw.Error as exc:
-        raise StoreError(str(path), f"cannot read the store ({describe_sqlite_error(exc)})") from None
-    database = Database(path, connection)
-    if version != STORE_VERSION:
-        connection.close()
-        if version > STORE_VERSION:
-            raise StoreTooNewError(
-                str(path),
-                f"written by a newer Postrun (store version {version}, this Postrun knows up to "
-                f"{STORE_VERSION}); upgrade Postrun",
-            )
-        if version == 0:
-            raise StoreError(str(path), "not a Postrun store")
-        raise StoreError(
-            str(path),
-            f"an older store (version {version}): run `postrun capture` or `postrun ingest` once to upgrade it",
-        )
-    return database

@@ -263,7 +263,8 @@ def test_active_sessions_left_out_unless_asked(client: Client, store: RecallStor
     assert client.data("get_steps", session_id=store.live_id, from_seq=13, limit=1)["steps"][0]["seq"] == 13
 
 
-def test_the_store_is_never_changed(store: RecallStore, tmp_path: Path) -> None:
+def test_the_store_is_never_changed(tmp_path: Path) -> None:
+    store = build_recall_store(tmp_path / "recall")  # its own: other readers leave a -wal behind
     before = store_fingerprint(store.db)
     assert not any(name.startswith("postrun.db-") for name in before[2])
     with (tmp_path / "stderr.txt").open("w") as stderr, mcp_client(store.env, stderr) as client:

@@ -9,7 +9,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from postrun.errors import StoreError, StoreTooNewError
+from postrun.errors import StoreError, StoreTooNewError, StoreTooOldError
 from postrun.recall.citations import ReviewApp
 from postrun.recall.tools import Recall
 from postrun.store import recall
@@ -91,7 +91,7 @@ def test_stores_it_cannot_read(tmp_path: Path) -> None:
         read_store(tmp_path / "empty.db", _ids)
     for version, error, reason in (
         (STORE_VERSION + 1, StoreTooNewError, "newer Postrun"),
-        (STORE_VERSION - 1, StoreError, "run `postrun capture` or `postrun ingest` once"),
+        (STORE_VERSION - 1, StoreTooOldError, "run postrun capture or postrun ingest once"),
         (0, StoreError, "not a Postrun store"),
     ):
         other = tmp_path / f"v{version}.db"
