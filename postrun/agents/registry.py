@@ -284,6 +284,15 @@ def enabled_roots(loaded: LoadedSettings, environ: Mapping[str, str]) -> list[tu
     return [(agent, root) for agent in adapters(loaded.settings.agents) for root in agent.roots(loaded, environ)]
 
 
+def folder_lines(loaded: LoadedSettings, environ: Mapping[str, str]) -> list[str]:
+    """One line per root capture watches: the agent, what the folder holds, where it is and
+    whether it exists yet (``status``, ``config show``)."""
+    return [
+        f"{agent.kind} {root.role} folder: {root.path} ({'found' if root.path.is_dir() else 'not found'})"
+        for agent, root in enabled_roots(loaded, environ)
+    ]
+
+
 def check_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
     """``kinds`` when every one is registered (for the ``agents`` setting); ValueError otherwise."""
     found = tuple(kinds)

@@ -2,7 +2,7 @@
 
 The kernel drops the lock when the process dies, so a crash never leaves a stale
 lock behind. The file also tells ``postrun status`` (and ``--daemon``'s parent)
-who holds it: pid, start time, last ingest and sessions watched, as JSON.
+who holds it: pid, start time, last ingest, sessions watched and a re-flag's progress, as JSON.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ class CaptureInfo:
     db: str
     last_ingest: str | None = None
     sessions_watched: int = 0
+    reflag: str | None = None  # a background re-flag under way: "<done>/<total>" sessions
 
 
 class CaptureLock:
@@ -66,6 +67,12 @@ class CaptureLock:
         self.info = CaptureInfo(pid=os.getpid(), started_at=self.clock(), db=str(self.db))
         self._write()
         return self.info
+
+    def update_reflag(self, progress: str | None) -> None:
+        """How far the background re-flag got (None: none under way)."""
+        if self.info is not None and self.info.reflag != progress:
+            self.info = replace(self.info, reflag=progress)
+            self._write()
 
     def update(self, *, last_ingest: str | None = None, sessions_watched: int | None = None) -> None:
         if self.info is None:

@@ -22,11 +22,13 @@ from postrun.agents.registry import enabled_roots
 from postrun.capture.book import SessionBook, Watched, plan_catch_up
 from postrun.capture.caches import MappingCaches
 from postrun.capture.context import CaptureContext, watching_line
+from postrun.capture.dispatcher import Dispatcher
 from postrun.capture.job import IngestJob
 from postrun.capture.lock import CaptureLock
 from postrun.capture.notify import Notifier
 from postrun.capture.poller import Poller, root_state
-from postrun.capture.scheduler import Dispatcher, Due, Scheduler
+from postrun.capture.reflag import BackgroundReflag
+from postrun.capture.scheduler import Due, Scheduler
 from postrun.capture.signals import Signals
 from postrun.capture.watcher import MAX_FOLDER_WATCHES, SessionWatcher
 from postrun.errors import AlreadyRunning
@@ -85,7 +87,9 @@ class Capture:
             catch_up=self._catch_up,
             finish=self._end_catch_up,
             housekeeping=self._housekeeping,
+            background=self._background,
         )
+        self.reflag: BackgroundReflag | None = None
         self._lost_lock = False
         self._info_lock = threading.Lock()
         self._last_ingest: str | None = None
@@ -121,8 +125,10 @@ class Capture:
         changed: list[str] = []
         for each in watched:
             changed.extend(self._start_watching(each, database))
-        if self.first:
-            self.job.refresh_flags(self.context.progress)
+        # After the flag rules changed: re-flagged once capture runs (see ``capture.reflag``).
+        self.reflag = BackgroundReflag.due(self.job, self.logger, self._report_reflag)
+        if self.reflag is not None:
+            self.dispatcher.run_background()
         watches = sum(len(running.watcher.watched_folders) for running in self.running if running.watcher)
         self.logger.debug(
             f"capture: debounce {settings.debounce_seconds:g} s, poll {settings.poll_seconds:g} s,"
@@ -264,6 +270,14 @@ class Capture:
         left, _ = self.dispatcher.snapshot()
         if left == 0:
             self._caught_up_now()
+
+    def _background(self, give_way: Callable[[], bool]) -> float | None:
+        """On the ingest thread, when no live work and no catch-up is due: the re-flag goes on."""
+        return None if self.reflag is None else self.reflag(give_way)
+
+    def _report_reflag(self, progress: str | None) -> None:
+        with self._info_lock:
+            self.lock.update_reflag(progress)
 
     def _end_catch_up(self) -> None:
         """On the ingest thread as it stops, within the stop's grace: the catch-up's mapping processes end."""

@@ -20,8 +20,9 @@ from pathlib import Path
 
 from postrun.agents.registry import Listing, Location, Skipped, Source, as_source
 from postrun.capture.book import SessionBook, skipped_line
+from postrun.capture.dispatcher import Dispatcher
 from postrun.capture.freshness import fingerprint_key
-from postrun.capture.scheduler import Dispatcher, Reason
+from postrun.capture.scheduler import Reason
 from postrun.capture.watcher import SessionWatcher
 from postrun.errors import NotFound, PostrunError
 

@@ -85,10 +85,11 @@ def capture(
 @command
 def status() -> None:
     """Whether capture is running (exit 0) or not (exit 3), and what the store holds."""
+    from postrun.agents.registry import folder_lines
     from postrun.capture.status import capture_status
     from postrun.web.state import review_app_status
 
-    _, paths = load()
+    loaded, paths = load()
     found = capture_status(paths.db, paths.capture_lock)
     info = found.capture
     if info is None:
@@ -101,6 +102,8 @@ def status() -> None:
         typer.echo(f"store: {paths.db} (not created yet)")
     else:
         typer.echo(f"store: {paths.db} ({found.stored.sessions} sessions, {found.stored.steps} steps)")
+    for line in folder_lines(loaded, os.environ):
+        typer.echo(line)
     if info is None:
         say("hint: start it with `postrun capture` (or `postrun capture --daemon`)")
         raise typer.Exit(int(ExitCode.NOT_RUNNING))
@@ -111,3 +114,5 @@ def status() -> None:
     else:
         typer.echo("last ingest: none yet")
     typer.echo(f"sessions watched: {info.sessions_watched}")
+    if info.reflag is not None:
+        typer.echo(f"re-flagging: {info.reflag} stored sessions (the flag rules changed)")

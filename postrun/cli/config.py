@@ -20,9 +20,13 @@ app.add_typer(config_app, name="config")
 @command
 def config_show() -> None:
     """Every effective setting and where it came from."""
+    from postrun.agents.registry import folder_lines
+
     loaded, _ = load()
     for value in describe(loaded):
         typer.echo(f"{value.key} = {value.value}  ({value.source})")
+    for line in folder_lines(loaded, os.environ):
+        typer.echo(f"# {line}")
 
 
 @config_app.command("path")

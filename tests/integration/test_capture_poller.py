@@ -13,8 +13,9 @@ import pytest
 
 from postrun.agents.cline import SessionLocation
 from postrun.capture.book import SessionBook, plan_catch_up
+from postrun.capture.dispatcher import Dispatcher
 from postrun.capture.poller import NEW_FOLDER_GRACE_SECONDS, Poller, root_state
-from postrun.capture.scheduler import Dispatcher, Scheduler
+from postrun.capture.scheduler import Scheduler
 from postrun.ingest.ingester import Ingester
 from postrun.store.db import Database
 from tests.conftest import FIXTURES

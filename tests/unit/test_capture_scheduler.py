@@ -10,7 +10,8 @@ from collections.abc import Callable
 import pytest
 
 from postrun.capture.clock import MonotonicClock
-from postrun.capture.scheduler import Dispatcher, Due, Scheduler
+from postrun.capture.dispatcher import Dispatcher
+from postrun.capture.scheduler import Due, Scheduler
 from tests.support.clock import FakeClock
 
 MAX_WAIT_SECONDS = 60  # a session that keeps changing never waits longer than this
