@@ -26,7 +26,7 @@ class PostrunError(Exception):
         return f"{self.where}: {self.reason}" if self.where else self.reason
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # A session's failure crosses from a mapping process to the writer as it was raised;
+        # A session's failure crosses from an ingest process to the writer as it was raised;
         # the default would call ``__init__`` again with the message alone.
         return (_rebuilt, (type(self), self.args, self.__dict__))
 

@@ -126,7 +126,7 @@ class Settings(BaseSettings):
     keep_raw: bool = True  # False: no raw copies of the agent's files (records only)
     # A session being written is copied to the vault at most this often (0: at every ingest).
     raw_copy_seconds: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 300
-    # Processes mapping a catch-up of many sessions, `postrun ingest`'s or capture's start-up pass
+    # Ingest processes preparing a batched ingest of many sessions, `postrun ingest`'s or capture's start-up catch-up
     # (None: one fewer than the CPUs; 0: none).
     ingest_processes: Annotated[int, Field(ge=0, le=64)] | None = None
     mirror_url: MirrorUrl | None = None  # the team mirror (PostgreSQL); None: no mirror

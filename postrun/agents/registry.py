@@ -88,7 +88,7 @@ class KeptSession:
 
 
 class Location(Protocol):
-    """Where one session's files are. Picklable (mapping processes receive it), a value."""
+    """Where one session's files are. Picklable (ingest processes receive it), a value."""
 
     @property
     def agent(self) -> str: ...  # the adapter's kind

@@ -280,7 +280,7 @@ class Capture:
             self.lock.update_reflag(progress)
 
     def _end_catch_up(self) -> None:
-        """On the ingest thread as it stops, within the stop's grace: the catch-up's mapping processes end."""
+        """On the ingest thread as it stops, within the stop's grace: the catch-up's ingest processes end."""
         if self.job is not None:
             self.job.startup.close()
 

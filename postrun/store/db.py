@@ -246,7 +246,7 @@ class Database:
         """
         connection = self.connection
         if not connection.getautocommit():
-            # Inside a caller's transaction (a catch-up's batch): a savepoint, so this part is
+            # Inside a caller's transaction (a batched ingest's transaction): a savepoint, so this part is
             # all or nothing on its own and the rest of the transaction stays.
             # What was held back when this part began: rolled back, the part also undoes what it
             # ran of it (``run_deferred`` before a step is unindexed), which is then held again.
@@ -287,7 +287,7 @@ class Database:
         the part of it that asked is rolled back).
 
         For writes to the search index: FTS5 writes the terms it holds in memory out to a new
-        segment of the index at every savepoint, so indexing each session of a catch-up inside
+        segment of the index at every savepoint, so indexing each session of a batched ingest inside
         its own savepoint writes (and later merges) one small segment per session; indexed at
         the commit (or, past ``DEFERRED_ROWS``, between two parts), many sessions make one.
         """

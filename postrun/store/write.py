@@ -188,7 +188,7 @@ class _Writer:
 
 
 class StepWrite(NamedTuple):
-    """What the store writes of a new or changed step (``step_write``). A catch-up's mapping
+    """What the store writes of a new or changed step (``step_write``). A batched ingest's ingest
     processes compute it, so the writer only writes, and a tuple of plain values is what
     crosses to it cheaply."""
 

@@ -364,3 +364,43 @@ def test_a_read_skipped_by_fingerprint_does_not_dilute_pacing(scheduler: Schedul
         clock.advance(ingest_cost)
         scheduler.finished(due, cost_seconds=cost, resolved=True)
     assert pace_interval(scheduler, "heavy") == pytest.approx(50.0)
+
+
+def test_dispatcher_background_work_waits_for_the_catch_up_and_gives_way_to_live_work() -> None:
+    """A re-flag's shape: parts run on the ingest thread only once the catch-up is done, each
+    part gives way when a live session is due, and it ends when it says so."""
+    events: list[str] = []
+    live_done = threading.Event()
+    parts: list[str] = []
+
+    def run(due: Due) -> tuple[float, bool]:
+        events.append(f"live {due.session_id}")
+        live_done.set()
+        return 0.001, True
+
+    def background(give_way: Callable[[], bool]) -> float | None:
+        parts.append(threading.current_thread().name)
+        events.append(f"part {len(parts)}")
+        if len(parts) == 1:
+            dispatcher.changed("a", "event")
+            wait_for(give_way)  # live work due: this part stops here
+            return 0.0
+        return None if len(parts) == 3 else 0.0
+
+    catch_up = CatchUp(lambda: dispatcher)
+    dispatcher = Dispatcher(
+        Scheduler(MonotonicClock(), debounce_seconds=0.01), run, catch_up=catch_up, background=background
+    )
+    dispatcher.catch_up(["c1"])
+    dispatcher.run_background()
+    dispatcher.start()
+    try:
+        assert catch_up.entered.wait(5)
+        assert parts == []  # not while the catch-up is under way
+        catch_up.release.release()
+        wait_for(lambda: len(parts) == 3)
+        assert live_done.wait(5)
+    finally:
+        assert dispatcher.stop(5)
+    assert events == ["part 1", "live a", "part 2", "part 3"]  # nothing after the part that said it was over
+    assert set(parts) == {"postrun-ingest"}
