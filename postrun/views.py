@@ -151,6 +151,7 @@ def search_steps(
     failed: bool = False,
     since: str | None = None,
     flag: str | None = None,
+    agent: str | None = None,
     limit: int = 50,
     window: int | None = None,
 ) -> list[SearchHit]:
@@ -159,7 +160,7 @@ def search_steps(
     arguments are checked (UsageError) before the store is opened."""
     if flag is not None and flag != "any" and flag not in FLAG_KINDS:
         raise UsageError("--flag", f"unknown flag kind {flag!r} (known: {', '.join(FLAG_KINDS)}, any)")
-    query = search_query(text, step_type=step_type, failed=failed, since=since, flag=flag)
+    query = search_query(text, step_type=step_type, failed=failed, since=since, flag=flag, agent=agent)
     with reading(db) as database:
         return [] if database is None else search(database, query, limit=limit, window=window)
 

@@ -30,8 +30,11 @@ if TYPE_CHECKING:
 
 # Every kind, in the order capture, ``status`` and ``doctor`` name them; the first is the one a
 # bare path or ``postrun ingest`` without ``--agent`` means.
-KINDS: tuple[str, ...] = ("cline",)
-_MODULES: dict[str, str] = {"cline": "postrun.agents.cline.adapter"}
+KINDS: tuple[str, ...] = ("cline", "claude-code")
+_MODULES: dict[str, str] = {
+    "cline": "postrun.agents.cline.adapter",
+    "claude-code": "postrun.agents.claude_code.adapter",
+}
 
 Approvals = dict[str, Any]  # a JSON-ready approval snapshot; {} for an agent that has none
 Helpers = Mapping[str, StoredActor]  # what the store holds of a session's helper actors, by actor id

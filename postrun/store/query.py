@@ -276,6 +276,7 @@ class SearchQuery:
     failed: bool = False
     since_utc: str | None = None
     flag: str | None = None  # a flag kind, or "any"
+    agent: str | None = None  # only this agent's sessions
 
 
 def search_query(
@@ -285,6 +286,7 @@ def search_query(
     failed: bool = False,
     since: str | None = None,
     flag: str | None = None,
+    agent: str | None = None,
 ) -> SearchQuery:
     """Check the user's words and filters (UsageError when one is wrong).
 
@@ -297,7 +299,7 @@ def search_query(
     if step_type is not None and step_type not in STEP_TYPES:
         raise UsageError("--type", f"unknown step type {step_type!r} (known: {', '.join(STEP_TYPES)})")
     match = " ".join('"' + word.replace('"', '""') + '"' for word in words)
-    return SearchQuery(match, step_type, failed, _since(since) if since else None, flag)
+    return SearchQuery(match, step_type, failed, _since(since) if since else None, flag, agent)
 
 
 # The step's actor and its label (a helper's task or name).
@@ -310,6 +312,7 @@ _HAS_FLAG_SQL = """
     (?7 IS NULL OR EXISTS (SELECT 1 FROM step_flags f
                             WHERE f.session_id = st.session_id AND f.step_id = st.id AND (?7 = 'any' OR f.kind = ?7)))
 """
+_OF_AGENT_SQL = "(?8 IS NULL OR st.session_id IN (SELECT id FROM sessions WHERE agent = ?8))"
 # Without words: the flagged steps, newest first, each with the reasons of its flags as the snippet.
 _FLAGGED_SQL = f"""
     SELECT st.session_id, st.id, st.seq, st.at, st.type, st.outcome,
@@ -327,6 +330,7 @@ _FLAGGED_SQL = f"""
        AND (?2 IS NULL OR st.type = ?2)
        AND (?3 = 0 OR st.outcome = 'failed')
        AND (?4 IS NULL OR st.at >= ?4)
+       AND {_OF_AGENT_SQL}
      ORDER BY st.at DESC, st.session_id, st.seq
      LIMIT ?5
 """
@@ -341,6 +345,7 @@ _MATCH_SQL = f"""
        AND (?3 = 0 OR st.outcome = 'failed')
        AND (?4 IS NULL OR st.at >= ?4)
        AND {_HAS_FLAG_SQL}
+       AND {_OF_AGENT_SQL}
      ORDER BY rank
      LIMIT ?5
 """
@@ -359,7 +364,7 @@ def search(database: Database, query: SearchQuery, *, limit: int = 50, window: i
         floor = 0 if newest is None else int(newest)
     rows: Sequence[tuple[Any, ...]] = database.execute(
         _MATCH_SQL if query.match else _FLAGGED_SQL,
-        (query.match, query.step_type, int(query.failed), query.since_utc, limit, floor, query.flag),
+        (query.match, query.step_type, int(query.failed), query.since_utc, limit, floor, query.flag, query.agent),
     ).fetchall()
     return [
         SearchHit(session_id, step_id, seq, at, kind, outcome, one_line(snippet or ""), actor_id, label)

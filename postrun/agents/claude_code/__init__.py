@@ -35,25 +35,22 @@ from __future__ import annotations
 
 from postrun.agents.claude_code.files import ReadFrom, SessionFiles, Subagent, read_session
 from postrun.agents.claude_code.locate import (
-    Listing,
+    AGENT,
     SessionLocation,
-    Skipped,
     is_safe_name,
     list_sessions,
     location_for_event,
     projects_root,
     resolve_targets,
 )
-from postrun.agents.claude_code.mapping import AGENT, MappingCache, map_session, read_from
+from postrun.agents.claude_code.mapping import MappingCache, map_session, read_from
 
 __all__ = [
     "AGENT",
-    "Listing",
     "MappingCache",
     "ReadFrom",
     "SessionFiles",
     "SessionLocation",
-    "Skipped",
     "Subagent",
     "is_safe_name",
     "list_sessions",

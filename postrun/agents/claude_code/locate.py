@@ -16,10 +16,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from postrun.agents.registry import Listing, Location, Skipped
 from postrun.errors import NotFound, PostrunError, SourceError, UsageError
 from postrun.paths import env_value, expand_path, home_dir
 from postrun.text import printable
 
+AGENT = "claude-code"
 SAFE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 SUFFIX = ".jsonl"
 META_SUFFIX = ".meta.json"
@@ -51,6 +53,15 @@ class SessionLocation:
     session_id: str
 
     @property
+    def agent(self) -> str:
+        return AGENT
+
+    @property
+    def where(self) -> Path:
+        """The file that makes or breaks the session: its transcript."""
+        return self.transcript
+
+    @property
     def source(self) -> Path:
         """The folder the session's transcript is in (its slug folder)."""
         return self.projects_root / self.slug
@@ -74,26 +85,6 @@ class SessionLocation:
     def relative(self, path: Path) -> str:
         """``path`` relative to the projects root (how the vault names a file)."""
         return os.path.relpath(path, self.projects_root)
-
-
-@dataclass(frozen=True, slots=True)
-class Skipped:
-    """An entry that is not a session. ``warn`` is False for expected bookkeeping.
-
-    ``path`` may hold an unsafe name: log it with ``repr``/``ascii``.
-    """
-
-    path: Path
-    reason: str
-    warn: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Listing:
-    sessions: tuple[SessionLocation, ...] = ()
-    skipped: tuple[Skipped, ...] = ()
-    failures: tuple[PostrunError, ...] = ()  # targets that name no session (see resolve_targets)
-    notes: tuple[str, ...] = ()  # how a target was taken, when not as given (a sub-agent's file)
 
 
 def _absolute(path: str | os.PathLike[str]) -> Path:
@@ -130,7 +121,7 @@ def list_sessions(root: Path) -> Listing:
     Raises ``NotFound`` when ``root`` does not exist and ``SourceError`` when it cannot be listed.
     """
     root = _absolute(root)
-    sessions: list[SessionLocation] = []
+    sessions: list[Location] = []
     skipped: list[Skipped] = []
     for entry in _scan(root):
         name = entry.name
@@ -224,7 +215,7 @@ def resolve_targets(targets: Iterable[str | os.PathLike[str]], default_root: Pat
     looked up in every slug folder of ``default_root``. A target that names no session is a
     failure of its own: the others still count.
     """
-    sessions: dict[Path, SessionLocation] = {}
+    sessions: dict[Path, Location] = {}
     skipped: list[Skipped] = []
     failures: list[PostrunError] = []
     notes: list[str] = []
@@ -235,7 +226,7 @@ def resolve_targets(targets: Iterable[str | os.PathLike[str]], default_root: Pat
             failures.append(exc)
             continue
         for location in listing.sessions:
-            sessions.setdefault(location.transcript, location)
+            sessions.setdefault(location.where, location)
         skipped.extend(listing.skipped)
         notes.extend(listing.notes)
     return Listing(tuple(sessions.values()), tuple(skipped), tuple(failures), tuple(notes))
@@ -250,10 +241,11 @@ def _resolve_target(target: str, default_root: Path) -> Listing:
             return owner
         if not path.is_dir():
             raise UsageError(where, "not a session transcript (<id>.jsonl), a session folder or a projects folder")
-        if any(path.glob(f"*{SUFFIX}")):
-            return list_project(path.parent, path.name)
-        if (path / "projects").is_dir():
+        if (path / "projects").is_dir() and not any(path.glob(f"*/*{SUFFIX}")):
             return list_sessions(path / "projects")  # Claude's config folder
+        # A project folder holds transcripts; a projects root holds folders that do.
+        if any(path.glob(f"*{SUFFIX}")) and not any(path.glob(f"*/*{SUFFIX}")):
+            return list_project(path.parent, path.name)
         return list_sessions(path)
     if is_safe_name(target):
         return Listing((find_session(_absolute(default_root), target, where),))

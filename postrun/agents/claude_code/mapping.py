@@ -18,14 +18,13 @@ from typing import Any
 from postrun.agents.claude_code.assemble import Assembly, assemble
 from postrun.agents.claude_code.files import ReadFrom, SessionFiles
 from postrun.agents.claude_code.fold import ROOT_ACTOR, Fold, Usage, fold_records
+from postrun.agents.claude_code.locate import AGENT
 from postrun.agents.claude_code.place import shape
 from postrun.appendonly import Appended, Mark
 from postrun.errors import SourceError
 from postrun.jsonl import parse_lines
 from postrun.records import MappedSession, SessionExtras, StoredActor
 from postrun.timestamps import utc_iso
-
-AGENT = "claude-code"
 
 
 @dataclass(frozen=True, slots=True)
