@@ -184,11 +184,16 @@ def test_status_without_a_user_manager_says_unknown(env: dict[str, str], manager
 
 
 def healthy_setup(env: dict[str, str], tmp_path: Path) -> Path:
-    """A Cline data dir copied from a fixture, ingested into the store; returns the sessions root."""
+    """A Cline data dir and a Claude Code projects folder copied from fixtures, ingested into the
+    store; returns Cline's sessions root."""
     shutil.copytree(FIXTURES / "cline" / "basic_act" / "data", tmp_path / "cline")
     root = tmp_path / "cline" / "sessions"
     env["POSTRUN_CLINE_DIR"] = str(root)
     ingested = run_postrun("ingest", "--agent", "cline", str(root), env=env)
+    assert ingested.returncode == 0, ingested.stderr
+    shutil.copytree(FIXTURES / "claude-code-real" / "a_read_edit_write" / "claude", tmp_path / "claude")
+    env["POSTRUN_CLAUDE_DIR"] = str(tmp_path / "claude" / "projects")
+    ingested = run_postrun("ingest", "--agent", "claude-code", env["POSTRUN_CLAUDE_DIR"], env=env)
     assert ingested.returncode == 0, ingested.stderr
     return root
 
@@ -207,6 +212,7 @@ def test_doctor_on_a_healthy_setup(env: dict[str, str], manager: FakeManager, tm
         "exclude",
         "sessions",
         "approvals",
+        "claude-code",  # claude-code sessions
         "capture",
         "service",
         "web",  # web service

@@ -165,6 +165,7 @@ def doctor_environ(tmp_path: Path) -> dict[str, str]:
         "HOME": str(home),
         "XDG_CONFIG_HOME": str(home / ".config"),
         "POSTRUN_CLINE_DIR": str(tmp_path / "data" / "sessions"),
+        "POSTRUN_CLAUDE_DIR": str(tmp_path / "claude" / "projects"),
         "POSTRUN_DB": str(tmp_path / "store" / "postrun.db"),
     }
 
@@ -190,6 +191,7 @@ def test_every_check_of_the_issue_in_order_and_only_three_can_fail(tmp_path: Pat
         "exclude",
         "sessions",
         "approvals",
+        "claude-code sessions",
         "capture",
         "service",
         "web service",
@@ -200,6 +202,7 @@ def test_every_check_of_the_issue_in_order_and_only_three_can_fail(tmp_path: Pat
     for _ in range(7):
         (tmp_path / "data" / "sessions" / f"17900000000{_}_x").mkdir()
         (tmp_path / "data" / "sessions" / f"17900000000{_}_x" / f"17900000000{_}_x.messages.json").write_text("[]")
+    shutil.copytree(FIXTURES / "claude-code-real" / "a_read_edit_write" / "claude", tmp_path / "claude")
     make_store(tmp_path / "store" / "postrun.db")
     levels = {check.name: check.level for check in run_checks(inputs)}
     assert levels == {
@@ -209,10 +212,11 @@ def test_every_check_of_the_issue_in_order_and_only_three_can_fail(tmp_path: Pat
         "exclude": "ok",
         "sessions": "ok",
         "approvals": "ok",
+        "claude-code sessions": "ok",
         "capture": "warn",
         "service": "warn",
         "web service": "ok",  # optional, not installed
-        "inotify": "warn",  # 8 session folders and the root against a limit of 4
+        "inotify": "warn",  # 9 session folders and the roots against a limit of 4
     }
 
 
