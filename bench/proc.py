@@ -37,7 +37,7 @@ def isolated_env(home: Path, *, db: Path, cline_dir: Path, extra: Mapping[str, s
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith("POSTRUN_") and key not in _INHERITED_DROPPED and not key.startswith("XDG_")
+        if not key.startswith(("POSTRUN_", "XDG_", "CLAUDE_")) and key not in _INHERITED_DROPPED
     }
     for name in ("config", "data", "state", "cache"):
         (home / f".{name}").mkdir(parents=True, exist_ok=True)
@@ -49,6 +49,7 @@ def isolated_env(home: Path, *, db: Path, cline_dir: Path, extra: Mapping[str, s
         "XDG_CACHE_HOME": str(home / ".cache"),
         "POSTRUN_DB": str(db),
         "POSTRUN_CLINE_DIR": str(cline_dir),
+        "POSTRUN_AGENTS": "cline",  # the Cline figures: a bench of another agent names it in ``extra``
     }
     return env | dict(extra or {})
 

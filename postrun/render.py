@@ -124,6 +124,11 @@ def session_header(envelope: Mapping[str, Any], details: SessionDetails, title: 
             + _helpers_share(details.helper_metrics.values())
         )
     lines.append(f"stored    on {details.captured_on}, first {details.ingested_at}, last change {details.updated_at}")
+    if details.source_removed:
+        lines.append(
+            f"source    removed: {details.lead_file} is gone (its agent deleted it); the store keeps the session,"
+            f" `postrun raw {session['id']} --to DIR` gives its files back"
+        )
     return [printable(line) for line in lines]  # every field came from the agent's files
 
 

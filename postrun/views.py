@@ -6,6 +6,7 @@ store that does not exist yet reads as empty, and reading it creates nothing.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -90,7 +91,7 @@ def show_session(
             raise no_session(reference, db)
         session_id = resolve_session_id(database, reference)
         envelope = load_envelope(database, session_id)
-        details = session_details(database, session_id)
+        details = _with_source_state(session_details(database, session_id))
         entries = history(database, session_id) if with_history else None
         kept = vault.kept_versions(database, session_id) if with_history else None
     raw = render.raw_versions(kept) if kept is not None else []
@@ -102,6 +103,12 @@ def show_session(
             entries = [replace(e, record=redactor.value(e.record, f"history {e.record_id}")) for e in entries]
         raw = [redactor.text(line, "raw copies") for line in raw]
     return "\n".join(render.timeline(envelope, details, entries) + raw) + "\n"
+
+
+def _with_source_state(details: SessionDetails) -> SessionDetails:
+    """``details`` saying whether the session's lead file is still where it was read."""
+    lead = details.lead_file
+    return replace(details, source_removed=lead is not None and not os.path.lexists(lead))
 
 
 def export_session(

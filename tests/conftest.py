@@ -56,7 +56,7 @@ def isolated_environ(tmp: Path) -> dict[str, str]:
     environ = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("POSTRUN_", "CLINE_", "XDG_")) and key not in {"NOTIFY_SOCKET", "INVOCATION_ID"}
+        if not key.startswith(("POSTRUN_", "CLINE_", "CLAUDE_", "XDG_")) and key not in {"NOTIFY_SOCKET", "INVOCATION_ID"}
     }
     environ.update(
         HOME=str(home),
@@ -65,6 +65,9 @@ def isolated_environ(tmp: Path) -> dict[str, str]:
         XDG_STATE_HOME=str(home / ".local" / "state"),
         XDG_CACHE_HOME=str(home / ".cache"),
         POSTRUN_DB=str(tmp / "store" / "postrun.db"),
+        # A capture watches Cline alone, as the tests of its log lines expect; a test of
+        # several agents names them.
+        POSTRUN_AGENTS="cline",
         PYTHONUNBUFFERED="1",
     )
     return environ

@@ -10,6 +10,11 @@ A torn file logs, once per change::
 
     <kind> <id>: <messages|manifest> file not parseable yet (mid-write?); will retry on next change
 
+A transcript caught while a line is written (append-only agents) is stored up to that line,
+and logs, once per change (with the file's path when it is a helper's)::
+
+    <kind> <id>: transcript line not complete yet (mid-write?); will retry on next change
+
 A helper's transcript that cannot be used does not hold the session back: the rest is
 stored, and the file logs, once per change::
 
@@ -223,6 +228,7 @@ class IngestJob:
             f" {outcome.rows_written} written) on {reason} in {round(outcome.elapsed_ms)} ms",
         )
         self._report_unread(session_id, outcome.unread, files)
+        self._report_incomplete(session_id, outcome.incomplete, files)
         return JobResult(outcome.status, cost, partial=bool(outcome.unread))
 
     def not_stored(
@@ -251,6 +257,20 @@ class IngestJob:
                 )
             return JobResult("torn", cost)
         return self._failed(session_id, ("failed", key), str(exc), key, cost)
+
+    def _report_incomplete(self, session_id: str, paths: Iterable[str], files: Sequence[SourceFile]) -> None:
+        """One line per transcript whose last line was not complete yet, once per change of it
+        (what came before it was stored; the line is read again when the file changes)."""
+        watched = self.watched(session_id)
+        seen = {f.path: (f.path, f.size, f.mtime_ns, f.ino) for f in files}
+        for path in paths:
+            if not self.host.report_once(session_id, ("incomplete", seen.get(path, path))):
+                continue
+            where = "" if files and files[0].path == path else f"{path}: "
+            self.logger.info(
+                f"{watched.kind} {session_id}: {where}transcript line not complete yet (mid-write?);"
+                " will retry on next change"
+            )
 
     def _report_unread(self, session_id: str, unread: Iterable[SourceError], files: Iterable[SourceFile]) -> None:
         """One line per helper file that could not be used, once per change of those files."""

@@ -6,7 +6,7 @@ fine without it (Cline's approval settings may be absent, and then its defaults 
 container or an SSH-only machine may have no user service manager).
 
 Here: the checks' order (``run_checks``) and the exit code. The checks themselves:
-``store_checks`` (store, exclude), ``machine_checks`` (python, config, inotify, and each
+``store_checks`` (store, exclude, sources), ``machine_checks`` (python, config, inotify, and each
 agent's own checks from its adapter: Cline's sessions and approvals), ``service_checks``
 (capture, service, web service, mirror); each returns a ``check.Check``.
 """
@@ -21,7 +21,7 @@ from postrun.agents.registry import adapters, enabled_roots
 from postrun.doctor.check import Check
 from postrun.doctor.machine_checks import agent_checks, check_config, check_inotify, check_python
 from postrun.doctor.service_checks import check_capture, check_mirror, check_service, check_web_service
-from postrun.doctor.store_checks import check_exclude, check_store
+from postrun.doctor.store_checks import check_exclude, check_sources, check_store
 from postrun.errors import ConfigError
 from postrun.exitcodes import ExitCode
 from postrun.paths import Paths, cline_sessions_root, default_db_path
@@ -54,7 +54,7 @@ def exit_code(checks: Sequence[Check]) -> ExitCode:
 
 
 def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
-    """Every check, in a fixed order: python, config, store, exclude, each agent's (Cline's:
+    """Every check, in a fixed order: python, config, store, exclude, sources, each agent's (Cline's:
     sessions, approvals), capture, service, web service, inotify, and mirror when one is
     configured."""
     checks = [check_python()]
@@ -80,7 +80,7 @@ def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
         )
         not_checked = "not checked: the configuration does not load"
         agents = [name for agent in adapters() for name in agent.check_names]
-        names = ("store", "exclude", *agents, "capture")
+        names = ("store", "exclude", "sources", *agents, "capture")
         checks += [Check(name, "warn", not_checked) for name in names]
         checks.append(check_service(service_status(inputs.platform, paths, inputs.runner, uid=inputs.uid), {}))
         checks.append(
@@ -93,6 +93,7 @@ def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
     checks.append(check_config(loaded))
     checks.append(check_store(paths.db))
     checks.append(check_exclude(Exclusions.of(loaded.settings.exclude, str(paths.home)), paths.db))
+    checks.append(check_sources(paths.db))
     found, session_count = agent_checks(loaded, inputs.environ)
     checks += found
     checks.append(check_capture(paths))

@@ -1,4 +1,5 @@
-"""The store's checks: it opens, is whole, private and at a known version; what ``exclude`` matches in it.
+"""The store's checks: it opens, is whole, private and at a known version; what ``exclude`` matches
+in it; which stored sessions' files their agent has deleted.
 
 The store is opened read-only, as every command that only reads opens it: checking changes
 nothing (an older store is reported, not migrated; loose modes are reported, not tightened).
@@ -6,6 +7,7 @@ nothing (an older store is reported, not migrated; loose modes are reported, not
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from postrun.doctor.check import Check
 from postrun.errors import PostrunError, StoreTooNewError, StoreTooOldError
 from postrun.review.exclude import Exclusions
 from postrun.store.db import STORE_VERSION, Database, StoreMissing
-from postrun.store.query import session_workspaces
+from postrun.store.query import lead_files, session_workspaces
 
 
 def check_store(db: Path) -> Check:
@@ -84,6 +86,26 @@ def check_exclude(exclusions: Exclusions, db: Path) -> Check:
             f"they are kept as they are; `postrun forget {matched[0][0]}` removes one for good",
         )
     return Check("exclude", "ok", f"excluded: {shown}")
+
+
+def check_sources(db: Path) -> Check:
+    """How many stored sessions' files their agent has deleted since they were read (Claude Code
+    cleans up after 30 days): kept in the store, and in the vault when raw copies are on."""
+    try:
+        with Database.open(db, create=False) as database:
+            leads = lead_files(database)
+    except PostrunError:
+        return Check("sources", "ok", "no store to check")
+    removed = [session_id for session_id, path in leads if not os.path.lexists(path)]
+    if not removed:
+        return Check("sources", "ok", f"every stored session's files are where they were read ({len(leads)})")
+    listed = ", ".join(removed[:3]) + (f" and {len(removed) - 3} more" if len(removed) > 3 else "")
+    return Check(
+        "sources",
+        "ok",
+        f"{len(removed)} of {len(leads)} stored sessions' files were deleted by their agent (kept here): {listed}",
+        f"`postrun raw {removed[0]} --to DIR` gives a session's files back",
+    )
 
 
 def _modes(db: Path) -> list[tuple[Path, int]]:

@@ -63,10 +63,12 @@ class IngestOutcome(UpsertResult):
 
     ``unread`` names the session's files that could not be used this time (a torn
     helper transcript): the rest was stored, and so was what the store held of them.
+    ``incomplete`` names the files whose last line was not complete yet (left for the next read).
     """
 
     elapsed_ms: float
     unread: tuple[SourceError, ...] = ()
+    incomplete: tuple[str, ...] = ()
     revived: bool = False  # it had been forgotten; ``ingest --force`` brought it back
 
 
@@ -224,7 +226,7 @@ class Ingester:
             self.behind.pop(session_id, None)
         elapsed_ms = (self.timer() - started) * 1000
         values = {f.name: getattr(result, f.name) for f in fields(result)}
-        return IngestOutcome(**values, elapsed_ms=elapsed_ms, unread=mapped.unread)
+        return IngestOutcome(**values, elapsed_ms=elapsed_ms, unread=mapped.unread, incomplete=mapped.incomplete)
 
     def _defer_copy(self, mapped: MappedSession, now: datetime) -> bool:
         """True when this ingest leaves the open session's copies behind its records (its newest

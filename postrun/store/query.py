@@ -126,6 +126,17 @@ def list_sessions(
     return summaries
 
 
+def lead_files(database: Database) -> list[tuple[str, str]]:
+    """(id, the file each stored session was last read from that makes or breaks it)."""
+    return [
+        (str(session_id), str(path))
+        for session_id, path in database.execute(
+            "SELECT id, json_extract(source_files, '$[0].path') FROM sessions ORDER BY started_at, id"
+        )
+        if path is not None
+    ]
+
+
 def session_workspaces(database: Database) -> list[tuple[str, str]]:
     """(id, workspace root) of every stored session, oldest first."""
     return [
@@ -194,14 +205,16 @@ class SessionDetails:
     captured_on: str
     ingested_at: str
     updated_at: str
+    lead_file: str | None = None  # the file the session was last read from that makes or breaks it
     # Each helper actor's own usage (v1.2 ``metrics``; the session's metrics include it).
     helper_metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    source_removed: bool = False  # its lead file is gone (its agent deleted it): the store keeps it
 
 
 def session_details(database: Database, session_id: str) -> SessionDetails:
     row = database.execute(
         f"SELECT {TITLE_SQL}, s.model, s.provider, s.cline_status, s.git_branch, s.captured_on, s.ingested_at,"
-        " s.updated_at FROM sessions s WHERE s.id = ?",
+        " s.updated_at, json_extract(s.source_files, '$[0].path') FROM sessions s WHERE s.id = ?",
         (session_id,),
     ).fetchone()
     if row is None:

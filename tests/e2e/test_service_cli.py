@@ -81,8 +81,8 @@ def test_install_writes_the_unit_for_this_postrun_and_prints_the_next_commands(
     assert "next: systemctl --user daemon-reload && systemctl --user enable --now postrun" in lines
     assert "loginctl enable-linger $USER" in result.stdout
     assert "POSTRUN_* variables from shell rc files do not reach the service" in result.stdout
-    # POSTRUN_DB is set in this test's environment: it is named as lost to the service.
-    assert "warning: POSTRUN_DB set in this shell will not reach the service" in result.stderr
+    # POSTRUN_AGENTS and POSTRUN_DB are set in this test's environment: named as lost to the service.
+    assert "warning: POSTRUN_AGENTS, POSTRUN_DB set in this shell will not reach the service" in result.stderr
     assert manager.calls() == []  # without --now nothing is run
 
     if shutil.which("systemd-analyze"):
@@ -193,6 +193,7 @@ def healthy_setup(env: dict[str, str], tmp_path: Path) -> Path:
     assert ingested.returncode == 0, ingested.stderr
     shutil.copytree(FIXTURES / "claude-code-real" / "a_read_edit_write" / "claude", tmp_path / "claude")
     env["POSTRUN_CLAUDE_DIR"] = str(tmp_path / "claude" / "projects")
+    env["POSTRUN_AGENTS"] = "cline,claude-code"
     ingested = run_postrun("ingest", "--agent", "claude-code", env["POSTRUN_CLAUDE_DIR"], env=env)
     assert ingested.returncode == 0, ingested.stderr
     return root
@@ -210,6 +211,7 @@ def test_doctor_on_a_healthy_setup(env: dict[str, str], manager: FakeManager, tm
         "config",
         "store",
         "exclude",
+        "sources",
         "sessions",
         "approvals",
         "claude-code",  # claude-code sessions

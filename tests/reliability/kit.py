@@ -143,7 +143,8 @@ def isolated_env(base: Path) -> dict[str, str]:
     makes what it needs). Like the ``env`` fixture, for fixtures wider than one test."""
     home = base / "home"
     home.mkdir(parents=True, exist_ok=True)
-    environ = {key: value for key, value in os.environ.items() if not key.startswith(("POSTRUN_", "CLINE_", "XDG_"))}
+    prefixes = ("POSTRUN_", "CLINE_", "CLAUDE_", "XDG_")
+    environ = {key: value for key, value in os.environ.items() if not key.startswith(prefixes)}
     for key in ("NOTIFY_SOCKET", "INVOCATION_ID", "JOURNAL_STREAM"):
         environ.pop(key, None)
     return environ | {
@@ -152,6 +153,7 @@ def isolated_env(base: Path) -> dict[str, str]:
         "XDG_DATA_HOME": str(home / ".local" / "share"),
         "XDG_STATE_HOME": str(home / ".local" / "state"),
         "XDG_CACHE_HOME": str(home / ".cache"),
+        "POSTRUN_AGENTS": "cline",  # as the ``env`` fixture: a test of several agents names them
         "PYTHONUNBUFFERED": "1",
     }
 

@@ -1,0 +1,149 @@
+"""The real `postrun` executable over Claude Code's files: every target form, the golden facts
+through ingest and export, one listing and search across agents, the vault's copies."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, run_postrun
+from tests.support import expect_facts, v12check
+
+CASES = sorted(
+    [path for path in (FIXTURES / "claude-code-real").iterdir() if (path / "expect.json").exists()]
+    + [path for path in (FIXTURES / "claude-code").iterdir() if (path / "expect.json").exists()]
+)
+NESTED = "c0ffee00-0000-4000-8000-000000000006"
+NESTED_SLUG = "-home-dev-work-nested"
+
+
+def copy_projects(case: Path, tmp_path: Path) -> Path:
+    """A writable copy of a case's Claude Code projects folder."""
+    target = tmp_path / "claude" / case.name / "projects"
+    shutil.copytree(case / "claude" / "projects", target)
+    return target
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_case_facts_hold_through_ingest_and_export(case: Path, tmp_path: Path, env: dict[str, str]) -> None:
+    projects = copy_projects(case, tmp_path)
+    ingest = run_postrun("ingest", "--agent", "claude-code", str(projects), env=env)
+    log = f"$ ingest rc={ingest.returncode}\n{ingest.stdout}\n{ingest.stderr}\n"
+    assert "Traceback" not in ingest.stderr
+    expected = json.loads((case / "expect.json").read_text())
+    out = tmp_path / "out"
+    out.mkdir()
+    for session_id in [*expected.get("sessions", {}), *expected.get("absent", [])]:
+        exported = run_postrun("export", session_id, "--format", "json", env=env)
+        assert "Traceback" not in exported.stderr
+        if exported.returncode == 0:
+            (out / f"{session_id}.json").write_text(exported.stdout)
+            assert v12check.problems(json.loads(exported.stdout)) == []
+        else:
+            assert exported.stderr.startswith(f"error: no session {session_id} in ")
+    (out / "log.txt").write_text(log)
+    report = io.StringIO()
+    with redirect_stdout(report):
+        failed = expect_facts.main(str(case), str(out))
+    assert failed == 0, report.getvalue()
+
+
+def _ingested(result_stdout: str) -> list[str]:
+    return [line.split()[3].rstrip(":") for line in result_stdout.splitlines() if line.startswith("ingested ")]
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        NESTED,  # an id, looked up in the projects folder
+        f"{NESTED_SLUG}/{NESTED}.jsonl",
+        f"{NESTED_SLUG}/{NESTED}",
+        NESTED_SLUG,
+        ".",
+    ],
+)
+def test_every_target_form(target: str, tmp_path: Path, env: dict[str, str]) -> None:
+    projects = copy_projects(FIXTURES / "claude-code" / "subagents_nested", tmp_path)
+    env["POSTRUN_CLAUDE_DIR"] = str(projects)
+    argument = target if target == NESTED else str(projects / target)
+    result = run_postrun("ingest", "--agent", "claude-code", argument, env=env)
+    assert result.returncode == 0, result.stderr
+    assert _ingested(result.stdout) == [NESTED]
+    assert result.stdout.startswith(f"ingested claude-code session {NESTED}: 14 steps, 2 turns, 1 segments -> ")
+
+
+def test_a_session_id_is_found_through_claude_config_dir(tmp_path: Path, env: dict[str, str]) -> None:
+    config = tmp_path / "claude-config"
+    shutil.copytree(FIXTURES / "claude-code" / "subagents_nested" / "claude", config)
+    env["CLAUDE_CONFIG_DIR"] = str(config)
+    result = run_postrun("ingest", "--agent", "claude-code", NESTED, env=env)
+    assert result.returncode == 0, result.stderr
+    assert _ingested(result.stdout) == [NESTED]
+    shown = run_postrun("config", "show", env=env)
+    assert "claude_dir = (not set)  (default)" in shown.stdout.splitlines()
+
+
+def test_a_sub_agent_s_file_ingests_its_session_and_says_so(tmp_path: Path, env: dict[str, str]) -> None:
+    projects = copy_projects(FIXTURES / "claude-code" / "subagents_nested", tmp_path)
+    path = projects / NESTED_SLUG / NESTED / "subagents" / "agent-bbbb2222.jsonl"
+    result = run_postrun("ingest", "--agent", "claude-code", str(path), env=env)
+    assert result.returncode == 0, result.stderr
+    assert _ingested(result.stdout) == [NESTED]
+    assert f"note: {path}: a sub-agent of session {NESTED}: ingesting that session" in result.stderr
+
+
+def test_targets_that_name_nothing_fail_alone(tmp_path: Path, env: dict[str, str]) -> None:
+    projects = copy_projects(FIXTURES / "claude-code" / "subagents_nested", tmp_path)
+    env["POSTRUN_CLAUDE_DIR"] = str(projects)
+    result = run_postrun("ingest", "--agent", "claude-code", "no-such-session", NESTED, env=env)
+    assert result.returncode == 1
+    assert _ingested(result.stdout) == [NESTED]
+    assert result.stderr.startswith(f"error: no-such-session: no such session in {projects}")
+    assert "Traceback" not in result.stderr
+
+
+def test_both_agents_in_one_listing_and_search(tmp_path: Path, env: dict[str, str]) -> None:
+    cline = tmp_path / "cline"
+    shutil.copytree(FIXTURES / "cline" / "basic_act" / "data", cline)
+    assert run_postrun("ingest", "--agent", "cline", str(cline / "sessions"), env=env).returncode == 0
+    projects = copy_projects(FIXTURES / "claude-code-real" / "b_bash", tmp_path)
+    assert run_postrun("ingest", "--agent", "claude-code", str(projects), env=env).returncode == 0
+    listed = run_postrun("sessions", "--json", env=env)
+    agents = sorted(session["agent"] for session in json.loads(listed.stdout))
+    assert agents == ["claude-code", "cline"]
+    only = run_postrun("sessions", "--agent", "claude-code", env=env)
+    assert [line.split()[2] for line in only.stdout.splitlines()] == ["claude-code"]
+    for agent, hits in (("claude-code", 1), ("cline", 0)):
+        found = run_postrun("search", "STATUS-OK", "--agent", agent, "--json", env=env)
+        assert found.returncode == 0, found.stderr
+        assert len(json.loads(found.stdout)) == hits
+    flagged = run_postrun("search", "--flag", "failed", "--agent", "claude-code", env=env)
+    assert {line.split()[2] for line in flagged.stdout.splitlines()} == {"toolu_mock_2_0", "toolu_mock_4_0"}
+
+
+def test_the_vault_gives_back_every_file_byte_for_byte_after_claude_deletes_them(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    for case in ("b_bash", "e_subagents"):
+        projects = copy_projects(FIXTURES / "claude-code-real" / case, tmp_path)
+        assert run_postrun("ingest", "--agent", "claude-code", str(projects), env=env).returncode == 0
+        before = {path.relative_to(projects): path.read_bytes() for path in projects.rglob("*") if path.is_file()}
+        (session_folder,) = projects.iterdir()
+        (transcript,) = session_folder.glob("*.jsonl")
+        shutil.rmtree(projects)  # Claude Code's cleanup (cleanupPeriodDays)
+        back = tmp_path / "back" / case
+        restored = run_postrun("raw", transcript.stem, "--to", str(back), env=env)
+        assert restored.returncode == 0, restored.stderr
+        after = {path.relative_to(back): path.read_bytes() for path in back.rglob("*") if path.is_file()}
+        assert after == before
+        shown = run_postrun("show", transcript.stem, env=env)
+        assert shown.returncode == 0, shown.stderr
+        assert f"source    removed: {transcript} is gone (its agent deleted it)" in shown.stdout
+    doctor = run_postrun("doctor", env=env)
+    (line,) = [line for line in doctor.stdout.splitlines() if line.split()[1:2] == ["sources:"]]
+    assert line.startswith("ok    sources: 2 of 2 stored sessions' files were deleted by their agent (kept here): ")
