@@ -130,10 +130,10 @@ def _search_index_problems(db: Path) -> list[str]:
     return []
 
 
-def one_shot(root: Path, db: Path, env: Mapping[str, str]) -> dict[str, StoredRecords]:
+def one_shot(root: Path, db: Path, env: Mapping[str, str], *, agent: str = "cline") -> dict[str, StoredRecords]:
     """What a clean `postrun ingest` of ``root`` into a new store ``db`` holds (the reference)."""
     assert not db.exists(), f"the reference store {db} must be new"
-    result = run_postrun("ingest", "--agent", "cline", str(root), env=dict(env, POSTRUN_DB=str(db)))
+    result = run_postrun("ingest", "--agent", agent, str(root), env=dict(env, POSTRUN_DB=str(db)))
     assert "Traceback" not in result.stderr, result.stderr
     return read_records(db)
 

@@ -13,6 +13,7 @@ the vault asks for it.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,10 +157,18 @@ def _stat(path: Path) -> SourceFile | None:
 def _head_workspace(transcript: Path) -> str:
     """The ``cwd`` of the first ``user`` line among the transcript's first bytes ("" if none)."""
     try:
-        with transcript.open("rb") as handle:
-            head = handle.read(HEAD_BYTES)
+        # Never blocks: a FIFO planted as a transcript is refused by the read that follows.
+        fd = os.open(transcript, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return ""  # the read that follows reports it
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        head = os.read(fd, HEAD_BYTES)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
     for _, record in parse_lines(head, 0).records:
         if record.get("type") == "user":
             cwd = record.get("cwd")

@@ -97,6 +97,7 @@ class Fold:
     facts: Facts = field(default_factory=lambda: Facts())
     read_texts: dict[str, str] = field(default_factory=dict)  # step id -> what a Read returned
     skipped: int = 0  # lines that are not JSON objects
+    records: int = 0  # lines that are records (objects with a ``type``)
     touched: tuple[int, ...] = ()  # entries of the fold it extended that it changed (a result came)
 
     def with_rows(self, changed: dict[int, Entry]) -> Fold:
@@ -131,6 +132,7 @@ class _Work:
         self.tokens = list(fold.tokens)
         self.read_texts = dict(fold.read_texts)
         self.before = len(fold.entries)
+        self.records = 0
         self.touched: list[int] = []
         self.facts: dict[str, Any] = {name.name: getattr(fold.facts, name.name) for name in fields(Facts)}
         self.prefix = "" if fold.main else f"{fold.actor_id}/"
@@ -149,6 +151,7 @@ class _Work:
             tokens=tokens,
             read_texts=self.read_texts,
             skipped=self.fold.skipped + skipped,
+            records=self.fold.records + self.records,
             touched=tuple(sorted(set(self.touched))),
             facts=Facts(**self.facts),
         )
@@ -157,6 +160,9 @@ class _Work:
 
     def take(self, offset: int, record: dict[str, Any]) -> None:
         kind = record.get("type")
+        if not isinstance(kind, str):
+            return  # not a record of any kind
+        self.records += 1
         facts = self.facts
         if kind == "cost-state":
             if self.fold.main:

@@ -21,7 +21,7 @@ from postrun.agents.claude_code.fold import ROOT_ACTOR, Fold, Usage, fold_record
 from postrun.agents.claude_code.locate import AGENT
 from postrun.agents.claude_code.place import shape
 from postrun.appendonly import Appended, Mark
-from postrun.errors import SourceError
+from postrun.errors import NotParseableYet, SourceError
 from postrun.jsonl import parse_lines
 from postrun.records import MappedSession, SessionExtras, StoredActor
 from postrun.timestamps import utc_iso
@@ -62,6 +62,11 @@ def map_session(
     """
     reading = _Reading()
     main = reading.advance(previous.main if previous else None, files.main, ROOT_ACTOR)
+    if main.end == 0:
+        # Not one line complete yet: a session just created, caught before its first newline.
+        raise NotParseableYet(files.main.fingerprint.path, "transcript", "no complete line yet")
+    if main.records == 0:
+        raise SourceError(files.main.fingerprint.path, "not a Claude Code transcript (no line is a record)")
     subagents: dict[str, Fold] = {}
     unread: list[SourceError] = []
     unread_names: list[str] = []
