@@ -24,6 +24,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -114,8 +115,11 @@ def make_history(tmp_path: Path, env: dict[str, str], sessions: int) -> History:
     return history
 
 
-def kill_at_random(history: History, rng: random.Random, workdir: Path, changed: int, live: bool) -> bool:
-    """Start capture and SIGKILL it at a random moment; False when it finished first (--once)."""
+def kill_at_random(
+    history: Any, rng: random.Random, workdir: Path, changed: int, live: bool, ingest_line: str = INGEST_LINE
+) -> bool:
+    """Start capture and SIGKILL it at a random moment; False when it finished first (--once).
+    ``history`` has the capture's ``env``; ``ingest_line`` matches the lines it logs per session."""
     capture = CaptureProcess(history.env, workdir, *(() if live else ("--once",)))
     try:
         if changed and rng.random() < 0.75:
@@ -123,7 +127,7 @@ def kill_at_random(history: History, rng: random.Random, workdir: Path, changed:
             target = rng.randint(1, changed)
 
             def reached() -> bool:
-                return capture.process.poll() is not None or len(capture.lines(INGEST_LINE)) >= target
+                return capture.process.poll() is not None or len(capture.lines(ingest_line)) >= target
 
             capture.wait_until(reached, what=f"{target} ingests")
             time.sleep(rng.uniform(0, 0.015))
