@@ -70,7 +70,7 @@ class Record(BaseModel):
 
 
 class Agent(Record):
-    kind: NonEmpty
+    kind: NonEmpty  # an open enum: "cline", "claude-code" (and the agents added since)
     version: str
     format_version: str | None = None
 
