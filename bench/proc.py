@@ -23,7 +23,7 @@ from pathlib import Path
 import apsw
 import psutil
 
-_CAUGHT_UP = re.compile(r"cline: caught up with ")
+_CAUGHT_UP = re.compile(r"(?:cline|claude-code|capture): caught up with ")
 _INHERITED_DROPPED = ("JOURNAL_STREAM", "NOTIFY_SOCKET", "INVOCATION_ID", "WATCHDOG_USEC", "WATCHDOG_PID")
 
 

@@ -49,12 +49,13 @@ class WarmResult:
         return median(self.cpu_seconds)
 
 
-def measure_warm(env: Mapping[str, str], *, runs: int, scratch: Path) -> WarmResult:
+def measure_warm(env: Mapping[str, str], *, runs: int, scratch: Path, transcript: str = TRANSCRIPT) -> WarmResult:
+    """``transcript``: a pattern of the paths whose opens count as transcript reads."""
     command = [*postrun_command(), "capture", "--once"]
     _checked(run(command, env))  # untimed: the first run after the ingest
     timed = [_checked(run(command, env)) for _ in range(runs)]
     sessions = int(_summary(timed[0])["present"])
-    transcripts, proof = _count_transcript_opens(command, env, scratch)
+    transcripts, proof = _count_transcript_opens(command, env, scratch, transcript)
     return WarmResult(
         sessions=sessions,
         wall_seconds=tuple(f.wall_seconds for f in timed),
@@ -79,17 +80,20 @@ def _checked(finished: Finished) -> Finished:
     return finished
 
 
-def _count_transcript_opens(command: list[str], env: Mapping[str, str], scratch: Path) -> tuple[int, str]:
+def _count_transcript_opens(
+    command: list[str], env: Mapping[str, str], scratch: Path, transcript: str
+) -> tuple[int, str]:
     if strace_available():
-        _, count = count_opens(command, env, scratch / "warm.strace", TRANSCRIPT)
-        return count, "strace -f -e trace=open,openat,openat2 (successful opens of *.messages.json, all threads)"
+        scratch.mkdir(parents=True, exist_ok=True)
+        _, count = count_opens(command, env, scratch / "warm.strace", transcript)
+        return count, f"strace -f -e trace=open,openat,openat2 (successful opens of {transcript!r}, all threads)"
     hook_dir = scratch / "audit"
     hook_dir.mkdir(parents=True, exist_ok=True)
     (hook_dir / "sitecustomize.py").write_text(textwrap.dedent(_AUDIT_HOOK))
     counted = scratch / "audit.count"
     audited = dict(env) | {
         "PYTHONPATH": str(hook_dir),
-        "BENCH_OPEN_PATTERN": TRANSCRIPT,
+        "BENCH_OPEN_PATTERN": transcript,
         "BENCH_OPEN_COUNT": str(counted),
     }
     _checked(run(command, audited))

@@ -49,6 +49,7 @@ class Appended:
     start: int
     data: bytes
     fingerprint: SourceFile  # as seen before the read (never newer than the bytes read)
+    kept: Mark | None = None  # the mark it was not read from, as the file had not changed
 
     @property
     def new(self) -> memoryview:
@@ -62,6 +63,8 @@ class Appended:
 
     def mark(self, end: int) -> Mark:
         """A mark at ``end`` (from ``start`` to ``size``): the next read starts there."""
+        if self.kept is not None and end == self.kept.end:
+            return self.kept
         if not self.start <= end <= self.size:
             raise ValueError(f"mark at {end} outside the bytes read ({self.start}..{self.size})")
         first = max(0, end - TAIL_BYTES)
@@ -74,6 +77,12 @@ class Appended:
     def whole(cls, data: bytes, fingerprint: SourceFile) -> Appended:
         """A file read whole, by whoever read it."""
         return cls(0, 0, data, fingerprint)
+
+    @classmethod
+    def unchanged(cls, mark: Mark, fingerprint: SourceFile) -> Appended:
+        """Nothing new after ``mark``: a file whose fingerprint is the one seen when it was last
+        read up to there (not opened at all)."""
+        return cls(mark.end, mark.end, b"", fingerprint, mark)
 
 
 def read_appended(path: Path, mark: Mark | None, *, max_bytes: int) -> Appended:

@@ -207,10 +207,11 @@ class Ingester:
 
     def _write(self, location: Location, checked: Guarded, started: float, live: bool) -> IngestOutcome:
         prepared, state = checked.prepared, checked.state
-        mapped, raw = prepared.mapped, prepared.raw
+        mapped = prepared.mapped
         session_id = location.session_id
         now = self.clock()
         copy = self.keep_raw and not (live and self._defer_copy(mapped, now))
+        raw = prepared.raw if copy else ()  # taken only for a copy: it may read the files again
         if mapped.unread:
             # What could not be read stays as it was stored: its fingerprint (so the records say
             # which version they hold, and the next start-up reads it again) and its raw copy.

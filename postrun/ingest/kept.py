@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import apsw
@@ -63,8 +64,8 @@ def _reingest(ingester: Ingester, database: Database, session_id: str, started: 
             )
         else:
             approvals = state.approvals
-        # The vault holds these already.
         prepared, _ = map_files(files, approvals, (), StoredHelpers(database, session_id), ingester.rules)
+        prepared = dataclasses.replace(prepared, files=None)  # the vault holds these already
         return ingester.store(files.location, prepared, started, basis=state)
 
 

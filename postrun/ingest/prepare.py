@@ -40,19 +40,30 @@ class Known:
 class Prepared:
     """A session mapped, flagged and validated, with the raw files it was mapped from (for the vault).
 
-    ``steps``, when an ingest process packed them, are the session's steps as the store writes
-    them; ``mapped.steps`` is then empty (the records are not sent twice). ``cache``, when it
-    was mapped in line, is the mapping cache it left (an ingest process keeps none).
+    ``files`` is what it was read from: its ``raw`` is taken only when the vault copies them
+    (``raw``), as taking it may read files again (a transcript read from its last mark is read
+    whole only then); ``extra`` are files read besides (the approval settings). ``steps``, when
+    an ingest process packed them, are the session's steps as the store writes them;
+    ``mapped.steps`` is then empty (the records are not sent twice). ``cache``, when it was
+    mapped in line, is the mapping cache it left (an ingest process keeps none).
     """
 
     mapped: MappedSession
-    raw: tuple[RawFile, ...]
+    files: Any | None  # a ``ReadFiles``; None once its raw files are in ``extra`` (packed)
+    extra: tuple[RawFile, ...] = ()
     steps: tuple[StepWrite, ...] | None = None
     cache: Any | None = None
 
+    @property
+    def raw(self) -> tuple[RawFile, ...]:
+        """The raw files for the vault (read now when the files' ``raw`` reads)."""
+        taken: tuple[RawFile, ...] = tuple(self.files.raw) if self.files is not None else ()
+        return (*taken, *self.extra)
+
     def packed(self) -> Prepared:
+        """For an ingest process's reply: the steps as the store writes them, the raw files taken."""
         steps = tuple(step_write(row) for row in self.mapped.steps)
-        return Prepared(dataclasses.replace(self.mapped, steps=[]), self.raw, steps)
+        return Prepared(dataclasses.replace(self.mapped, steps=[]), None, self.raw, steps)
 
 
 # A session, what it was prepared into (or why it cannot be stored), and how long that took (ms).
@@ -93,12 +104,12 @@ def read_admitted(location: Location, rules: MapRules, cache: Any | None = None)
 def map_files(
     files: ReadFiles,
     approvals: Approvals,
-    raw: Sequence[RawFile],
+    extra: Sequence[RawFile],
     helpers: Helpers,
     rules: MapRules,
     cache: Any | None = None,
 ) -> tuple[Prepared, Any]:
-    """Map, flag and validate a session's files (``raw``: what they were read from)."""
+    """Map, flag and validate a session's files (``extra``: files read besides them, for the vault)."""
     location = files.location
     try:
         mapped, cache = adapter_of(location).map(files, approvals, cache, helpers)
@@ -106,7 +117,7 @@ def map_files(
         mapped.validate()
     except SchemaError as exc:
         raise SourceError(str(location.where), f"maps to invalid records: {exc.problems[0]}") from None
-    return Prepared(mapped, tuple(raw)), cache
+    return Prepared(mapped, files, tuple(extra)), cache
 
 
 def prepare(
@@ -119,13 +130,13 @@ def prepare(
     """Map a session just read. ``stored`` is the approval snapshot the store kept for it;
     None for a session not stored yet: its snapshot is taken now, and its settings file
     goes to the vault with the session's files."""
-    raw = list(files.raw)
+    extra: list[RawFile] = []
     approvals = stored
     if approvals is None:
         approvals, settings_file = adapter_of(files.location).approvals(files, max_bytes=rules.max_bytes)
         if settings_file is not None:
-            raw.append(settings_file)
-    return map_files(files, approvals, raw, helpers, rules, cache)
+            extra.append(settings_file)
+    return map_files(files, approvals, extra, helpers, rules, cache)
 
 
 def prepare_location(location: Location, known: Known, helpers: Helpers, rules: MapRules) -> Mapped:

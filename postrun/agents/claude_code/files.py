@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,18 +55,18 @@ class SessionFiles:
     subagents: tuple[Subagent, ...] = ()
     source_files: tuple[SourceFile, ...] = ()  # every file the session was read from, main first
     whole: tuple[RawFile, ...] = ()  # the bytes of each file read whole
-    tool_results: tuple[Path, ...] = ()  # never parsed: read for the vault only
+    unread: tuple[Path, ...] = ()  # files not read now (unchanged sidecars, tool outputs): the vault's only
     max_bytes: int = 0
 
     @property
     def raw(self) -> tuple[RawFile, ...]:
         """Every file of the session, for the vault (which takes a file left out as removed):
-        those read whole as they were read; each transcript read from a mark read whole now,
-        up to the length that was read (the records' bytes); the tool outputs read now."""
+        those read whole as they were read; each transcript read from a mark (or not at all)
+        read whole now, up to the length that was read (the records' bytes); the others now."""
         grown = [self.main, *(sub.transcript for sub in self.subagents if sub.transcript is not None)]
         copies = [copy for read in grown if read.start > 0 and (copy := _prefix(self.location, read)) is not None]
-        outputs = [copy for path in self.tool_results if (copy := _whole(self.location, path, self.max_bytes))]
-        return (*self.whole, *copies, *outputs)
+        others = [copy for path in self.unread if (copy := _whole(self.location, path, self.max_bytes))]
+        return (*self.whole, *copies, *others)
 
 
 def _prefix(location: SessionLocation, read: Appended) -> RawFile | None:
@@ -101,6 +101,8 @@ class ReadFrom:
 
     marks: Mapping[str, Mark]  # by path
     workspace: str | None = None
+    seen: Mapping[str, SourceFile] = field(default_factory=dict)  # each file's fingerprint when read
+    metas: Mapping[str, dict[str, Any] | None] = field(default_factory=dict)  # sidecars as parsed, by path
 
 
 NOTHING_READ = ReadFrom({})
@@ -131,20 +133,28 @@ def read_session(
         main = read_appended(transcript, mark, max_bytes=max_bytes)
     except NotFound:
         raise SourceError(where, "no transcript file") from None
-    raw: list[RawFile] = []
-    fingerprints = [main.fingerprint]
-    _keep_whole(location, main, raw)
+    reading = _Sides(location, max_bytes, since)
+    reading.fingerprints.append(main.fingerprint)
+    _keep_whole(location, main, reading.raw)
     subagents = []
     for actor_id, path, meta_path in subagent_files(location):
-        subagent = _read_subagent(location, actor_id, path, meta_path, max_bytes, since.marks, raw, fingerprints)
+        subagent = reading.subagent(actor_id, path, meta_path)
         if subagent is not None:
             subagents.append(subagent)
-    outputs = tool_result_files(location)
-    for path in outputs:
+    for path in tool_result_files(location):
         fingerprint = _stat(path)
         if fingerprint is not None:
-            fingerprints.append(fingerprint)
-    return SessionFiles(location, main, tuple(subagents), tuple(fingerprints), tuple(raw), outputs, max_bytes)
+            reading.fingerprints.append(fingerprint)
+            reading.unread.append(path)
+    return SessionFiles(
+        location,
+        main,
+        tuple(subagents),
+        tuple(reading.fingerprints),
+        tuple(reading.raw),
+        tuple(reading.unread),
+        max_bytes,
+    )
 
 
 def _stat(path: Path) -> SourceFile | None:
@@ -181,42 +191,69 @@ def _keep_whole(location: SessionLocation, read: Appended, raw: list[RawFile]) -
         raw.append(RawFile(location.relative(Path(read.fingerprint.path)), read.data, read.fingerprint))
 
 
-def _read_subagent(
-    location: SessionLocation,
-    actor_id: str,
-    path: Path,
-    meta_path: Path,
-    max_bytes: int,
-    marks: Mapping[str, Mark],
-    raw: list[RawFile],
-    fingerprints: list[SourceFile],
-) -> Subagent | None:
-    """A sub-agent as read, or its failure; None when its file is gone."""
-    meta = _read_meta(location, meta_path, max_bytes, raw, fingerprints)
-    try:
-        if leads_outside(path, location):
-            raise SourceError(str(path), OUTSIDE_ROOT)
-        transcript = read_appended(path, marks.get(str(path)), max_bytes=max_bytes)
-    except NotFound:
-        return None
-    except SourceError as exc:
-        return Subagent(actor_id, path, None, meta, exc)
-    fingerprints.append(transcript.fingerprint)
-    _keep_whole(location, transcript, raw)
-    return Subagent(actor_id, path, transcript, meta)
+class _Sides:
+    """The files beside the main transcript, read as they need to be: a sub-agent's transcript
+    from its mark (not opened when unchanged), its sidecar when it changed."""
 
+    def __init__(self, location: SessionLocation, max_bytes: int, since: ReadFrom) -> None:
+        self.location = location
+        self.max_bytes = max_bytes
+        self.since = since
+        self.raw: list[RawFile] = []
+        self.fingerprints: list[SourceFile] = []
+        self.unread: list[Path] = []
+        # Whether the sub-agents' folder is inside the projects root (checked once a read).
+        self.folder_inside = not leads_outside(location.subagents, location)
 
-def _read_meta(
-    location: SessionLocation, path: Path, max_bytes: int, raw: list[RawFile], fingerprints: list[SourceFile]
-) -> dict[str, Any] | None:
-    """A sub-agent's sidecar; None when there is none or it cannot be used (Claude Code
-    replaces it whole, so a bad one is not a torn one: the sub-agent is kept without it)."""
-    copy = _whole(location, path, max_bytes)
-    if copy is None:
-        return None
-    raw.append(copy)
-    fingerprints.append(copy.fingerprint)
-    return _meta(copy.data, str(path))
+    def _outside(self, path: Path) -> bool:
+        """A planted symlink: the file is one, or the folder it is in leads out of the root."""
+        if not self.folder_inside:
+            return leads_outside(path, self.location)
+        try:
+            return stat.S_ISLNK(os.lstat(path).st_mode) and leads_outside(path, self.location)
+        except OSError:
+            return False  # gone: its read says so
+
+    def subagent(self, actor_id: str, path: Path, meta_path: Path) -> Subagent | None:
+        """A sub-agent as read, or its failure; None when its file is gone."""
+        meta = self._meta(meta_path)
+        where = str(path)
+        try:
+            fingerprint = stat_fingerprint(path)
+            if fingerprint is None:
+                return None
+            if self._outside(path):
+                raise SourceError(where, OUTSIDE_ROOT)
+            mark = self.since.marks.get(where)
+            if mark is not None and self.since.seen.get(where) == fingerprint:
+                transcript = Appended.unchanged(mark, fingerprint)
+            else:
+                transcript = read_appended(path, mark, max_bytes=self.max_bytes)
+        except NotFound:
+            return None
+        except SourceError as exc:
+            return Subagent(actor_id, path, None, meta, exc)
+        self.fingerprints.append(transcript.fingerprint)
+        _keep_whole(self.location, transcript, self.raw)
+        return Subagent(actor_id, path, transcript, meta)
+
+    def _meta(self, path: Path) -> dict[str, Any] | None:
+        """A sub-agent's sidecar; None when there is none or it cannot be used (Claude Code
+        replaces it whole, so a bad one is not a torn one: the sub-agent is kept without it)."""
+        where = str(path)
+        fingerprint = _stat(path)
+        if fingerprint is None:
+            return None
+        if where in self.since.metas and self.since.seen.get(where) == fingerprint:
+            self.fingerprints.append(fingerprint)
+            self.unread.append(path)
+            return self.since.metas[where]
+        copy = _whole(self.location, path, self.max_bytes)
+        if copy is None:
+            return None
+        self.raw.append(copy)
+        self.fingerprints.append(copy.fingerprint)
+        return _meta(copy.data, where)
 
 
 def _meta(data: bytes, where: str) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,8 +171,9 @@ def subagent_files(location: SessionLocation) -> tuple[tuple[str, Path, Path], .
 
     Every ``agent-<id>.jsonl`` of ``subagents/`` with a safe name; the meta file may not exist.
     """
+    folder = location.subagents
     try:
-        with os.scandir(location.subagents) as scan:
+        with os.scandir(folder) as scan:
             names = sorted(entry.name for entry in scan if not _is_dir(entry))
     except OSError:
         return ()
@@ -180,7 +182,7 @@ def subagent_files(location: SessionLocation) -> tuple[tuple[str, Path, Path], .
         stem = name.removesuffix(SUFFIX)
         if stem == name or not stem.startswith("agent-") or _quiet(name) or not is_safe_name(stem):
             continue
-        found.append((stem, location.subagents / name, location.subagents / f"{stem}{META_SUFFIX}"))
+        found.append((stem, folder / name, folder / f"{stem}{META_SUFFIX}"))
     return tuple(found)
 
 
@@ -200,10 +202,34 @@ def leads_outside(path: Path, location: SessionLocation) -> bool:
 
 
 def _leads_outside(path: Path, root: Path) -> bool:
+    if _plainly_inside(path, root):
+        return False
     try:
         return not path.resolve().is_relative_to(root.resolve())
     except OSError:
         return True
+
+
+def _plainly_inside(path: Path, root: Path) -> bool:
+    """``path`` is below ``root`` as written and nothing between them is a symlink: an
+    ``lstat`` per level instead of resolving both paths (a read of a session checks every file)."""
+    text, top = os.fspath(path), os.fspath(root)
+    if not text.startswith(top + os.sep) or f"{os.sep}..{os.sep}" in text[len(top) :] + os.sep:
+        return False
+    try:
+        if stat.S_ISLNK(os.lstat(text).st_mode):
+            return False
+        return _folder_plainly_inside(os.path.dirname(text), top)  # noqa: PTH120 - strings: no Path per level
+    except OSError:
+        return False  # gone or unreadable: resolving tells
+
+
+def _folder_plainly_inside(folder: str, top: str) -> bool:
+    while folder != top:
+        if stat.S_ISLNK(os.lstat(folder).st_mode):
+            return False
+        folder = os.path.dirname(folder)  # noqa: PTH120
+    return True
 
 
 def resolve_targets(targets: Iterable[str | os.PathLike[str]], default_root: Path) -> Listing:

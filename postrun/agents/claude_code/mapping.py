@@ -18,7 +18,7 @@ from typing import Any
 from postrun.agents.claude_code.assemble import Assembly, assemble
 from postrun.agents.claude_code.files import ReadFrom, SessionFiles
 from postrun.agents.claude_code.fold import ROOT_ACTOR, Fold, Usage, fold_records
-from postrun.agents.claude_code.locate import AGENT
+from postrun.agents.claude_code.locate import AGENT, META_SUFFIX
 from postrun.agents.claude_code.place import shape
 from postrun.appendonly import Appended, Mark
 from postrun.errors import NotParseableYet, SourceError
@@ -122,7 +122,10 @@ def map_session(
         incomplete=tuple(reading.incomplete),
     )
     kept_assembly = None if unread_names else assembly
-    return mapped, MappingCache(main, subagents, ReadFrom(reading.marks, main.facts.cwd), kept_assembly)
+    seen = {fingerprint.path: fingerprint for fingerprint in files.source_files}
+    metas_by_path = {str(sub.path.with_name(f"{sub.actor_id}{META_SUFFIX}")): sub.meta for sub in files.subagents}
+    since = ReadFrom(reading.marks, main.facts.cwd, seen, metas_by_path)
+    return mapped, MappingCache(main, subagents, since, kept_assembly)
 
 
 class _Reading:

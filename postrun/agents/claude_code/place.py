@@ -90,13 +90,16 @@ def _reach(
     parents: dict[str, str],
 ) -> None:
     """Every sub-agent spawned from ``start``, at any depth, parents before children."""
+    spawned: dict[str, list[str]] = {}
+    for actor_id in sorted(owner_of):
+        spawned.setdefault(owner_of[actor_id][0], []).append(actor_id)
     frontier = [start]
     while frontier:
         current = frontier.pop()
-        for actor_id in sorted(owner_of):
-            owner, index = owner_of[actor_id]
-            if owner == current and actor_id not in reached:
+        for actor_id in spawned.get(current, ()):
+            if actor_id not in reached:
                 reached.add(actor_id)
+                owner, index = owner_of[actor_id]
                 children.setdefault((owner, index), []).append(actor_id)
                 parents[actor_id] = owner
                 frontier.append(actor_id)

@@ -1,0 +1,280 @@
+"""``python -m bench.claude``: Postrun on a synthetic Claude Code history (issue 22's targets).
+
+Three figures, each against its target:
+
+1. **Cold ingest** of a history of realistic shape (``bench/claude_history.py``: ~80% of the
+   bytes metadata, sub-agents, persisted outputs, resumed sessions): ``postrun ingest --agent
+   claude-code <projects>``, whole-process wall and CPU time; with ``--peer agentsview``, its
+   ``sync`` of a copy of the same files (``CLAUDE_PROJECTS_DIR``), same isolation as the Cline
+   bench's peer. Target: at most half agentsview's time.
+2. **One appended line in a 50 MB transcript**, live: a running ``postrun capture`` that has
+   the session stored; each line appended is timed by capture's own ``in <ms> ms`` (read, map,
+   flag, store) and set against the parse of that line alone (``orjson.loads``, median of many).
+   Target: at most 3x the parse plus 20 ms.
+3. **Warm start** over many unchanged, stored transcripts: ``postrun capture --once``, median
+   wall time of a few runs, and the transcripts it opened (``strace``). Target: 1 s, 0 reads.
+
+Full size (``--full``): 1,000 sessions (over 1 GB) and 10,000 warm transcripts; the default
+is a quick run of the same shape, small enough to run while the machine is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from bench.claude_history import open_claude_session, write_claude_history
+from bench.peer import AGENTSVIEW, AGENTSVIEW_VERSION, ensure_agentsview
+from bench.proc import Capture, Finished, isolated_env, postrun_command, run
+from bench.stats import median
+from bench.warm import measure_warm
+
+APPEND_TARGET_FACTOR = 3.0
+APPEND_TARGET_FIXED_MS = 20.0
+WARM_TARGET_SECONDS = 1.0
+COLD_TARGET_SHARE = 0.5
+_UPDATED = re.compile(r"INFO claude-code (?:updated|unchanged) (?P<id>\S+) \(.*\) on (?:event|poll) in (?P<ms>\d+) ms$")
+_SYNCED = re.compile(r"Sync complete: (?P<sessions>\d+) sessions synced")
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    sessions: int
+    turns: float
+    warm_sessions: int
+    large_mb: float
+    appends: int
+
+
+QUICK = Profile("quick", sessions=60, turns=3, warm_sessions=1_000, large_mb=50, appends=8)
+FULL = dataclasses.replace(QUICK, name="full", sessions=1_000, turns=3.5, warm_sessions=10_000, appends=20)
+
+
+@dataclass(frozen=True)
+class Figures:
+    profile: str
+    history_bytes: int
+    history_sessions: int
+    history_subagents: int
+    message_share: float
+    cold: Finished
+    peer: Finished | None
+    append_ms: tuple[int, ...]
+    line_parse_ms: float
+    line_bytes: int
+    large_bytes: int
+    warm_sessions: int
+    warm_wall: tuple[float, ...]
+    warm_reads: int
+    warm_proof: str
+
+
+def log(message: str) -> None:
+    print(f"bench.claude: {message}", file=sys.stderr, flush=True)
+
+
+def _env(home: Path, db: Path, projects: Path) -> dict[str, str]:
+    home.mkdir(parents=True, exist_ok=True)
+    extra = {"POSTRUN_AGENTS": "claude-code", "POSTRUN_CLAUDE_DIR": str(projects)}
+    return isolated_env(home, db=db, cline_dir=home / "no-cline", extra=extra)
+
+
+def measure_cold(workdir: Path, profile: Profile, seed: int, with_peer: bool) -> dict[str, object]:
+    projects = workdir / "history" / "projects"
+    log(f"writing {profile.sessions} sessions (mean {profile.turns} turns)")
+    totals = write_claude_history(projects, seed=seed, sessions=profile.sessions, mean_turns=profile.turns)
+    log(f"history: {totals.bytes / 2**20:.0f} MB, {totals.sessions} sessions, {totals.subagents} sub-agents")
+    env = _env(workdir / "cold-home", workdir / "cold.db", projects)
+    os.sync()
+    cold = run([*postrun_command(), "ingest", "--agent", "claude-code", str(projects)], env, timeout=7200)
+    stored = sum(1 for line in cold.stdout.splitlines() if line.startswith("ingested claude-code session "))
+    if cold.returncode != 0 or stored != totals.sessions:
+        raise RuntimeError(f"cold ingest: exit {cold.returncode}, {stored} of {totals.sessions}: {cold.stderr[-2000:]}")
+    log(f"cold ingest: {cold.wall_seconds:.1f} s wall, {cold.cpu_seconds:.1f} s CPU")
+    peer = _peer(workdir, projects, totals.sessions) if with_peer else None
+    return {
+        "history_bytes": totals.bytes,
+        "history_sessions": totals.sessions,
+        "history_subagents": totals.subagents,
+        "message_share": totals.message_bytes / totals.bytes,
+        "cold": cold,
+        "peer": peer,
+    }
+
+
+def _peer(workdir: Path, projects: Path, sessions: int) -> Finished:
+    binary = ensure_agentsview()
+    copy = workdir / "peer" / "projects"
+    shutil.copytree(projects, copy, copy_function=shutil.copy2)
+    home = workdir / "peer" / "home"
+    for name in ("config", "data", "state", "cache"):
+        (home / f".{name}").mkdir(parents=True, exist_ok=True)
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("POSTRUN_", "XDG_", "AGENTSVIEW_"))}
+    env |= {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".data"),
+        "XDG_STATE_HOME": str(home / ".state"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "AGENTSVIEW_DATA_DIR": str(workdir / "peer" / "data"),
+        "CLAUDE_PROJECTS_DIR": str(copy),
+        "AGENTSVIEW_NO_DAEMON": "1",
+        "AGENTSVIEW_NO_BROWSER": "1",
+        "AGENTSVIEW_DISABLE_UPDATE_CHECK": "1",
+        "AGENTSVIEW_TELEMETRY_ENABLED": "0",
+        "DO_NOT_TRACK": "1",
+    }
+    os.sync()
+    finished = run([str(binary), "sync"], env, timeout=7200)
+    found = _SYNCED.search(finished.stdout + finished.stderr)
+    if finished.returncode != 0 or found is None or int(found["sessions"]) < sessions:
+        raise RuntimeError(
+            f"{AGENTSVIEW} sync: exit {finished.returncode}: {(finished.stdout + finished.stderr)[-2000:]}"
+        )
+    log(f"{AGENTSVIEW} {AGENTSVIEW_VERSION} sync: {finished.wall_seconds:.1f} s wall ({found['sessions']} synced)")
+    return finished
+
+
+def measure_append(workdir: Path, profile: Profile, seed: int) -> dict[str, object]:
+    """A live capture over one open 50 MB transcript; each appended line's ingest, as it logs it."""
+    projects = workdir / "large" / "projects"
+    session = open_claude_session(projects, seed=seed, target_bytes=int(profile.large_mb * 2**20))
+    env = _env(workdir / "large-home", workdir / "large.db", projects)
+    capture = Capture(env, workdir / "large-capture.log")
+    try:
+        capture.wait_stored(workdir / "large.db", [session.session_id], timeout=600)
+        took: list[int] = []
+        lines: list[bytes] = []
+        while len(took) < profile.appends:
+            session.call()  # one tool call's lines; each is appended and timed alone
+            pending = [line for chunk in session.buffer for line in chunk.splitlines(keepends=True)]
+            session.buffer.clear()
+            for line in pending[: profile.appends - len(took)]:
+                since = len(capture.lines)
+                with session.path.open("ab") as out:
+                    out.write(line)
+                found = capture.wait_for(_UPDATED, timeout=120, since=since)
+                took.append(int(found["ms"]))
+                lines.append(line)
+                time.sleep(0.3)  # past the debounce: each line is its own ingest (the writer's pace, not a wait)
+    finally:
+        capture.stop()
+    parse = median([_parse_ms(line) for line in lines])
+    size = session.path.stat().st_size
+    log(f"append: {median(took):.0f} ms median per line (parse {parse:.3f} ms) in {size >> 20} MB")
+    return {
+        "append_ms": tuple(took),
+        "line_parse_ms": parse,
+        "line_bytes": int(median([len(line) for line in lines])),
+        "large_bytes": size,
+    }
+
+
+def _parse_ms(line: bytes, repeats: int = 2000) -> float:
+    started = time.perf_counter()
+    for _ in range(repeats):
+        orjson.loads(line)
+    return (time.perf_counter() - started) * 1000 / repeats
+
+
+def measure_warm_start(workdir: Path, profile: Profile, seed: int) -> dict[str, object]:
+    projects = workdir / "warm" / "projects"
+    totals = write_claude_history(projects, seed=seed + 1, sessions=profile.warm_sessions, mean_turns=0.5)
+    env = _env(workdir / "warm-home", workdir / "warm.db", projects)
+    stored = run([*postrun_command(), "ingest", "--agent", "claude-code", str(projects)], env, timeout=7200)
+    if stored.returncode != 0:
+        raise RuntimeError(f"warm history ingest: exit {stored.returncode}: {stored.stderr[-2000:]}")
+    warm = measure_warm(env, runs=5, scratch=workdir / "warm-scratch", transcript=r"\.jsonl$")
+    log(f"warm start over {totals.sessions}: {warm.median_wall:.2f} s, {warm.transcripts_read} transcripts read")
+    return {
+        "warm_sessions": warm.sessions,
+        "warm_wall": warm.wall_seconds,
+        "warm_reads": warm.transcripts_read,
+        "warm_proof": warm.proof,
+    }
+
+
+def section(figures: Figures, command: str) -> str:
+    cold, peer = figures.cold, figures.peer
+    appended = median(figures.append_ms)
+    allowed = APPEND_TARGET_FACTOR * figures.line_parse_ms + APPEND_TARGET_FIXED_MS
+    warm = median(figures.warm_wall)
+    rows = [
+        "## Claude Code",
+        "",
+        f"`{command}` ({figures.profile}): a synthetic Claude Code history of {figures.history_sessions} sessions,"
+        f" {figures.history_subagents} sub-agents, {figures.history_bytes / 2**20:.0f} MB"
+        f" ({figures.message_share:.0%} of it `user`/`assistant` lines).",
+        "",
+        "| Figure | Result | Target | |",
+        "| --- | --- | --- | --- |",
+    ]
+    if peer is not None:
+        share = cold.wall_seconds / peer.wall_seconds
+        verdict = "met" if share <= COLD_TARGET_SHARE else "missed"
+        rows.append(
+            f"| cold ingest | {cold.wall_seconds:.1f} s wall, {cold.cpu_seconds:.1f} s CPU, peak"
+            f" {cold.max_rss_bytes >> 20} MB; {AGENTSVIEW} {AGENTSVIEW_VERSION} sync {peer.wall_seconds:.1f} s:"
+            f" {share:.2f}x | <= {COLD_TARGET_SHARE}x {AGENTSVIEW}'s | {verdict} |"
+        )
+    else:
+        rows.append(
+            f"| cold ingest | {cold.wall_seconds:.1f} s wall, {cold.cpu_seconds:.1f} s CPU, peak"
+            f" {cold.max_rss_bytes >> 20} MB (no peer run) | <= {COLD_TARGET_SHARE}x {AGENTSVIEW}'s | - |"
+        )
+    rows.append(
+        f"| one line appended to a {figures.large_bytes / 2**20:.0f} MB transcript (live) | {appended:.0f} ms median"
+        f" ({', '.join(map(str, figures.append_ms))}); the line's parse {figures.line_parse_ms:.3f} ms"
+        f" ({figures.line_bytes} B) | <= {allowed:.1f} ms | {'met' if appended <= allowed else 'missed'} |"
+    )
+    rows.append(
+        f"| warm start, {figures.warm_sessions} unchanged transcripts | {warm:.2f} s, {figures.warm_reads}"
+        f" transcripts read ({figures.warm_proof}) | <= {WARM_TARGET_SECONDS:g} s, 0 reads |"
+        f" {'met' if warm <= WARM_TARGET_SECONDS and figures.warm_reads == 0 else 'missed'} |"
+    )
+    return "\n".join(rows) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.claude", description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="1,000 sessions (over 1 GB), 10,000 warm transcripts")
+    parser.add_argument("--sessions", type=int, help="sessions in the cold-ingest history")
+    parser.add_argument("--warm-sessions", type=int, help="transcripts of the warm start")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--peer", action="store_true", help=f"also time {AGENTSVIEW} {AGENTSVIEW_VERSION}'s sync")
+    parser.add_argument("--workdir", type=Path, help="an empty folder to work in (default: a temp dir, removed)")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    profile = FULL if args.full else QUICK
+    profile = dataclasses.replace(
+        profile,
+        sessions=args.sessions or profile.sessions,
+        warm_sessions=args.warm_sessions or profile.warm_sessions,
+    )
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="postrun-bench-claude-"))
+    command = "python -m bench.claude " + " ".join(sys.argv[1:] if argv is None else argv)
+    try:
+        facts = measure_cold(workdir, profile, args.seed, args.peer)
+        facts |= measure_append(workdir, profile, args.seed)
+        facts |= measure_warm_start(workdir, profile, args.seed)
+        figures = Figures(profile=profile.name, **facts)  # type: ignore[arg-type]
+        print(section(figures, command.strip()))
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
