@@ -147,3 +147,24 @@ def test_the_vault_gives_back_every_file_byte_for_byte_after_claude_deletes_them
     doctor = run_postrun("doctor", env=env)
     (line,) = [line for line in doctor.stdout.splitlines() if line.split()[1:2] == ["sources:"]]
     assert line.startswith("ok    sources: 2 of 2 stored sessions' files were deleted by their agent (kept here): ")
+
+
+def test_reingest_forget_and_exclude_work_for_claude_code_sessions(tmp_path: Path, env: dict[str, str]) -> None:
+    projects = copy_projects(FIXTURES / "claude-code" / "subagents_nested", tmp_path)
+    assert run_postrun("ingest", "--agent", "claude-code", str(projects), env=env).returncode == 0
+    before = run_postrun("export", NESTED, "--format", "json", env=env).stdout
+    shutil.rmtree(projects)  # the files are gone: the vault's copies are what is left
+    again = run_postrun("reingest", NESTED, env=env)
+    assert again.returncode == 0, again.stderr
+    assert run_postrun("export", NESTED, "--format", "json", env=env).stdout == before
+    forgotten = run_postrun("forget", NESTED, "--yes", env=env)
+    assert forgotten.returncode == 0, forgotten.stderr
+    assert run_postrun("export", NESTED, "--format", "json", env=env).returncode != 0
+    projects = copy_projects(FIXTURES / "claude-code" / "subagents_nested", tmp_path / "again")
+    refused = run_postrun("ingest", "--agent", "claude-code", str(projects), env=env)
+    assert "forgotten" in refused.stderr and _ingested(refused.stdout) == []
+    excluded = run_postrun(
+        "ingest", "--agent", "claude-code", "--force", str(projects), env=env | {"POSTRUN_EXCLUDE": "/home/dev/work/*"}
+    )
+    assert _ingested(excluded.stdout) == []
+    assert "not recorded: workspace /home/dev/work/nested matches exclude" in excluded.stderr
