@@ -16,16 +16,16 @@ with the adapter's own fields besides). A mapping cache is the adapter's own obj
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from postrun.errors import UsageError
+from postrun.errors import PostrunError, UsageError
 from postrun.records import MappedSession, RawFile, SourceFile, StoredActor
 
 if TYPE_CHECKING:
-    from postrun.errors import PostrunError
     from postrun.settings import LoadedSettings
 
 # Every kind, in the order capture, ``status`` and ``doctor`` name them; the first is the one a
@@ -60,6 +60,26 @@ class Listing:
     skipped: tuple[Skipped, ...] = ()
     failures: tuple[PostrunError, ...] = ()  # targets that name no session (``resolve_targets``)
     notes: tuple[str, ...] = ()  # how a target was taken, when not as given (a helper's file)
+
+
+def listing_of_targets(targets: Iterable[str | os.PathLike[str]], resolve: Callable[[str], Listing]) -> Listing:
+    """What ``resolve`` makes of each target, in order and without a session twice (by its lead
+    file); a target it refuses (``PostrunError``) is a failure of its own: the others still count."""
+    sessions: dict[Path, Location] = {}
+    skipped: list[Skipped] = []
+    failures: list[PostrunError] = []
+    notes: list[str] = []
+    for target in targets:
+        try:
+            listing = resolve(os.fspath(target))
+        except PostrunError as exc:
+            failures.append(exc)
+            continue
+        for location in listing.sessions:
+            sessions.setdefault(location.where, location)
+        skipped.extend(listing.skipped)
+        notes.extend(listing.notes)
+    return Listing(tuple(sessions.values()), tuple(skipped), tuple(failures), tuple(notes))
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,16 +3,14 @@ through ingest and export, one listing and search across agents, the vault's cop
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import FIXTURES, run_postrun
-from tests.support import expect_facts, v12check
+from tests.support.cli_cases import facts_through_cli
 
 CASES = sorted(
     [path for path in (FIXTURES / "claude-code-real").iterdir() if (path / "expect.json").exists()]
@@ -31,26 +29,8 @@ def copy_projects(case: Path, tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_case_facts_hold_through_ingest_and_export(case: Path, tmp_path: Path, env: dict[str, str]) -> None:
-    projects = copy_projects(case, tmp_path)
-    ingest = run_postrun("ingest", "--agent", "claude-code", str(projects), env=env)
-    log = f"$ ingest rc={ingest.returncode}\n{ingest.stdout}\n{ingest.stderr}\n"
-    assert "Traceback" not in ingest.stderr
-    expected = json.loads((case / "expect.json").read_text())
-    out = tmp_path / "out"
-    out.mkdir()
-    for session_id in [*expected.get("sessions", {}), *expected.get("absent", [])]:
-        exported = run_postrun("export", session_id, "--format", "json", env=env)
-        assert "Traceback" not in exported.stderr
-        if exported.returncode == 0:
-            (out / f"{session_id}.json").write_text(exported.stdout)
-            assert v12check.problems(json.loads(exported.stdout)) == []
-        else:
-            assert exported.stderr.startswith(f"error: no session {session_id} in ")
-    (out / "log.txt").write_text(log)
-    report = io.StringIO()
-    with redirect_stdout(report):
-        failed = expect_facts.main(str(case), str(out))
-    assert failed == 0, report.getvalue()
+    report = facts_through_cli(case, copy_projects(case, tmp_path), "claude-code", env, tmp_path / "out")
+    assert report == "", report
 
 
 def _ingested(result_stdout: str) -> list[str]:

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 import subprocess
 import sys
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import apsw
 import pytest
 
 from tests.conftest import FIXTURES, postrun_command, run_postrun
-from tests.support import expect_facts, v12check
+from tests.support.cli_cases import facts_through_cli
 
 CASES = sorted(
     [p for p in (FIXTURES / "cline").iterdir() if (p / "expect.json").exists()]
@@ -31,26 +29,8 @@ def copy_data(case: Path, tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_fixture_facts_hold_through_ingest_and_export(case: Path, tmp_path: Path, env: dict[str, str]) -> None:
-    root = copy_data(case, tmp_path)
-    ingest = run_postrun("ingest", "--agent", "cline", str(root), env=env)
-    log = f"$ ingest rc={ingest.returncode}\n{ingest.stdout}\n{ingest.stderr}\n"
-    assert "Traceback" not in ingest.stderr
-    expected = json.loads((case / "expect.json").read_text())
-    out = tmp_path / "out"
-    out.mkdir()
-    for session_id in [*expected.get("sessions", {}), *expected.get("absent", [])]:
-        exported = run_postrun("export", session_id, "--format", "json", env=env)
-        assert "Traceback" not in exported.stderr
-        if exported.returncode == 0:
-            (out / f"{session_id}.json").write_text(exported.stdout)
-            assert v12check.problems(json.loads(exported.stdout)) == []
-        else:
-            assert exported.stderr.startswith(f"error: no session {session_id} in ")
-    (out / "log.txt").write_text(log)
-    report = io.StringIO()
-    with redirect_stdout(report):
-        failed = expect_facts.main(str(case), str(out))
-    assert failed == 0, report.getvalue()
+    report = facts_through_cli(case, copy_data(case, tmp_path), "cline", env, tmp_path / "out")
+    assert report == "", report
 
 
 def test_ingest_prints_one_line_per_session_and_is_idempotent(tmp_path: Path, env: dict[str, str]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,6 +102,20 @@ def differences(found: Mapping[str, StoredRecords], expected: Mapping[str, Store
                     detail += f", first differing step #{first}" if first is not None else ""
                 problems.append(f"{session_id}: {name} differ ({detail})")
     return problems[:limit] + ([f"... and {len(problems) - limit} more"] if len(problems) > limit else [])
+
+
+def stored_variants(db: Path, versions: Mapping[str, Sequence[StoredRecords]]) -> dict[str, int | None]:
+    """Which of its versions each session holds in the store now (None: not stored); fails on
+    anything else (a mix of two versions)."""
+    found = read_records(db)
+    assert found.keys() <= versions.keys()
+    stored: dict[str, int | None] = {}
+    for session_id, candidates in versions.items():
+        records = found.get(session_id)
+        matches = [v for v, expected in enumerate(candidates) if records == expected]
+        assert records is None or matches, f"{session_id}: stored records are no valid version (a mix?)"
+        stored[session_id] = matches[0] if matches else None
+    return stored
 
 
 def store_problems(db: Path) -> list[str]:

@@ -30,6 +30,7 @@ from tests.reliability.kit import (
     one_shot,
     read_records,
     store_problems,
+    stored_variants,
 )
 from tests.reliability.test_crash_safety import SHORT_BATCHES, kill_at_random
 
@@ -80,14 +81,7 @@ class History:
         self.on_disk[session_id] = variant
 
     def stored_variants(self) -> dict[str, int | None]:
-        found = read_records(self.db)
-        stored: dict[str, int | None] = {}
-        for session_id, versions in self.versions.items():
-            records = found.get(session_id)
-            matches = [v for v, expected in enumerate(versions) if records == expected]
-            assert records is None or matches, f"{session_id}: stored records are no valid version (a mix?)"
-            stored[session_id] = matches[0] if matches else None
-        return stored
+        return stored_variants(self.db, self.versions)
 
 
 @pytest.fixture

@@ -41,6 +41,7 @@ from tests.reliability.kit import (
     one_shot,
     read_records,
     store_problems,
+    stored_variants,
 )
 from tests.support.capture_process import CaptureProcess
 from tests.support.processes import mapping_processes
@@ -84,15 +85,7 @@ class History:
 
     def stored_variants(self) -> dict[str, int | None]:
         """Which version each session holds in the store now; fails on anything else."""
-        found = read_records(self.db)
-        assert found.keys() <= self.versions.keys()
-        stored: dict[str, int | None] = {}
-        for session_id, versions in self.versions.items():
-            records = found.get(session_id)
-            matches = [v for v, expected in enumerate(versions) if records == expected]
-            assert records is None or matches, f"{session_id}: stored records are no valid version (a mix?)"
-            stored[session_id] = matches[0] if matches else None
-        return stored
+        return stored_variants(self.db, self.versions)
 
 
 def make_history(tmp_path: Path, env: dict[str, str], sessions: int) -> History:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from postrun.agents.registry import Listing, Location, Skipped
+from postrun.agents.registry import Listing, Location, Skipped, listing_of_targets
 from postrun.errors import NotFound, PostrunError, SourceError, UsageError
 from postrun.paths import env_value, expand_path, home_dir
 from postrun.text import printable
@@ -241,21 +241,7 @@ def resolve_targets(targets: Iterable[str | os.PathLike[str]], default_root: Pat
     looked up in every slug folder of ``default_root``. A target that names no session is a
     failure of its own: the others still count.
     """
-    sessions: dict[Path, Location] = {}
-    skipped: list[Skipped] = []
-    failures: list[PostrunError] = []
-    notes: list[str] = []
-    for target in targets:
-        try:
-            listing = _resolve_target(os.fspath(target), default_root)
-        except PostrunError as exc:
-            failures.append(exc)
-            continue
-        for location in listing.sessions:
-            sessions.setdefault(location.where, location)
-        skipped.extend(listing.skipped)
-        notes.extend(listing.notes)
-    return Listing(tuple(sessions.values()), tuple(skipped), tuple(failures), tuple(notes))
+    return listing_of_targets(targets, lambda target: _resolve_target(target, default_root))
 
 
 def _resolve_target(target: str, default_root: Path) -> Listing:

@@ -18,8 +18,8 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from postrun.agents.registry import Listing, Location, Skipped
-from postrun.errors import NotFound, PostrunError, SourceError, UsageError
+from postrun.agents.registry import Listing, Skipped, listing_of_targets
+from postrun.errors import NotFound, SourceError, UsageError
 from postrun.text import printable
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
@@ -252,21 +252,7 @@ def resolve_targets(targets: Iterable[str | os.PathLike[str]], default_root: Pat
     id looked up in ``default_root``. A target that names no session (``NotFound``,
     ``UsageError``, an unreadable folder) is a failure of its own: the others still count.
     """
-    sessions: dict[Path, Location] = {}  # by messages file
-    skipped: list[Skipped] = []
-    failures: list[PostrunError] = []
-    notes: list[str] = []
-    for target in targets:
-        try:
-            listing = _resolve_target(os.fspath(target), default_root)
-        except PostrunError as exc:
-            failures.append(exc)
-            continue
-        for location in listing.sessions:
-            sessions.setdefault(location.where, location)
-        skipped.extend(listing.skipped)
-        notes.extend(listing.notes)
-    return Listing(tuple(sessions.values()), tuple(skipped), tuple(failures), tuple(notes))
+    return listing_of_targets(targets, lambda target: _resolve_target(target, default_root))
 
 
 def _resolve_target(target: str, default_root: Path) -> Listing:
