@@ -64,8 +64,11 @@ def test_a_session_id_is_found_through_claude_config_dir(tmp_path: Path, env: di
     result = run_postrun("ingest", "--agent", "claude-code", NESTED, env=env)
     assert result.returncode == 0, result.stderr
     assert _ingested(result.stdout) == [NESTED]
-    shown = run_postrun("config", "show", env=env)
-    assert "claude_dir = (not set)  (default)" in shown.stdout.splitlines()
+    for command, lead in ((("config", "show"), "# "), (("status",), "")):
+        shown = run_postrun(*command, env=env | {"POSTRUN_AGENTS": "cline,claude-code"}).stdout.splitlines()
+        assert f"{lead}claude-code sessions folder: {config / 'projects'} (found)" in shown
+        assert f"{lead}cline sessions folder: {Path(env['HOME']) / '.cline' / 'data' / 'sessions'} (not found)" in shown
+    assert "claude_dir = (not set)  (default)" in run_postrun("config", "show", env=env).stdout.splitlines()
 
 
 def test_a_sub_agent_s_file_ingests_its_session_and_says_so(tmp_path: Path, env: dict[str, str]) -> None:
