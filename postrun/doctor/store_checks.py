@@ -92,7 +92,7 @@ def check_sources(db: Path) -> Check:
     """How many stored sessions' files their agent has deleted since they were read (Claude Code
     cleans up after 30 days): kept in the store, and in the vault when raw copies are on."""
     try:
-        with Database.open(db, create=False) as database:
+        with Database.open_reader(db) as database:
             leads = lead_files(database)
     except PostrunError:
         return Check("sources", "ok", "no store to check")
