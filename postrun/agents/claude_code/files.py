@@ -266,13 +266,19 @@ def _meta(data: bytes, where: str) -> dict[str, Any] | None:
 
 def session_fingerprint(location: SessionLocation) -> tuple[SourceFile, ...]:
     """The fingerprints (stat only) of every file a read of the session would read: the
-    transcript first (none at all when it is gone), then sub-agents, sidecars, tool outputs."""
-    try:
-        lead = stat_fingerprint(location.transcript)
-    except SourceError:
-        return ()
+    transcript first (none at all when it is gone), then sub-agents, sidecars, tool outputs.
+
+    Paths as strings, and the session's folder looked at only when it exists: a warm start
+    fingerprints every session of the history, most of which have no folder."""
+    base = f"{location.projects_root}{os.sep}{location.slug}{os.sep}{location.session_id}"
+    lead = _stat_text(f"{base}{SUFFIX}")
     if lead is None:
         return ()
+    try:
+        if not stat.S_ISDIR(os.stat(base).st_mode):  # noqa: PTH116 - a string: no Path per session
+            return (lead,)
+    except OSError:
+        return (lead,)
     found = [lead]
     others: list[Path] = []
     for _, path, meta_path in subagent_files(location):
@@ -280,6 +286,14 @@ def session_fingerprint(location: SessionLocation) -> tuple[SourceFile, ...]:
     others.extend(tool_result_files(location))
     found.extend(fingerprint for path in others if (fingerprint := _stat(path)) is not None)
     return tuple(found)
+
+
+def _stat_text(path: str) -> SourceFile | None:
+    try:
+        found = os.stat(path)  # noqa: PTH116
+    except OSError:
+        return None
+    return SourceFile(path, found.st_size, found.st_mtime_ns, found.st_ino)
 
 
 def files_from_copies(location: SessionLocation, copies: Sequence[RawFile]) -> SessionFiles:
