@@ -380,6 +380,7 @@ def test_describe_lists_every_key_with_value_and_source(home: Path, tmp_path: Pa
     assert list(SETTING_KEYS) == [
         "db",
         "cline_dir",
+        "claude_dir",
         "debounce_seconds",
         "poll_seconds",
         "use_events",
