@@ -36,7 +36,8 @@ def capture(
     ] = False,
     log_level: Annotated[str | None, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")] = None,
 ) -> None:
-    """Record every Cline session as it changes; runs until stopped (SIGTERM, Ctrl-C)."""
+    """Record every session of every agent it watches (the agents setting) as it changes; runs
+    in the foreground until stopped (SIGTERM, Ctrl-C)."""
     from postrun.capture.daemon import refuse_under_supervisor, refuse_when_running, start_daemon
     from postrun.capture.entry import capture_once, capture_until_stopped
 

@@ -31,7 +31,8 @@ def ingest(
 ) -> None:
     """Ingest sessions by hand.
 
-    A bare id is looked up in ~/.cline/data/sessions; an existing path wins over an id.
+    A bare id is looked up in the agent's own sessions folder (Cline: ~/.cline/data/sessions);
+    an existing path wins over an id.
     Prints one line per session stored; exits 1 when any target or session failed.
     Forgotten sessions and excluded workspaces are not recorded (a warning each).
     """
