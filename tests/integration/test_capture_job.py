@@ -266,3 +266,39 @@ def test_locked_store_is_retried_with_a_growing_delay(
         " (every 60 s at most)",
         f"INFO store {db_path}: writable again",
     ]
+
+
+def test_one_job_ingests_the_sessions_of_several_roots_each_through_its_own_source(
+    tmp_path: Path, db_path: Path, log: LogLines
+) -> None:
+    """Capture runs one source per (agent, root): two roots here, each with its own book."""
+    from postrun.agents.cline.adapter import ClineSource
+    from postrun.capture.book import Watched
+
+    first, second = tmp_path / "one" / "sessions", tmp_path / "two" / "sessions"
+    shutil.copytree(FIXTURES / "cline/basic_act/data/sessions", first)
+    shutil.copytree(FIXTURES / "cline/plan_act_resumed_open/data/sessions", second)
+    database = Database.open(db_path)
+    watched = [Watched(ClineSource(root), SessionBook()) for root in (first, second)]
+    for each in watched:
+        each.book.load(plan_catch_up(each.source, database, wall_now=time.time()))
+    job = IngestJob(
+        host=Host(),
+        sources=watched,
+        db_path=db_path,
+        database=database,
+        max_bytes=2**26,
+        caches=MappingCaches(FakeClock()),
+        logger=logging.getLogger("postrun.test.job"),
+    )
+    try:
+        plans = next(session_id for session_id in watched[1].book.ids())
+        assert [each.source.root for each in watched if plans in each.book] == [second]
+        assert job.run(Due(plans, "event")).outcome == "ingested"
+        assert job.run(Due(BASIC, "event")).outcome == "ingested"
+    finally:
+        job.close()
+    with Database.open(db_path) as reader:
+        sources = dict(reader.execute("SELECT id, json_extract(record, '$.source') FROM sessions"))
+    assert sources == {BASIC: str(first / BASIC), plans: str(second / plans)}
+    assert [line.split(" ")[3] for line in log.lines] == [plans, BASIC]
