@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -299,3 +300,36 @@ def open_claude_session(root: Path, *, seed: int, target_bytes: int) -> ClaudeSe
         first = False
         session.flush()
     return session
+
+
+def write_small_sessions(root: Path, *, seed: int, sessions: int, lines: int = 12) -> ClaudeTotals:
+    """``sessions`` short sessions for the warm start (never read there, only fingerprinted): the
+    first ``lines`` lines of a generated session under new ids, one in five with a sub-agent."""
+    source = root.parent / f".{root.name}-template"
+    template = write_claude_history(source, seed=seed, sessions=6, mean_turns=1)
+    heads = [path.read_bytes().splitlines(keepends=True)[:lines] for path in template.transcripts]
+    helpers = sorted(source.rglob("agent-*.jsonl"))
+    metas = {path: path.with_name(path.stem + ".meta.json").read_bytes() for path in helpers}
+    rng = random.Random(seed)
+    totals = ClaudeTotals()
+    for index in range(sessions):
+        head = heads[index % len(heads)]
+        old_id = orjson.loads(head[0])["sessionId"].encode()
+        session_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        slug = root / f"-home-dev-work-project{index % PROJECTS}"
+        slug.mkdir(parents=True, exist_ok=True)
+        path = slug / f"{session_id}.jsonl"
+        data = b"".join(head).replace(old_id, session_id.encode())
+        path.write_bytes(data)
+        totals.sessions += 1
+        totals.bytes += len(data)
+        totals.transcripts.append(path)
+        if helpers and index % 5 == 0:
+            helper = helpers[index % len(helpers)]
+            folder = slug / session_id / "subagents"
+            folder.mkdir(parents=True)
+            (folder / helper.name).write_bytes(b"".join(helper.read_bytes().splitlines(keepends=True)[:5]))
+            (folder / f"{helper.stem}.meta.json").write_bytes(metas[helper])
+            totals.subagents += 1
+    shutil.rmtree(source)
+    return totals
