@@ -105,9 +105,11 @@ def test_kill_9_while_claude_code_transcripts_grow(tmp_path: Path, crash_env: di
     rng = random.Random(seed)
     stored: dict[str, int | None] = dict.fromkeys(history.versions)
     kills = rounds = partial = 0
-    while kills < 10:
+    # Kill until ten kills landed and at least two of them inside a catch-up: where a kill
+    # lands is up to the machine's load, so the rounds are bounded, not fixed.
+    while kills < 10 or partial < 2:
         rounds += 1
-        assert rounds <= 30, "capture kept finishing before the kill"
+        assert rounds <= 40, f"capture kept finishing before the kill ({kills} kills, {partial} inside a catch-up)"
         if rounds > 1:
             for session_id in rng.sample(sorted(history.versions), k=len(history.versions) * 2 // 5):
                 history.write(session_id, (history.on_disk[session_id] + 1) % VARIANTS)
@@ -123,7 +125,6 @@ def test_kill_9_while_claude_code_transcripts_grow(tmp_path: Path, crash_env: di
         moved = sum(stored[s] != before[s] for s in changed)
         partial += killed and 0 < moved < len(changed)
     print(f"{kills} kills in {rounds} rounds, {partial} inside a catch-up")
-    assert partial >= 2, "too few kills landed inside a catch-up to prove anything"
     restart = run_postrun("capture", "--once", env=history.env, timeout=120)
     assert restart.returncode == 0, restart.stderr
     clean = one_shot(history.root, tmp_path / "clean" / "postrun.db", history.env, agent="claude-code")
