@@ -1,15 +1,21 @@
-"""Reading a session's rollouts, and the first lines that say which session a rollout is of."""
+"""Reading a session's rollouts (from disk, or back from the vault's copies), and the first
+lines that say which session a rollout is of."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
 
-from postrun.agents.codex.files import RolloutData, SessionFiles, head, read_rollout
+from postrun.agents.codex.files import RolloutData, SessionFiles, decompressed, head, read_rollout
 from postrun.agents.codex.layout import Rollout, SessionLocation
 from postrun.agents.codex.lines import first_line
+from postrun.agents.codex.locate import ARCHIVE, rollout_at
 from postrun.agents.codex.mapping import MappingCache
 from postrun.agents.codex.meta import ThreadMeta, thread_meta
+from postrun.appendonly import Appended
 from postrun.errors import NotFound, SourceError
+from postrun.records import RawFile
 
 
 def read_meta(rollout: Rollout, *, max_bytes: int) -> ThreadMeta | None:
@@ -83,3 +89,29 @@ def _workspace(root: Rollout, cache: MappingCache | None, max_bytes: int) -> str
 def _read(rollout: Rollout, max_bytes: int, cache: MappingCache | None) -> RolloutData:
     mark = cache.mark_of(rollout.thread_id) if cache is not None else None
     return read_rollout(rollout, max_bytes=max_bytes, mark=mark)
+
+
+def kept_files(session_id: str, copies: Sequence[RawFile], *, max_bytes: int) -> SessionFiles | None:
+    """A session's files parsed back from the vault's copies of its rollouts (each at the path
+    it was read from); None when no copy is the rollout of a root thread of that id. A thread kept twice (a
+    rollout Codex compressed or archived after it was copied) is read from its longer copy."""
+    best: dict[str, RolloutData] = {}
+    for copy in copies:
+        path = Path(copy.fingerprint.path)
+        rollout = rollout_at(path)
+        if rollout is None:
+            continue
+        rollout = replace(rollout, name=copy.name, archived=Path(copy.name).parts[:1] == (ARCHIVE,))
+        data = decompressed(copy.data, str(path), max_bytes) if rollout.compressed else copy.data
+        read = RolloutData(rollout, Appended.whole(data, copy.fingerprint), copy.data)
+        kept = best.get(rollout.thread_id)
+        if kept is None or len(read.read.data) > len(kept.read.data):
+            best[rollout.thread_id] = read
+    root = best.pop(session_id, None)
+    line = first_line(bytes(root.read.data[: root.read.data.find(b"\n") + 1])) if root is not None else None
+    meta = thread_meta(line.payload, line.timestamp) if line is not None and line.type == "session_meta" else None
+    if root is None or meta is None or meta.is_child:
+        return None
+    children = tuple(best[thread_id] for thread_id in sorted(best))
+    location = SessionLocation(session_id, root.rollout, tuple(data.rollout for data in children))
+    return SessionFiles(location, root, children)
