@@ -1,0 +1,47 @@
+"""The thread index reads each rollout's first line once and knows each child's session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from postrun.agents.codex import index as index_module
+from postrun.agents.codex import list_rollouts
+from postrun.agents.codex.index import ThreadIndex
+from postrun.agents.codex.reading import read_meta
+from tests.support.codex_rollouts import RolloutWriter
+from tests.unit.codex.kit import MAX_BYTES
+
+ROOT = "01a2330d-2877-74e1-85dd-6d88f53166fa"
+CHILD = "01a2330d-8622-79c1-aa53-fa5925b71fc2"
+
+
+def test_each_first_line_is_read_once_and_a_child_names_its_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sessions = tmp_path / "sessions"
+    root = RolloutWriter(ROOT)
+    root.begin("t1")
+    child = RolloutWriter(CHILD, parent=ROOT, start_ms=root.clock + 100)
+    child.task_started("ct1")
+    child_path = child.write(sessions, lines=0)  # created empty first, as Codex does
+    reads: list[str] = []
+
+    def counting(rollout, *, max_bytes):  # type: ignore[no-untyped-def]
+        reads.append(rollout.thread_id)
+        return read_meta(rollout, max_bytes=max_bytes)
+
+    monkeypatch.setattr(index_module, "read_meta", counting)
+    index = ThreadIndex(MAX_BYTES)
+    first = index.sessions(list_rollouts(sessions))
+    assert [s.session_id for s in first.sessions] == [CHILD]  # not known as a child yet: its own
+    assert index.session_of(child_path) == CHILD
+    child.write(sessions)
+    root_path = root.write(sessions)
+    second = index.sessions(list_rollouts(sessions))
+    assert [(s.session_id, [c.thread_id for c in s.children]) for s in second.sessions] == [(ROOT, [CHILD])]
+    assert index.session_of(child_path) == ROOT and index.session_of(root_path) == ROOT
+    index.sessions(list_rollouts(sessions))
+    assert sorted(reads) == sorted([CHILD, CHILD, ROOT])  # the child twice: empty at first
+    assert index.folders(ROOT) == (root_path.parent,)
