@@ -119,6 +119,8 @@ class Settings(BaseSettings):
     cline_dir: AbsolutePath  # the sessions root the capture watches
     # Claude Code's projects folder; None: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects.
     claude_dir: AbsolutePath | None = None
+    # Codex's sessions folder; None: $CODEX_HOME/sessions, else ~/.codex/sessions.
+    codex_dir: AbsolutePath | None = None
     debounce_seconds: PositiveNumber = 2
     poll_seconds: PositiveNumber = 3
     use_events: bool = True  # False: polls only (network file systems)

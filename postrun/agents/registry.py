@@ -30,10 +30,11 @@ if TYPE_CHECKING:
 
 # Every kind, in the order capture, ``status`` and ``doctor`` name them; the first is the one a
 # bare path or ``postrun ingest`` without ``--agent`` means.
-KINDS: tuple[str, ...] = ("cline", "claude-code")
+KINDS: tuple[str, ...] = ("cline", "claude-code", "codex")
 _MODULES: dict[str, str] = {
     "cline": "postrun.agents.cline.adapter",
     "claude-code": "postrun.agents.claude_code.adapter",
+    "codex": "postrun.agents.codex.adapter",
 }
 
 Approvals = dict[str, Any]  # a JSON-ready approval snapshot; {} for an agent that has none

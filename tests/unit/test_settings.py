@@ -381,6 +381,7 @@ def test_describe_lists_every_key_with_value_and_source(home: Path, tmp_path: Pa
         "db",
         "cline_dir",
         "claude_dir",
+        "codex_dir",
         "debounce_seconds",
         "poll_seconds",
         "use_events",

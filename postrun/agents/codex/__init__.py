@@ -37,8 +37,7 @@ from __future__ import annotations
 from postrun.agents.codex.files import RolloutData, SessionFiles, read_rollout
 from postrun.agents.codex.layout import Rollout, SessionLocation
 from postrun.agents.codex.locate import (
-    Listing,
-    Skipped,
+    Rollouts,
     archive_folder,
     group_sessions,
     list_rollouts,
@@ -51,13 +50,12 @@ from postrun.agents.codex.session import AGENT
 
 __all__ = [
     "AGENT",
-    "Listing",
     "MappingCache",
     "Rollout",
     "RolloutData",
+    "Rollouts",
     "SessionFiles",
     "SessionLocation",
-    "Skipped",
     "ThreadMeta",
     "archive_folder",
     "group_sessions",

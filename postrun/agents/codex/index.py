@@ -13,17 +13,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from postrun.agents.codex.layout import Rollout, SessionLocation
-from postrun.agents.codex.locate import Listing, group_sessions, rollout_at, root_of
+from postrun.agents.codex.locate import Rollouts, group_sessions, rollout_at, root_of
 from postrun.agents.codex.meta import ThreadMeta
 from postrun.agents.codex.reading import read_meta
-from postrun.errors import NotFound, SourceError
+from postrun.errors import NotFound, PostrunError, SourceError
 
 
 @dataclass(frozen=True, slots=True)
 class Sessions:
-    """A listing's sessions, and the rollouts whose first line could not be read."""
+    """A listing's sessions (a sub-agent's without its root thread's rollout among them), the
+    rollouts whose first line is not written yet, and those that could not be read."""
 
     sessions: tuple[SessionLocation, ...]
+    unwritten: tuple[Rollout, ...] = ()
     problems: tuple[SourceError, ...] = ()
 
 
@@ -37,55 +39,72 @@ class ThreadIndex:
         self._sessions: dict[str, SessionLocation] = {}
         self._lock = threading.Lock()
 
-    def sessions(self, listing: Listing) -> Sessions:
+    def sessions(self, listing: Rollouts) -> Sessions:
         """The sessions of ``listing``, reading the first line of each rollout not seen yet."""
         metas: dict[str, ThreadMeta] = {}
         kept: dict[tuple[Path, int], ThreadMeta] = {}
         problems: list[SourceError] = []
+        unwritten: list[Rollout] = []
         for rollout in listing.rollouts:
-            key, meta = self._meta(rollout, problems)
-            if meta is not None and key is not None:
-                kept[key] = meta
-                metas[rollout.thread_id] = meta
-        grouped = group_sessions(listing.rollouts, metas)
+            try:
+                key = (rollout.path, rollout.path.stat().st_ino)
+                meta = self._metas.get(key) or read_meta(rollout, max_bytes=self._max_bytes)
+            except (OSError, NotFound):
+                continue  # gone since it was listed
+            except SourceError as exc:
+                problems.append(exc)
+                continue
+            if meta is None:
+                unwritten.append(rollout)
+                continue
+            kept[key] = meta
+            metas[rollout.thread_id] = meta
+        grouped = group_sessions([rollout for rollout in listing.rollouts if rollout.thread_id in metas], metas)
         with self._lock:
             self._metas = kept
             self._by_thread = metas
             self._sessions = {session.session_id: session for session in grouped}
-        return Sessions(tuple(grouped), tuple(problems))
-
-    def _meta(self, rollout: Rollout, problems: list[SourceError]) -> tuple[tuple[Path, int] | None, ThreadMeta | None]:
-        try:
-            key = (rollout.path, rollout.path.stat().st_ino)
-        except OSError:
-            return None, None  # gone since it was listed
-        known = self._metas.get(key)
-        if known is not None:
-            return key, known
-        try:
-            return key, read_meta(rollout, max_bytes=self._max_bytes)
-        except NotFound:
-            return None, None
-        except SourceError as exc:
-            problems.append(exc)
-            return None, None
+        return Sessions(tuple(grouped), tuple(unwritten), tuple(problems))
 
     def location(self, session_id: str) -> SessionLocation | None:
         """The session's rollouts as of the last listing."""
         with self._lock:
             return self._sessions.get(session_id)
 
-    def session_of(self, path: str | Path) -> str | None:
-        """The session a rollout file is of, once its first line was read: its own thread id
-        for a root thread, its root thread's for a child; a rollout not seen yet is its own."""
-        rollout = rollout_at(Path(path))
+    def session_of(self, path: str | Path, folder: Path | None = None) -> str | None:
+        """The session a rollout file is of: its own thread id for a root thread, its root
+        thread's for a child. A rollout not seen at the last listing has its first line read
+        now (it joins its session's location); None while that line is not written."""
+        rollout = rollout_at(Path(path), folder=folder)
         if rollout is None:
             return None
         with self._lock:
             meta = self._by_thread.get(rollout.thread_id)
-            if meta is None or not meta.is_child:
-                return rollout.thread_id
-            return root_of(meta, self._by_thread)
+        if meta is None:
+            try:
+                meta = read_meta(rollout, max_bytes=self._max_bytes)
+            except PostrunError:
+                return None
+            if meta is None:
+                return None
+            self._learn(rollout, meta)
+        with self._lock:
+            return root_of(meta, self._by_thread) if meta.is_child else rollout.thread_id
+
+    def _learn(self, rollout: Rollout, meta: ThreadMeta) -> None:
+        with self._lock:
+            self._by_thread[rollout.thread_id] = meta
+            if not meta.is_child:
+                known = self._sessions.get(rollout.thread_id)
+                self._sessions[rollout.thread_id] = SessionLocation(
+                    rollout.thread_id, rollout, known.children if known is not None else ()
+                )
+                return
+            session_id = root_of(meta, self._by_thread)
+            known = self._sessions.get(session_id)
+            if known is None or any(child.thread_id == rollout.thread_id for child in known.children):
+                return
+            self._sessions[session_id] = SessionLocation(session_id, known.root, (*known.children, rollout))
 
     def folders(self, session_id: str) -> tuple[Path, ...]:
         """The folders the session's rollouts are in (its day folders, the archive)."""

@@ -35,7 +35,9 @@ class SessionLocation:
     @property
     def where(self) -> Path:
         """The lead file: the root thread's rollout (a child's while that is not there)."""
-        return self.root.path if self.root is not None else self.children[0].path
+        if self.root is not None:
+            return self.root.path
+        return self.children[0].path if self.children else Path(self.session_id)  # gone: no file
 
     @property
     def rollouts(self) -> tuple[Rollout, ...]:

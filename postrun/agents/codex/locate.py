@@ -18,6 +18,7 @@ from pathlib import Path
 
 from postrun.agents.codex.layout import Rollout, SessionLocation
 from postrun.agents.codex.meta import ThreadMeta
+from postrun.agents.registry import Skipped
 
 ARCHIVE = "archived_sessions"
 ROLLOUT_NAME = re.compile(
@@ -56,19 +57,14 @@ def rollout_at(path: Path, *, archived: bool = False, folder: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class Skipped:
-    path: Path
-    reason: str
-    warn: bool  # a name that looks meant for Codex (not a dot- or underscore-entry)
+class Rollouts:
+    """The rollouts under a sessions folder and its archive."""
 
-
-@dataclass(frozen=True, slots=True)
-class Listing:
     rollouts: tuple[Rollout, ...]  # one per thread, sorted by thread id
     skipped: tuple[Skipped, ...] = ()
 
 
-def list_rollouts(sessions: Path) -> Listing:
+def list_rollouts(sessions: Path) -> Rollouts:
     """Every thread's rollout under ``sessions`` and the archive beside it."""
     found: dict[str, Rollout] = {}
     skipped: list[Skipped] = []
@@ -77,7 +73,7 @@ def list_rollouts(sessions: Path) -> Listing:
             kept = found.get(rollout.thread_id)
             if kept is None or _preferred(rollout, kept):
                 found[rollout.thread_id] = rollout
-    return Listing(tuple(found[thread_id] for thread_id in sorted(found)), tuple(skipped))
+    return Rollouts(tuple(found[thread_id] for thread_id in sorted(found)), tuple(skipped))
 
 
 def _preferred(rollout: Rollout, kept: Rollout) -> bool:
@@ -128,6 +124,11 @@ def group_sessions(rollouts: Iterable[Rollout], metas: Mapping[str, ThreadMeta])
         for session_id in sorted(set(roots) | set(children))
     ]
     return sessions
+
+
+def waiting_reason(session: SessionLocation) -> str:
+    """Why a session's children are not ingested yet: its root thread's rollout is not there."""
+    return f"a sub-agent rollout of session {session.session_id}, whose own rollout is not there yet"
 
 
 def root_of(meta: ThreadMeta, metas: Mapping[str, ThreadMeta]) -> str:

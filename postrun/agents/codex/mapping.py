@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from postrun.agents.codex.entries import ROOT_ACTOR, UNPLACED, Facts, Place
 from postrun.agents.codex.files import RolloutData, SessionFiles
+from postrun.agents.codex.kept import kept_thread
 from postrun.agents.codex.lines import rollout_lines
+from postrun.agents.codex.locate import rollout_at
 from postrun.agents.codex.placing import Placing, placed_rows, session_order
 from postrun.agents.codex.session import (
     AGENT,
@@ -27,9 +30,10 @@ from postrun.agents.codex.session import (
 from postrun.agents.codex.thread import Placer, ThreadFold
 from postrun.appendonly import Mark
 from postrun.errors import NotParseableYet, SourceError
-from postrun.records import MappedSession
+from postrun.records import MappedSession, StoredActor
 
 _PARENT_HOPS = 64
+_NOTHING_KEPT: Mapping[str, StoredActor] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,13 +51,16 @@ class MappingCache:
         return fold.mark if fold is not None else None
 
 
-def map_session(files: SessionFiles, previous: MappingCache | None = None) -> tuple[MappedSession, MappingCache]:
+def map_session(
+    files: SessionFiles, previous: MappingCache | None = None, kept: Mapping[str, StoredActor] = _NOTHING_KEPT
+) -> tuple[MappedSession, MappingCache]:
     """Map a session's rollouts to v1.2 records.
 
     A rollout's ``data`` starts at ``start``: 0 (the whole file) or where the cached fold of
     its thread stopped. Raises ``NotParseableYet`` (kind ``rollout``) while the root
     rollout's first line is not written, ``SourceError`` when it is not a root thread's
-    rollout; a child rollout that cannot be used is listed in ``MappedSession.unread``.
+    rollout; a child rollout that cannot be used is listed in ``MappedSession.unread``, and
+    what the store holds of it (``kept``, by thread id) stays as it is.
     """
     cached = previous.threads if previous is not None else {}
     session_id = files.root.rollout.thread_id
@@ -76,6 +83,8 @@ def map_session(files: SessionFiles, previous: MappingCache | None = None) -> tu
     children = [_refreshed(child, placer, threads) for child in children]
     for child in children:
         threads[child.facts.actor_id] = child
+    unused = {rollout.thread_id for problem in unread if (rollout := rollout_at(Path(problem.where))) is not None}
+    children.extend(kept_thread(kept[thread_id], session_id) for thread_id in sorted(unused) if thread_id in kept)
     placing = placed_rows(session_order(root, children), previous.placing if previous is not None else None)
     rows = list(placing.rows)
     used = [

@@ -10,7 +10,7 @@ from pathlib import Path
 from postrun.agents.codex.files import RolloutData, SessionFiles, decompressed, head, read_rollout
 from postrun.agents.codex.layout import Rollout, SessionLocation
 from postrun.agents.codex.lines import first_line
-from postrun.agents.codex.locate import ARCHIVE, rollout_at
+from postrun.agents.codex.locate import ARCHIVE, rollout_at, waiting_reason
 from postrun.agents.codex.mapping import MappingCache
 from postrun.agents.codex.meta import ThreadMeta, thread_meta
 from postrun.appendonly import Appended
@@ -57,9 +57,7 @@ def read_session(
     session by raising. Raises ``SourceError`` when the root's rollout is missing or
     unusable; a child's that cannot be read is listed in ``SessionFiles.unread``."""
     if location.root is None:
-        raise SourceError(
-            str(location.where), f"a sub-agent rollout of session {location.session_id}, whose own is not there yet"
-        )
+        raise SourceError(str(location.where), waiting_reason(location))
     if admit is not None:
         admit(_workspace(location.root, cache, max_bytes))
     root = _read(location.root, max_bytes, cache)

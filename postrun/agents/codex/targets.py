@@ -15,24 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from postrun.agents.codex.layout import SessionLocation
-from postrun.agents.codex.locate import ARCHIVE, Skipped, group_sessions, list_rollouts, rollout_at
+from postrun.agents.codex.locate import ARCHIVE, group_sessions, list_rollouts, rollout_at, waiting_reason
 from postrun.agents.codex.reading import read_metas
+from postrun.agents.registry import Listing, Skipped
 from postrun.errors import NotFound, PostrunError, SourceError, UsageError
 from postrun.text import printable
 
 THREAD_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _DAY = (re.compile(r"\d{4}"), re.compile(r"\d{2}"), re.compile(r"\d{2}"))
-
-
-@dataclass(frozen=True, slots=True)
-class Targets:
-    """What targets named: sessions in order, skipped entries, failures, and notes on how a
-    target was taken when not as given (a child's rollout: its session)."""
-
-    sessions: tuple[SessionLocation, ...] = ()
-    skipped: tuple[Skipped, ...] = ()
-    failures: tuple[PostrunError, ...] = ()
-    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +38,7 @@ class _Tree:
         return None
 
 
-def resolve_targets(targets: Iterable[str | os.PathLike[str]], sessions_folder: Path, *, max_bytes: int) -> Targets:
+def resolve_targets(targets: Iterable[str | os.PathLike[str]], sessions_folder: Path, *, max_bytes: int) -> Listing:
     """The sessions named by ``targets``, in order, without duplicates. An existing path wins
     over a bare id, which is looked up in ``sessions_folder`` (and its archive)."""
     found: dict[str, SessionLocation] = {}
@@ -72,13 +62,18 @@ def resolve_targets(targets: Iterable[str | os.PathLike[str]], sessions_folder: 
             failures.append(exc)
             continue
         for session in sessions:
-            found.setdefault(session.session_id, session)
-        if note:
+            if session.root is not None:
+                found.setdefault(session.session_id, session)
+            elif len(sessions) == 1 and not os.path.isdir(os.fspath(target)):  # noqa: PTH112 - a target as typed
+                failures.append(NotFound(where, waiting_reason(session)))
+            else:
+                skipped.extend(Skipped(child.path, waiting_reason(session), True) for child in session.children)
+        if note and sessions[0].root is not None:
             notes.append(note)
     for folder_tree in trees.values():
         skipped.extend(folder_tree.skipped)
         failures.extend(folder_tree.problems)
-    return Targets(tuple(found.values()), tuple(skipped), tuple(failures), tuple(notes))
+    return Listing(tuple(found.values()), tuple(skipped), tuple(failures), tuple(notes))
 
 
 def _resolve(

@@ -168,7 +168,7 @@ def test_a_child_rollout_waits_for_its_parent_and_then_joins_its_session(tmp_pat
     child.user("cu1", "SUB: look", "ct1")
     child.command("cc1", "ls", "ct1", output="x\n")
     alone = rollout_at(child.write(tmp_path / "sessions"))
-    with pytest.raises(SourceError, match="whose own is not there yet"):
+    with pytest.raises(SourceError, match="whose own rollout is not there yet"):
         read_session(SessionLocation(SID, None, (alone,)), max_bytes=MAX_BYTES)  # type: ignore[arg-type]
     location = _session(tmp_path, root, child)
     mapped, _ = map_session(read_session(location, max_bytes=MAX_BYTES))

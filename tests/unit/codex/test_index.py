@@ -35,13 +35,13 @@ def test_each_first_line_is_read_once_and_a_child_names_its_session(
     monkeypatch.setattr(index_module, "read_meta", counting)
     index = ThreadIndex(MAX_BYTES)
     first = index.sessions(list_rollouts(sessions))
-    assert [s.session_id for s in first.sessions] == [CHILD]  # not known as a child yet: its own
-    assert index.session_of(child_path) == CHILD
+    assert first.sessions == () and [r.thread_id for r in first.unwritten] == [CHILD]
+    assert index.session_of(child_path) is None  # its first line is not written yet
     child.write(sessions)
     root_path = root.write(sessions)
     second = index.sessions(list_rollouts(sessions))
     assert [(s.session_id, [c.thread_id for c in s.children]) for s in second.sessions] == [(ROOT, [CHILD])]
     assert index.session_of(child_path) == ROOT and index.session_of(root_path) == ROOT
     index.sessions(list_rollouts(sessions))
-    assert sorted(reads) == sorted([CHILD, CHILD, ROOT])  # the child twice: empty at first
+    assert sorted(reads) == sorted([CHILD, CHILD, CHILD, ROOT])  # the child until its first line came
     assert index.folders(ROOT) == (root_path.parent,)

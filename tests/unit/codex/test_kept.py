@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from postrun.agents.codex import SessionLocation, list_rollouts, map_session
+from postrun.agents.codex import SessionFiles, SessionLocation, list_rollouts, map_session
 from postrun.agents.codex.reading import kept_files, read_session
+from postrun.errors import SourceError
+from postrun.records import StoredActor
 from tests.support.codex_rollouts import RolloutWriter
 from tests.unit.codex.kit import MAX_BYTES, same_mapping
 
@@ -59,3 +61,23 @@ def test_a_thread_kept_twice_is_read_from_its_longer_copy(tmp_path: Path) -> Non
     kept = kept_files(SID, [*first, *files.raw], max_bytes=MAX_BYTES)
     assert kept is not None and kept.root.rollout.compressed
     assert same_mapping(map_session(kept)[0], map_session(files)[0])
+
+
+def test_a_child_that_cannot_be_read_keeps_its_stored_steps_in_place(tmp_path: Path) -> None:
+    root, child, sessions = _session(tmp_path)
+    root.write(sessions)
+    child_path = child.write(sessions)
+    files = read_session(_location(sessions), max_bytes=MAX_BYTES)
+    whole, _ = map_session(files)
+    stored = StoredActor(
+        next(actor for actor in whole.actors if actor["id"] == CHILD),
+        tuple(row for row in whole.steps if row.record["actor_id"] == CHILD),
+        whole.helper_metrics.get(CHILD),
+    )
+    problem = SourceError(str(child_path), "cannot read: Permission denied")
+    unreadable = SessionFiles(files.location, files.root, (), (problem,))
+    mapped, _ = map_session(unreadable, None, {CHILD: stored})
+    assert [row.id for row in mapped.steps] == [row.id for row in whole.steps]
+    assert [row.record for row in mapped.steps] == [row.record for row in whole.steps]
+    assert mapped.actors == whole.actors and mapped.session.get("metrics") == whole.session.get("metrics")
+    assert [str(p) for p in mapped.unread] == [str(problem)]
