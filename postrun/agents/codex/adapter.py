@@ -63,10 +63,11 @@ def _names(folder: Path) -> frozenset[str]:
     return frozenset(found)
 
 
-def _newest(folder: Path, levels: int) -> list[tuple[str, int, int]]:
-    """(name, inode, mtime) of the newest folder at each level below ``folder`` (YYYY, MM, DD)
-    and of the day before it: where Codex writes new rollouts."""
-    stamps: list[tuple[str, int, int]] = []
+def _newest(folder: Path, levels: int) -> list[tuple[str, int]]:
+    """(path, digest of its entry names) of the newest folder at each level below ``folder``
+    (YYYY, MM, DD) and of the one before it: where Codex writes new rollouts. Names, not
+    mtimes: a file created in the same clock tick as its folder leaves the mtime as it was."""
+    stamps: list[tuple[str, int]] = []
     for _ in range(levels):
         try:
             with os.scandir(folder) as entries:
@@ -75,10 +76,9 @@ def _newest(folder: Path, levels: int) -> list[tuple[str, int, int]]:
             break
         for entry in folders[-2:]:
             try:
-                found = entry.stat(follow_symlinks=False)
+                stamps.append((entry.path, hash(frozenset(os.listdir(entry.path)))))  # noqa: PTH208 - names only
             except OSError:
                 continue
-            stamps.append((entry.path, found.st_ino, found.st_mtime_ns))
         if not folders:
             break
         folder = Path(folders[-1].path)
@@ -93,6 +93,7 @@ class CodexSource:
         self._archive = archive_folder(root)
         self._index = ThreadIndex(HEAD_BYTES)
         self._listed: tuple[Listing, int] | None = None
+        self._waiting: tuple[Path, ...] = ()  # rollouts whose first line was not written at the last listing
 
     @property
     def adapter(self) -> Adapter:
@@ -118,6 +119,7 @@ class CodexSource:
                 sessions.append(session)
         listing = Listing(tuple(sessions), tuple(skipped), tuple(found.problems))
         self._listed = (listing, hash(names))
+        self._waiting = tuple(rollout.path for rollout in found.unwritten)
         return listing
 
     def _names_or_empty(self) -> frozenset[str]:
@@ -146,13 +148,18 @@ class CodexSource:
 
     def listing_stamp(self) -> Hashable:
         # A new rollout changes its day folder's mtime, not the root's: the newest day folders
-        # (and the archive) are where Codex writes them.
-        stamps = _newest(self._root, 3)
+        # (and the archive) are where Codex writes them. A rollout created empty becomes a
+        # session (or a sub-agent of one) when its first line comes: its size is watched too.
+        stamps: list[Hashable] = list(_newest(self._root, 3))
         try:
-            found = self._archive.stat()
-            stamps.append((str(self._archive), found.st_ino, found.st_mtime_ns))
+            stamps.append(hash(frozenset(os.listdir(self._archive))))  # noqa: PTH208 - names only
         except OSError:
             pass
+        for path in self._waiting:
+            try:
+                stamps.append((str(path), path.stat().st_size))
+            except OSError:
+                continue
         return tuple(stamps)
 
     def ripe(self, entry: Skipped) -> bool:
@@ -163,7 +170,7 @@ class CodexSource:
 
     def watch_folders(self, session_id: str) -> tuple[Path, ...]:
         # Its rollouts' folders, and today's: a sub-agent it starts writes there.
-        newest = [Path(path) for path, _, _ in _newest(self._root, 3)[-1:]]
+        newest = [Path(path) for path, _ in _newest(self._root, 3)[-1:]]
         return tuple(dict.fromkeys(folder for folder in (*self._index.folders(session_id), *newest) if folder.is_dir()))
 
 
