@@ -5,6 +5,7 @@ approval events and has no approval settings to snapshot: decisions are read fro
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -151,10 +152,8 @@ class CodexSource:
         # (and the archive) are where Codex writes them. A rollout created empty becomes a
         # session (or a sub-agent of one) when its first line comes: its size is watched too.
         stamps: list[Hashable] = list(_newest(self._root, 3))
-        try:
+        with contextlib.suppress(OSError):
             stamps.append(hash(frozenset(os.listdir(self._archive))))  # noqa: PTH208 - names only
-        except OSError:
-            pass
         for path in self._waiting:
             try:
                 stamps.append((str(path), path.stat().st_size))
