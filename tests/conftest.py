@@ -56,7 +56,7 @@ def isolated_environ(tmp: Path) -> dict[str, str]:
     environ = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("POSTRUN_", "CLINE_", "CLAUDE_", "XDG_"))
+        if not key.startswith(("POSTRUN_", "CLINE_", "CLAUDE_", "CODEX_", "XDG_"))
         and key not in {"NOTIFY_SOCKET", "INVOCATION_ID"}
     }
     environ.update(

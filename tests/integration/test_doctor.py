@@ -193,6 +193,7 @@ def test_every_check_of_the_issue_in_order_and_only_three_can_fail(tmp_path: Pat
         "sessions",
         "approvals",
         "claude-code sessions",
+        "codex sessions",
         "capture",
         "service",
         "web service",
@@ -215,6 +216,7 @@ def test_every_check_of_the_issue_in_order_and_only_three_can_fail(tmp_path: Pat
         "sessions": "ok",
         "approvals": "ok",
         "claude-code sessions": "ok",
+        "codex sessions": "warn",  # Codex has not run here: its folder is waited for
         "capture": "warn",
         "service": "warn",
         "web service": "ok",  # optional, not installed
