@@ -21,7 +21,7 @@ from postrun.agents.codex.layout import Rollout, SessionLocation
 from postrun.appendonly import Appended, Mark, read_appended
 from postrun.errors import NotFound, SourceError
 from postrun.jsonio import read_bytes, stat_fingerprint
-from postrun.records import RawFile
+from postrun.records import RawFile, SourceFile
 
 _HEAD_CHUNK = 64 * 1024
 _OUTSIDE = "a symlink that leads outside its sessions folder (never followed out of it)"
@@ -59,6 +59,11 @@ class SessionFiles:
     root: RolloutData
     children: tuple[RolloutData, ...] = ()
     unread: tuple[SourceError, ...] = ()  # children that could not be read this time
+
+    @property
+    def source_files(self) -> tuple[SourceFile, ...]:
+        """The fingerprint of each rollout read, the root's first."""
+        return tuple(data.read.fingerprint for data in (self.root, *self.children))
 
     @property
     def raw(self) -> tuple[RawFile, ...]:

@@ -1,0 +1,150 @@
+"""The real `postrun` executable over Codex's rollouts: every target form, the golden facts
+through ingest and export, one listing and search across agents, the vault, reingest, forget."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, run_postrun
+from tests.support.cli_cases import facts_through_cli
+
+CASES = sorted(
+    [path for path in (FIXTURES / "codex-real").iterdir() if (path / "expect.json").exists()]
+    + [path for path in (FIXTURES / "codex").iterdir() if (path / "expect.json").exists()]
+)
+NESTED = "01a2330d-0000-7000-8000-00000000000a"
+CHILD = "01a2330d-1111-7000-8000-000000000001"
+GRANDCHILD = "01a2330d-1111-7000-8000-000000000002"
+DAY = "2026/12/01"
+
+
+def copy_sessions(case: Path, tmp_path: Path) -> Path:
+    """A writable copy of a case's Codex home (its sessions folder, and the archive when it has one)."""
+    home = tmp_path / "codex" / case.name
+    for name in ("sessions", "archived_sessions"):
+        if (case / name).is_dir():
+            shutil.copytree(case / name, home / name)
+    (home / "sessions").mkdir(parents=True, exist_ok=True)
+    return home / "sessions"
+
+
+def _ingested(stdout: str) -> list[str]:
+    return [line.split()[3].rstrip(":") for line in stdout.splitlines() if line.startswith("ingested ")]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_case_facts_hold_through_ingest_and_export(case: Path, tmp_path: Path, env: dict[str, str]) -> None:
+    report = facts_through_cli(case, copy_sessions(case, tmp_path), "codex", env, tmp_path / "out")
+    assert report == "", report
+
+
+def _rollout(sessions: Path, thread_id: str) -> Path:
+    (found,) = sessions.rglob(f"rollout-*-{thread_id}.jsonl")
+    return found
+
+
+@pytest.mark.parametrize("target", ["id", "rollout", "day", "sessions", "child", "grandchild-id"])
+def test_every_target_form(target: str, tmp_path: Path, env: dict[str, str]) -> None:
+    sessions = copy_sessions(FIXTURES / "codex" / "nested_subagents", tmp_path)
+    env["POSTRUN_CODEX_DIR"] = str(sessions)
+    argument = {
+        "id": NESTED,
+        "rollout": str(_rollout(sessions, NESTED)),
+        "day": str(sessions / DAY),
+        "sessions": str(sessions),
+        "child": str(_rollout(sessions, CHILD)),
+        "grandchild-id": GRANDCHILD,
+    }[target]
+    result = run_postrun("ingest", "--agent", "codex", argument, env=env)
+    assert result.returncode == 0, result.stderr
+    assert _ingested(result.stdout) == [NESTED]
+    assert result.stdout.startswith(f"ingested codex session {NESTED}: 12 steps, 1 turns, 1 segments -> ")
+    if target in ("child", "grandchild-id"):
+        assert f"a sub-agent rollout of session {NESTED}: ingesting that session" in result.stderr
+
+
+def test_a_thread_id_is_found_through_codex_home(tmp_path: Path, env: dict[str, str]) -> None:
+    home = copy_sessions(FIXTURES / "codex" / "nested_subagents", tmp_path).parent
+    env["CODEX_HOME"] = str(home)
+    result = run_postrun("ingest", "--agent", "codex", NESTED, env=env)
+    assert result.returncode == 0, result.stderr
+    assert _ingested(result.stdout) == [NESTED]
+    shown = run_postrun("config", "show", env=env)
+    assert "codex_dir = (not set)  (default)" in shown.stdout.splitlines()
+
+
+def test_targets_that_name_nothing_fail_alone(tmp_path: Path, env: dict[str, str]) -> None:
+    sessions = copy_sessions(FIXTURES / "codex" / "nested_subagents", tmp_path)
+    env["POSTRUN_CODEX_DIR"] = str(sessions)
+    missing = "01a2330d-0000-7000-8000-0000000000ff"
+    result = run_postrun("ingest", "--agent", "codex", missing, NESTED, "not-an-id", env=env)
+    assert result.returncode != 0
+    assert _ingested(result.stdout) == [NESTED]
+    assert f"error: {missing}: no rollout of that thread in the sessions folder" in result.stderr
+    assert "error: not-an-id: not a thread id, a rollout file, a day folder or a sessions folder" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_child_alone_waits_for_its_parent(tmp_path: Path, env: dict[str, str]) -> None:
+    sessions = copy_sessions(FIXTURES / "codex" / "child_before_parent", tmp_path)
+    result = run_postrun("ingest", "--agent", "codex", str(sessions), env=env)
+    assert result.returncode == 0, result.stderr
+    assert _ingested(result.stdout) == []
+    assert "whose own rollout is not there yet" in result.stderr
+
+
+def test_three_agents_in_one_listing_and_search(tmp_path: Path, env: dict[str, str]) -> None:
+    cline = tmp_path / "cline"
+    shutil.copytree(FIXTURES / "cline" / "basic_act" / "data", cline)
+    assert run_postrun("ingest", "--agent", "cline", str(cline / "sessions"), env=env).returncode == 0
+    sessions = copy_sessions(FIXTURES / "codex-real" / "a_commands", tmp_path)
+    assert run_postrun("ingest", "--agent", "codex", str(sessions), env=env).returncode == 0
+    listed = run_postrun("sessions", "--json", env=env)
+    assert sorted(session["agent"] for session in json.loads(listed.stdout)) == ["cline", "codex"]
+    only = run_postrun("sessions", "--agent", "codex", env=env)
+    assert [line.split()[2] for line in only.stdout.splitlines()] == ["codex"]
+    found = run_postrun("search", "something broke", "--json", env=env)
+    assert found.returncode == 0, found.stderr
+    assert {hit["session_id"] for hit in json.loads(found.stdout)} == {"01a2330d-2877-74e1-85dd-6d88f53166fa"}
+    flagged = run_postrun("search", "--flag", "failed", env=env)
+    assert "call_2_1" in {line.split()[2] for line in flagged.stdout.splitlines()}
+    shown = run_postrun("show", "01a2330d-2877-74e1-85dd-6d88f53166fa", env=env)
+    assert "echo 'partial output'; echo 'something broke' >&2; exit 3" in shown.stdout  # the unwrapped command
+
+
+def test_the_vault_gives_back_every_rollout_after_codex_deletes_them(tmp_path: Path, env: dict[str, str]) -> None:
+    sessions = copy_sessions(FIXTURES / "codex-real" / "d_subagent", tmp_path)
+    assert run_postrun("ingest", "--agent", "codex", str(sessions), env=env).returncode == 0
+    before = {path.relative_to(sessions.parent): path.read_bytes() for path in sessions.rglob("*.jsonl")}
+    shutil.rmtree(sessions)
+    back = tmp_path / "back"
+    session_id = "01a2330d-8486-7383-9b2b-63e51f475249"
+    restored = run_postrun("raw", session_id, "--to", str(back), env=env)
+    assert restored.returncode == 0, restored.stderr
+    assert {path.relative_to(back): path.read_bytes() for path in back.rglob("*") if path.is_file()} == before
+    assert run_postrun("show", session_id, env=env).returncode == 0  # the session stays in the store
+
+
+def test_reingest_forget_and_exclude_work_for_codex_sessions(tmp_path: Path, env: dict[str, str]) -> None:
+    sessions = copy_sessions(FIXTURES / "codex" / "nested_subagents", tmp_path)
+    assert run_postrun("ingest", "--agent", "codex", str(sessions), env=env).returncode == 0
+    before = run_postrun("export", NESTED, "--format", "json", env=env).stdout
+    shutil.rmtree(sessions)  # the files are gone: the vault's copies are what is left
+    again = run_postrun("reingest", NESTED, env=env)
+    assert again.returncode == 0, again.stderr
+    assert run_postrun("export", NESTED, "--format", "json", env=env).stdout == before
+    forgotten = run_postrun("forget", NESTED, "--yes", env=env)
+    assert forgotten.returncode == 0, forgotten.stderr
+    assert run_postrun("export", NESTED, "--format", "json", env=env).returncode != 0
+    sessions = copy_sessions(FIXTURES / "codex" / "nested_subagents", tmp_path / "again")
+    refused = run_postrun("ingest", "--agent", "codex", str(sessions), env=env)
+    assert "forgotten" in refused.stderr and _ingested(refused.stdout) == []
+    excluded = run_postrun(
+        "ingest", "--agent", "codex", "--force", str(sessions), env=env | {"POSTRUN_EXCLUDE": "/home/dev/work/*"}
+    )
+    assert _ingested(excluded.stdout) == []
+    assert "not recorded: workspace /home/dev/work/app matches exclude" in excluded.stderr
