@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from postrun.agents.registry import KINDS
 from tests.conftest import run_postrun
 
 
@@ -21,7 +22,7 @@ def test_status_and_config_show_name_each_agents_folder_and_whether_it_was_found
     shown = run_postrun("config", "show", env=env)
     assert shown.returncode == 0, shown.stderr
     assert f"# {missing}" in shown.stdout.splitlines()
-    assert 'agents = ["cline"]  (default)' in shown.stdout.splitlines()
+    assert 'agents = ["cline"]  (env POSTRUN_AGENTS)' in shown.stdout.splitlines()  # the tests' environment
     assert f"{root}: no such folder" in run_postrun("doctor", env=env).stdout
     root.mkdir(parents=True)
     found = f"cline sessions folder: {root} (found)"
@@ -36,7 +37,7 @@ def test_the_agents_setting_takes_known_kinds_only(env: dict[str, str], tmp_path
     refused = run_postrun("config", "show", env=env | {"POSTRUN_AGENTS": "cline,nobody"})
     assert refused.returncode == 78
     assert refused.stderr.splitlines() == [
-        "error: POSTRUN_AGENTS: agents: unknown agent 'nobody' (known: cline) (got 'cline,nobody')"
+        f"error: POSTRUN_AGENTS: agents: unknown agent 'nobody' (known: {', '.join(KINDS)}) (got 'cline,nobody')"
     ]
     config = tmp_path / "config.toml"
     config.write_text("agents = []\n")
