@@ -11,14 +11,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from postrun.agents.codex.layout import SessionLocation
 from postrun.agents.codex.locate import ARCHIVE, group_sessions, list_rollouts, rollout_at, waiting_reason
 from postrun.agents.codex.reading import read_metas
-from postrun.agents.registry import Listing, Skipped
-from postrun.errors import NotFound, PostrunError, SourceError, UsageError
+from postrun.agents.registry import Listing, Skipped, listing_of_targets
+from postrun.errors import NotFound, SourceError, UsageError
 from postrun.text import printable
 
 THREAD_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -41,10 +41,6 @@ class _Tree:
 def resolve_targets(targets: Iterable[str | os.PathLike[str]], sessions_folder: Path, *, max_bytes: int) -> Listing:
     """The sessions named by ``targets``, in order, without duplicates. An existing path wins
     over a bare id, which is looked up in ``sessions_folder`` (and its archive)."""
-    found: dict[str, SessionLocation] = {}
-    skipped: list[Skipped] = []
-    failures: list[PostrunError] = []
-    notes: list[str] = []
     trees: dict[Path, _Tree] = {}
 
     def tree(folder: Path) -> _Tree:
@@ -54,26 +50,20 @@ def resolve_targets(targets: Iterable[str | os.PathLike[str]], sessions_folder: 
             trees[folder] = _Tree(tuple(group_sessions(listing.rollouts, metas)), listing.skipped, tuple(problems))
         return trees[folder]
 
-    for target in targets:
-        where = printable(os.fspath(target)) or "''"
-        try:
-            sessions, note = _resolve(os.fspath(target), where, sessions_folder, tree)
-        except PostrunError as exc:
-            failures.append(exc)
-            continue
-        for session in sessions:
-            if session.root is not None:
-                found.setdefault(session.session_id, session)
-            elif len(sessions) == 1 and not os.path.isdir(os.fspath(target)):  # noqa: PTH112 - a target as typed
-                failures.append(NotFound(where, waiting_reason(session)))
-            else:
-                skipped.extend(Skipped(child.path, waiting_reason(session), True) for child in session.children)
-        if note and sessions[0].root is not None:
-            notes.append(note)
-    for folder_tree in trees.values():
-        skipped.extend(folder_tree.skipped)
-        failures.extend(folder_tree.problems)
-    return Listing(tuple(found.values()), tuple(skipped), tuple(failures), tuple(notes))
+    def resolve(target: str) -> Listing:
+        where = printable(target) or "''"
+        sessions, note = _resolve(target, where, sessions_folder, tree)
+        if len(sessions) == 1 and sessions[0].root is None and not os.path.isdir(target):  # noqa: PTH112
+            raise NotFound(where, waiting_reason(sessions[0]))  # a child's rollout, named alone
+        found = tuple(session for session in sessions if session.root is not None)
+        waiting = [session for session in sessions if session.root is None]
+        skipped = tuple(Skipped(child.path, waiting_reason(s), True) for s in waiting for child in s.children)
+        return Listing(found, skipped, notes=(note,) if note else ())
+
+    listing = listing_of_targets(targets, resolve)
+    skipped = [*listing.skipped, *(entry for folder in trees.values() for entry in folder.skipped)]
+    failures = [*listing.failures, *(problem for folder in trees.values() for problem in folder.problems)]
+    return replace(listing, skipped=tuple(skipped), failures=tuple(failures))
 
 
 def _resolve(
