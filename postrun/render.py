@@ -1,11 +1,11 @@
-"""Human-readable views of a stored session: the ``show`` timeline and the Markdown transcript.
+"""Human-readable views of a stored session: the ``show`` timeline, and the pieces the Markdown
+and HTML exports share with it.
 
 Pure functions from v1.2 records (plus the store's own columns) to text.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -16,7 +16,6 @@ from postrun.store.vault import KeptVersion
 from postrun.text import one_line, plural, printable, size_text
 
 _ONE_LINE_CHARS = 100
-_MARKDOWN_OUTPUT_CHARS = 20_000
 
 
 def step_summary(step: Mapping[str, Any]) -> str:
@@ -168,7 +167,7 @@ def _actor_runs(
     return runs
 
 
-def _helper_heading(helper: Mapping[str, Any], steps: Sequence[Mapping[str, Any]]) -> str:
+def helper_heading(helper: Mapping[str, Any], steps: Sequence[Mapping[str, Any]]) -> str:
     """``subagent <id>`` or ``teammate <id>: <name>``; a label that only repeats the task
     shown right below it is left out."""
     label = helper.get("label")
@@ -220,7 +219,7 @@ def timeline(
         for helper, run in _actor_runs(steps, actors):
             indent = "  "
             if helper is not None:
-                lines.append(f"    ↳ {_helper_heading(helper, run)}")
+                lines.append(f"    ↳ {helper_heading(helper, run)}")
                 indent = "      "
             for step in run:
                 lines.append(
@@ -267,80 +266,3 @@ def _record_summary(kind: str, record: Mapping[str, Any]) -> str:
         ended = f" to {record['ended_at']}" if "ended_at" in record else ""
         return f"segment {record['index']} ({record['start_reason']}) from {record['started_at']}{ended}"
     return one_line(", ".join(f"{key}={value}" for key, value in sorted(record.items())), _ONE_LINE_CHARS)
-
-
-def _fence(text: str, info: str = "") -> list[str]:
-    """A Markdown code block that no backtick run inside ``text`` can close."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    if len(text) > _MARKDOWN_OUTPUT_CHARS:
-        hidden = len(text) - _MARKDOWN_OUTPUT_CHARS
-        text = text[:_MARKDOWN_OUTPUT_CHARS] + f"\n… ({hidden:,} more characters in the JSON export)"
-    return [fence + info, text.rstrip("\n"), fence]
-
-
-def _markdown_step(step: Mapping[str, Any]) -> list[str]:
-    lines = [f"> **⚑ {line}**" for line in flag_lines(step)]
-    lines += [""] if lines else []
-    lines += _markdown_step_body(step)
-    if step["type"] in ("command", "edit", "read") and "error" in step:
-        lines += ["", f"Error: {one_line(step['error']['message'], 300)}"]
-    return lines
-
-
-def _markdown_step_body(step: Mapping[str, Any]) -> list[str]:
-    payload = step["payload"]
-    kind = step["type"]
-    status = outcome_label(step)
-    if kind == "message":
-        role = payload["role"]
-        text = payload.get("text", "*(text not recorded)*")
-        if role == "user":
-            return ["> " + line for line in text.splitlines() or [""]]
-        if role == "thinking":
-            return ["*Thinking:*", "", *("> " + line for line in text.splitlines() or [""])]
-        return [f"**{role.capitalize()}:**", "", text]
-    if kind == "command":
-        lines = [f"**Command** `{one_line(payload.get('command', '?'), 200)}` — {status}"]
-        if "output_ref" in payload:
-            lines.append(f"(output continues in `{payload['output_ref']}`)")
-        for stream in ("stdout", "stderr"):
-            if payload.get(stream):
-                lines += ["", f"{stream}:", *_fence(payload[stream], "text")]
-        return lines
-    if kind == "edit":
-        action = "Create" if payload.get("is_full_write") else "Edit"
-        lines = [f"**{action}** `{payload['path']}` — {status}"]
-        diff = [f"-{line}" for line in payload.get("old_string", "").splitlines()]
-        diff += [f"+{line}" for line in payload.get("new_string", "").splitlines()]
-        if diff:
-            lines += ["", *_fence("\n".join(diff), "diff")]
-        return lines
-    if kind == "read":
-        return [f"**Read** `{step_summary(step)}` — {status}"]
-    lines = [f"**Tool** `{payload['tool_name']}` — {status}"]
-    if "error" in step:
-        lines += ["", f"Error: {step['error']['message']}"]
-    return lines
-
-
-def markdown(envelope: Mapping[str, Any], details: SessionDetails) -> str:
-    """The session as a readable Markdown transcript."""
-    title = details.title
-    lines = [f"# {one_line(title, _ONE_LINE_CHARS) or envelope['session']['id']}", ""]
-    lines += [f"    {line}" for line in session_header(envelope, details, "")]
-    steps_by_turn = steps_by_turn_of(envelope)
-    actors = {actor["id"]: actor for actor in envelope["actors"]}
-    for turn in envelope["turns"]:
-        lines += ["", f"## {turn_title(turn)}", ""]
-        for helper, run in _actor_runs(steps_by_turn.get(turn["id"], []), actors):
-            if helper is None:
-                for step in run:
-                    lines += [*_markdown_step(step), ""]
-                continue
-            # A helper's work, quoted under the step that started it.
-            lines += [f"↳ **{_helper_heading(helper, run)}**", ""]
-            for index, step in enumerate(run):
-                quoted = ["> " + line if line else ">" for line in _markdown_step(step)]
-                lines += [*quoted, ">" if index + 1 < len(run) else ""]
-    return "\n".join(lines).rstrip("\n") + "\n"

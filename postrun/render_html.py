@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from postrun.render import flag_lines, outcome_label, session_header, step_summary, steps_by_turn_of, turn_title
+from postrun.nesting import ROOT_ACTOR, Nesting, actor_label, nest
+from postrun.render import flag_lines, outcome_label, session_header, step_summary, turn_title
 from postrun.store.query import SessionDetails
-from postrun.text import one_line
+from postrun.text import one_line, visible
 
 CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'none'; object-src 'none';"
@@ -27,6 +28,9 @@ pre { background: #f5f5f7; padding: .6rem .8rem; overflow-x: auto; white-space: 
 .step.flagged { border-left-color: #c9302c; }
 .flag { color: #a4262c; font-weight: 600; margin: .2rem 0; }
 .meta { color: #6e6e73; }
+.helper { border-left: 2px solid #3b5bdb; margin: .6rem 0 .6rem 1.2rem; padding-left: .8rem; }
+.helper > h4 { margin: .2rem 0; font-size: .95rem; }
+.actor-kind { text-transform: uppercase; font-size: .75rem; letter-spacing: .06em; color: #3b5bdb; }
 """
 
 
@@ -39,30 +43,55 @@ def document(envelope: Mapping[str, Any], details: SessionDetails) -> str:
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="referrer" content="no-referrer">',
-        f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>",
-        f"<h1>{escape(title)}</h1>",
-        f'<pre class="meta">{escape(chr(10).join(session_header(envelope, details, "")))}</pre>',
+        f"<title>{_text(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{_text(title)}</h1>",
+        f'<pre class="meta">{_text(chr(10).join(session_header(envelope, details, "")))}</pre>',
     ]
-    by_turn = steps_by_turn_of(envelope)
+    actors = {str(actor["id"]): actor for actor in envelope["actors"]}
+    nesting = nest(envelope["steps"])
+    known = {str(turn["id"]) for turn in envelope["turns"]}
     for turn in envelope["turns"]:
-        parts.append(f"<h2>{escape(turn_title(turn))}</h2>")
-        parts += [_step(step) for step in by_turn.get(turn["id"], [])]
+        if turn.get("actor_id", ROOT_ACTOR) == ROOT_ACTOR:
+            parts.append(f"<h2>{_text(turn_title(turn))}</h2>")
+            parts += [_step(step, nesting, actors) for step in nesting.lead.get(str(turn["id"]), [])]
+    for turn_id, steps in nesting.lead.items():
+        if turn_id not in known:
+            parts.append("<h2>Other steps</h2>")
+            parts += [_step(step, nesting, actors) for step in steps]
+    parts += [_helper(actor_id, nesting, actors) for actor_id in nesting.unattached]
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
 
-def _step(step: Mapping[str, Any]) -> str:
+def _text(text: str) -> str:
+    """Session text as HTML text: escaped, its control and bidi characters shown as escapes."""
+    return escape(visible(text))
+
+
+def _step(step: Mapping[str, Any], nesting: Nesting, actors: Mapping[str, Mapping[str, Any]]) -> str:
     flagged = " flagged" if step["flags"] else ""
     lines = [
         f'<section class="step{flagged}" id="step-{step["seq"]}">',
-        f"<h3>#{step['seq']} {escape(step['type'])}: {escape(step_summary(step))}"
-        f' <span class="meta">[{escape(outcome_label(step))}]</span></h3>',
+        f"<h3>#{step['seq']} {_text(step['type'])}: {_text(step_summary(step))}"
+        f' <span class="meta">[{_text(outcome_label(step))}]</span></h3>',
     ]
-    lines += [f'<p class="flag">⚑ {escape(line)}</p>' for line in flag_lines(step)]
+    lines += [f'<p class="flag">⚑ {_text(line)}</p>' for line in flag_lines(step)]
     for label, text in _texts(step):
-        lines.append(f'<p class="meta">{escape(label)}</p><pre>{escape(_bounded(text))}</pre>')
+        lines.append(f'<p class="meta">{_text(label)}</p><pre>{_text(_bounded(text))}</pre>')
+    lines += [_helper(actor_id, nesting, actors) for actor_id, _ in nesting.helpers_of(step)]
     lines.append("</section>")
     return "\n".join(lines)
+
+
+def _helper(actor_id: str, nesting: Nesting, actors: Mapping[str, Mapping[str, Any]]) -> str:
+    """A helper's steps under a heading that names it, as the review app shows them."""
+    kind, label = actor_label(actor_id, actors)
+    steps = nesting.helpers[actor_id]
+    head = (
+        f'<section class="helper" data-actor="{_text(actor_id)}"><h4>↳ <span class="actor-kind">{_text(kind)}</span>'
+        f' {_text(one_line(label, 120))} <span class="meta">{len(steps)} steps</span></h4>'
+    )
+    return "\n".join([head, *(_step(step, nesting, actors) for step in steps), "</section>"])
 
 
 def _texts(step: Mapping[str, Any]) -> list[tuple[str, str]]:

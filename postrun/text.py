@@ -1,20 +1,52 @@
-"""Text from session data made safe to print: one line, no control characters."""
+"""Text from session data made safe to show: control characters and bidi controls escaped.
+
+A terminal escape (ESC, BEL, C1 controls) must not reach a terminal, and a bidi control
+(the right-to-left override and its kin) must not make text display in another order than
+it is stored: every view shows both as escapes (``\\x1b``, ``\\u202e``).
+"""
 
 from __future__ import annotations
 
 import re
 
-# C0 and C1 control characters (and DEL): an ESC or BEL in a title must not reach the terminal.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Embeddings, overrides and isolates, the implicit marks and the Arabic letter mark.
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+# C0 and C1 control characters (and DEL), and the bidi controls.
+_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
+_CONTROL_BUT_LAYOUT = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
+_BIDI = re.compile(f"[{BIDI_CONTROLS}]")
+# What JSON may hold raw inside a string but no viewer should act on: C1 controls and bidi controls.
+_JSON_UNSAFE = re.compile(f"[\x7f-\x9f{BIDI_CONTROLS}]")
 
 
 def _escape(match: re.Match[str]) -> str:
-    return f"\\x{ord(match.group()):02x}"
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def printable(text: str) -> str:
-    """``text`` with every control character shown as an escape (``\\x1b``), so it stays one line."""
+    """``text`` with every control character shown as an escape (``\\x1b``), so it stays one line,
+    and every bidi control too (``\\u202e``)."""
     return _CONTROL.sub(_escape, text)
+
+
+def visible(text: str) -> str:
+    """``text`` as ``printable`` makes it, but newlines and tabs kept: for blocks of text."""
+    return _CONTROL_BUT_LAYOUT.sub(_escape, text)
+
+
+def without_bidi(text: str) -> str:
+    """``text`` with its bidi controls shown as escapes, nothing else changed."""
+    return _BIDI.sub(_escape, text)
+
+
+def json_escaped(data: bytes) -> bytes:
+    """JSON text with C1 and bidi controls inside its strings written as ``\\u`` escapes: the
+    same values, shown as escapes by anything that displays the file."""
+    text = data.decode()
+    if _JSON_UNSAFE.search(text) is None:
+        return data
+    return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text).encode()
 
 
 def one_line(text: str, limit: int | None = None) -> str:

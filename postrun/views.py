@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import orjson
 
-from postrun import render, render_html
+from postrun import render, render_html, render_markdown
 from postrun.errors import PostrunError, UsageError
 from postrun.review.flags import FLAG_KINDS
 from postrun.review.redact import Masked, Redactor
@@ -35,6 +35,7 @@ from postrun.store.query import (
     session_details,
 )
 from postrun.store.verdicts import Verdict, check_verdict_filter, current_verdicts
+from postrun.text import json_escaped
 
 ExportFormat = Literal["json", "jsonl", "markdown", "html"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = ("json", "jsonl", "markdown", "html")
@@ -138,16 +139,18 @@ def export_session(
 
 
 def _encode(envelope: dict[str, Any], details: SessionDetails, export_format: ExportFormat) -> bytes:
+    # JSON keeps every value as it is; C1 and bidi controls are written as \u escapes, so no
+    # viewer of the file shows text reordered or acts on them.
     if export_format == "json":
-        return orjson.dumps(envelope, option=orjson.OPT_INDENT_2) + b"\n"
+        return json_escaped(orjson.dumps(envelope, option=orjson.OPT_INDENT_2) + b"\n")
     if export_format == "jsonl":
         lines = [orjson.dumps({"record": "session", "data": envelope["session"]})]
         for kind, key in (("segment", "segments"), ("actor", "actors"), ("turn", "turns"), ("step", "steps")):
             lines += [orjson.dumps({"record": kind, "data": record}) for record in envelope[key]]
-        return b"\n".join(lines) + b"\n"
+        return json_escaped(b"\n".join(lines) + b"\n")
     if export_format == "html":
         return render_html.document(envelope, details).encode()
-    return render.markdown(envelope, details).encode()
+    return render_markdown.markdown(envelope, details).encode()
 
 
 def search_steps(

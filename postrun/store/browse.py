@@ -1,4 +1,4 @@
-"""Reads for the review app: a filtered page of sessions, one step, edited files, activity, change markers.
+"""Reads for the review app: a filtered page of sessions, one step, change markers.
 
 Every query reads one page's worth: filters run in SQL over indexed columns (the failed and
 flagged filters over partial indexes), per-session figures only for the rows shown.
@@ -6,9 +6,7 @@ flagged filters over partial indexes), per-session figures only for the rows sho
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
@@ -16,28 +14,22 @@ import orjson
 from postrun.errors import NotFound
 from postrun.store import codec
 from postrun.store.db import Database
+from postrun.store.flags import SEVERITY_ORDER, strongest
+from postrun.store.session_filter import NEEDS_REVIEW_SQL, REVIEW_RANK_SQL, SessionFilter, where_clause
+from postrun.store.session_index import SessionIndex
 from postrun.store.titles import TITLE_SQL
 from postrun.store.verdicts import Verdict, current_verdicts
-from postrun.timestamps import utc_iso
 
 PAGE_SIZE = 50
-_STAMP_SLACK = timedelta(minutes=1)  # far beyond the store's busy timeout
-_LATEST_VERDICT = "(SELECT v.state FROM verdicts v WHERE v.session_id = s.id ORDER BY v.id DESC LIMIT 1)"
 
 
 @dataclass(frozen=True, slots=True)
-class SessionFilter:
-    """What the sessions page shows; every field narrows the list."""
+class FlagCount:
+    """The steps of a session flagged with one kind, and the strongest severity among them."""
 
-    text: str | None = None  # in the title, workspace or id (case-insensitive)
-    workspace: str | None = None
-    state: str | None = None  # open | ended
-    failed: bool = False
-    flagged: bool = False
-    since_utc: str | None = None  # started at or after
-    until_utc: str | None = None  # started before
-    verdict: str | None = None  # a verdict state, or "unreviewed"
-    page: int = 1
+    kind: str
+    severity: str
+    steps: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +46,9 @@ class SessionRow:
     flagged_steps: int
     cost_usd: float | None
     verdict: Verdict | None
+    needs_review: bool = False  # unreviewed, with a danger flag, a failed command or a rejected step
+    flags: tuple[FlagCount, ...] = ()  # strongest first
+    first_flagged: int | None = None  # the seq of its first flagged step
 
     @property
     def open(self) -> bool:
@@ -64,115 +59,45 @@ class SessionRow:
 class SessionPage:
     rows: list[SessionRow]
     has_more: bool
+    total: int = 0  # sessions matching the filter, on every page
 
-
-def _where(query: SessionFilter, matching: list[str] | None) -> tuple[str, list[Any]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    if query.workspace is not None:
-        clauses.append("json_extract(s.record, '$.workspace.root') = ?")
-        params.append(query.workspace)
-    if query.state == "open":
-        clauses.append("s.ended_at IS NULL")
-    elif query.state == "ended":
-        clauses.append("s.ended_at IS NOT NULL")
-    if query.failed:
-        clauses.append("EXISTS (SELECT 1 FROM steps st WHERE st.session_id = s.id AND st.outcome = 'failed')")
-    if query.flagged:
-        clauses.append("EXISTS (SELECT 1 FROM step_flags f WHERE f.session_id = s.id)")
-    if query.since_utc is not None:
-        clauses.append("s.started_at >= ?")
-        params.append(query.since_utc)
-    if query.until_utc is not None:
-        clauses.append("s.started_at < ?")
-        params.append(query.until_utc)
-    if query.verdict == "unreviewed":
-        clauses.append("NOT EXISTS (SELECT 1 FROM verdicts v WHERE v.session_id = s.id)")
-    elif query.verdict is not None:
-        clauses.append(f"{_LATEST_VERDICT} = ?")
-        params.append(query.verdict)
-    if matching is not None:
-        clauses.append("s.id IN (SELECT value FROM json_each(?))")
-        params.append(orjson.dumps(matching).decode())
-    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
-
-
-class SessionIndex:
-    """Each session's workspace, and its id, workspace and title in lower case (the text filter).
-
-    Finding a title needs the session's first prompt, a workspace the session's record:
-    reading them for every session on every request is too slow for a big store, so the
-    index keeps them and each refresh reads only the sessions changed since the last one.
-    """
-
-    def __init__(self) -> None:
-        self._texts: dict[str, str] = {}
-        self._workspaces: dict[str, str] = {}
-        self._updated: dict[str, str] = {}
-        self._seen = ""
-        self._lock = threading.Lock()
-
-    def refresh(self, database: Database) -> None:
-        with self._lock:
-            since = self._seen
-        if since:
-            # Writers stamp updated_at before they wait for the write lock: one may commit a
-            # stamp a little older than one already seen.
-            since = utc_iso(datetime.fromisoformat(since.replace("Z", "+00:00")) - _STAMP_SLACK)
-        stamps: list[Any] = database.execute(
-            "SELECT id, updated_at FROM sessions WHERE updated_at >= ?", (since,)
-        ).fetchall()
-        with self._lock:
-            changed = [session_id for session_id, updated in stamps if self._updated.get(session_id) != updated]
-        if not changed:
-            return
-        rows: list[Any] = database.execute(
-            f"SELECT s.id, s.updated_at, coalesce(json_extract(s.record, '$.workspace.root'), ''), {TITLE_SQL}"
-            " FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))",
-            (orjson.dumps(changed).decode(),),
-        ).fetchall()
-        with self._lock:
-            for session_id, updated, workspace, title in rows:
-                self._texts[session_id] = f"{session_id} {workspace} {title}".lower()
-                self._workspaces[session_id] = workspace
-                self._updated[session_id] = updated
-                self._seen = max(self._seen, updated)
-
-    def workspaces(self) -> list[str]:
-        """Every workspace root of an indexed session, by name."""
-        with self._lock:
-            return sorted({root for root in self._workspaces.values() if root})
-
-    def matching(self, text: str) -> list[str]:
-        needle = text.lower()
-        with self._lock:
-            return [session_id for session_id, haystack in self._texts.items() if needle in haystack]
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // PAGE_SIZE))
 
 
 def session_page(database: Database, query: SessionFilter, index: SessionIndex | None = None) -> SessionPage:
-    """One page of sessions matching ``query``, newest first (``index``: one kept between calls)."""
+    """One page of sessions matching ``query``: newest first, or (``order="review"``) those that
+    need review first, the ones with a danger flag before the others (``index``: one kept
+    between calls)."""
     matching = None
     if query.text:
         if index is None:
             index = SessionIndex()
             index.refresh(database)
         matching = index.matching(query.text)
-    where, params = _where(query, matching)
+    where, params = where_clause(query, matching)
+    total = int(database.execute(f"SELECT count(*) FROM sessions s{where}", params).get)
+    ranked = f"{REVIEW_RANK_SQL}, " if query.order == "review" else ""
     sql = f"""
         SELECT s.id, s.agent, s.record, s.started_at, s.ended_at, s.updated_at,
                (SELECT count(*) FROM steps st WHERE st.session_id = s.id),
                (SELECT count(*) FROM steps st WHERE st.session_id = s.id AND st.outcome = 'failed'),
                (SELECT count(DISTINCT f.step_id) FROM step_flags f WHERE f.session_id = s.id),
+               {NEEDS_REVIEW_SQL},
                {TITLE_SQL}
           FROM sessions s{where}
-         ORDER BY s.started_at DESC, s.id
+         ORDER BY {ranked}s.started_at DESC, s.id
          LIMIT ? OFFSET ?
     """
     offset = (max(query.page, 1) - 1) * PAGE_SIZE
     found: list[Any] = database.execute(sql, (*params, PAGE_SIZE + 1, offset)).fetchall()
-    verdicts = current_verdicts(database, [row[0] for row in found[:PAGE_SIZE]])
+    shown = [row[0] for row in found[:PAGE_SIZE]]
+    verdicts = current_verdicts(database, shown)
+    flags, firsts = _flag_counts(database, shown)
     rows = []
-    for session_id, agent, record_text, started, ended, updated, steps, failed, flagged, title in found[:PAGE_SIZE]:
+    for row in found[:PAGE_SIZE]:
+        session_id, agent, record_text, started, ended, updated, steps, failed, flagged, needs, title = row
         record = orjson.loads(record_text)
         metrics = record.get("metrics")
         rows.append(
@@ -189,9 +114,36 @@ def session_page(database: Database, query: SessionFilter, index: SessionIndex |
                 flagged_steps=flagged,
                 cost_usd=None if metrics is None else float(metrics["cost_usd"]),
                 verdict=verdicts.get(session_id),
+                needs_review=bool(needs),
+                flags=tuple(flags.get(session_id, ())),
+                first_flagged=firsts.get(session_id),
             )
         )
-    return SessionPage(rows, len(found) > PAGE_SIZE)
+    return SessionPage(rows, len(found) > PAGE_SIZE, total)
+
+
+def _flag_counts(database: Database, session_ids: list[str]) -> tuple[dict[str, list[FlagCount]], dict[str, int]]:
+    """Each session's flag kinds (strongest first) and the seq of its first flagged step."""
+    ids = orjson.dumps(session_ids).decode()
+    counts: dict[str, list[FlagCount]] = {}
+    for session_id, kind, severities, steps in database.execute(
+        "SELECT session_id, kind, group_concat(DISTINCT severity), count(*) FROM step_flags"
+        " WHERE session_id IN (SELECT value FROM json_each(?)) GROUP BY session_id, kind",
+        (ids,),
+    ):
+        counts.setdefault(session_id, []).append(FlagCount(kind, strongest(str(severities).split(",")), steps))
+    for found in counts.values():
+        found.sort(key=lambda count: (-SEVERITY_ORDER.get(count.severity, 0), count.kind))
+    firsts = {
+        str(session_id): int(seq)
+        for session_id, seq in database.execute(
+            "SELECT f.session_id, min(st.seq) FROM step_flags f"
+            " JOIN steps st ON st.session_id = f.session_id AND st.id = f.step_id"
+            " WHERE f.session_id IN (SELECT value FROM json_each(?)) GROUP BY f.session_id",
+            (ids,),
+        )
+    }
+    return counts, firsts
 
 
 def load_step(database: Database, session_id: str, step_id: str) -> dict[str, Any]:
@@ -200,56 +152,6 @@ def load_step(database: Database, session_id: str, step_id: str) -> dict[str, An
         raise NotFound("", f"no step {step_id} in session {session_id}")
     record: dict[str, Any] = codec.load(row[0])
     return record
-
-
-@dataclass(frozen=True, slots=True)
-class FileEdit:
-    session_id: str
-    session_title: str
-    step: dict[str, Any]
-
-
-def file_edits(database: Database, workspace: str, *, since_utc: str | None, limit: int = 500) -> list[FileEdit]:
-    """Edit steps of ``workspace``'s sessions, newest first."""
-    rows = database.execute(
-        f"""
-        SELECT st.session_id, {TITLE_SQL}, st.record
-          FROM sessions s JOIN steps st ON st.session_id = s.id
-         WHERE json_extract(s.record, '$.workspace.root') = ?1 AND st.type = 'edit'
-           AND (?2 IS NULL OR st.at >= ?2)
-         ORDER BY st.at DESC, st.seq DESC
-         LIMIT ?3
-        """,
-        (workspace, since_utc, limit),
-    )
-    return [FileEdit(session_id, title, codec.load(record)) for session_id, title, record in rows]
-
-
-@dataclass(frozen=True, slots=True)
-class DayActivity:
-    day: str  # YYYY-MM-DD (UTC), the day the sessions started
-    sessions: int
-    steps: int
-    failed_steps: int
-    cost_usd: float
-
-
-def activity(database: Database, *, since_utc: str, until_utc: str, workspace: str | None) -> list[DayActivity]:
-    """Sessions, their steps, failed steps and cost, by the (UTC) day the sessions started."""
-    rows = database.execute(
-        """
-        SELECT substr(s.started_at, 1, 10) AS day, count(*),
-               sum((SELECT count(*) FROM steps st WHERE st.session_id = s.id)),
-               sum((SELECT count(*) FROM steps st WHERE st.session_id = s.id AND st.outcome = 'failed')),
-               total(json_extract(s.record, '$.metrics.cost_usd'))
-          FROM sessions s
-         WHERE s.started_at >= ?1 AND s.started_at < ?2
-           AND (?3 IS NULL OR json_extract(s.record, '$.workspace.root') = ?3)
-         GROUP BY day ORDER BY day
-        """,
-        (since_utc, until_utc, workspace),
-    )
-    return [DayActivity(day, sessions, steps, failed, cost) for day, sessions, steps, failed, cost in rows]
 
 
 def change_marker(database: Database, session_id: str | None = None) -> str:

@@ -6,14 +6,14 @@ repeats their kinds for counting and filtering without reading records.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import apsw
 
 from postrun.store.db import Database
 
 _RULES_KEY = "flag_rules_version"
-_SEVERITY_ORDER = {"info": 0, "warn": 1, "danger": 2}
+SEVERITY_ORDER = {"info": 0, "warn": 1, "danger": 2}
 
 
 def write_step_flags(
@@ -25,7 +25,7 @@ def write_step_flags(
     strongest: dict[str, str] = {}
     for flag in flags:
         kind, severity = flag["kind"], flag["severity"]
-        if _SEVERITY_ORDER[severity] >= _SEVERITY_ORDER[strongest.get(kind, "info")]:
+        if SEVERITY_ORDER[severity] >= SEVERITY_ORDER[strongest.get(kind, "info")]:
             strongest[kind] = severity
     for kind, severity in strongest.items():
         connection.execute(
@@ -49,3 +49,8 @@ def set_rules_version(database: Database, version: str) -> None:
             "INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT DO UPDATE SET value = excluded.value",
             (_RULES_KEY, version),
         )
+
+
+def strongest(severities: Iterable[str]) -> str:
+    """The strongest of ``severities`` (info when there is none)."""
+    return max(severities, key=lambda severity: SEVERITY_ORDER.get(severity, 0), default="info")

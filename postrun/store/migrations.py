@@ -232,6 +232,12 @@ CREATE VIRTUAL TABLE step_search USING fts5 (
 INSERT INTO step_search (step_search) VALUES ('rebuild');
 """
 
+# The files page lists a workspace's edits newest first, a page at a time: without an index it
+# sorted every edit of the store for each page.
+_EDITS_BY_TIME = """
+CREATE INDEX IF NOT EXISTS steps_edits_by_time ON steps (at, seq) WHERE type = 'edit';
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _V1,
     _V2,
@@ -242,4 +248,5 @@ MIGRATIONS: tuple[str, ...] = (
     _MIRROR,
     _FLAGS,
     _COMPACT_STEPS,
+    _EDITS_BY_TIME,
 )

@@ -147,6 +147,20 @@ def session_workspaces(database: Database) -> list[tuple[str, str]]:
     ]
 
 
+class AmbiguousSession(PostrunError):
+    """An id prefix that more than one stored session starts with."""
+
+    def __init__(self, reference: str, candidates: list[str], more: bool) -> None:
+        shown = ", ".join(candidates) + (", …" if more else "")
+        super().__init__("", f"session prefix {reference!r} is ambiguous: {shown}")
+        self.reference = reference
+        self.candidates = candidates  # the first few, by id
+        self.more = more  # more sessions start with it than those
+
+
+_CANDIDATES = 10
+
+
 def resolve_session_id(database: Database, reference: str) -> str:
     """The full id for ``reference``: an exact id or a unique prefix of one."""
     if database.execute("SELECT 1 FROM sessions WHERE id = ?", (reference,)).fetchone():
@@ -154,14 +168,14 @@ def resolve_session_id(database: Database, reference: str) -> str:
     candidates: list[str] = [
         row[0]
         for row in database.execute(
-            "SELECT id FROM sessions WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id LIMIT 11", (reference,)
+            "SELECT id FROM sessions WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id LIMIT ?2",
+            (reference, _CANDIDATES + 1),
         )
     ]
     if not candidates:
         raise no_session(reference, database.path)
     if len(candidates) > 1:
-        shown = ", ".join(candidates[:10]) + (", …" if len(candidates) > 10 else "")
-        raise PostrunError("", f"session prefix {reference!r} is ambiguous: {shown}")
+        raise AmbiguousSession(reference, candidates[:_CANDIDATES], len(candidates) > _CANDIDATES)
     return str(candidates[0])
 
 
@@ -278,6 +292,27 @@ class SearchHit:
 
 STEP_TYPES = ("command", "edit", "read", "message", "other")
 _WORD = re.compile(r"\S+")
+_TOKEN = re.compile(r"[^\W_]+")  # what the index's unicode61 tokenizer makes a term of
+
+
+def bounded_words(text: str, max_terms: int) -> tuple[str, list[str]]:
+    """The first words of ``text`` (each once) that hold at most ``max_terms`` index terms in
+    all, and the words left out: every term costs a pass over its list of steps."""
+    kept: list[str] = []
+    left_out: list[str] = []
+    seen: set[str] = set()
+    terms = 0
+    for word in _WORD.findall(text):
+        if word.casefold() in seen:
+            continue
+        seen.add(word.casefold())
+        size = len(_TOKEN.findall(word))
+        if left_out or terms + size > max_terms:
+            left_out.append(word)
+            continue
+        terms += size
+        kept.append(word)
+    return " ".join(kept), left_out
 
 
 @dataclass(frozen=True, slots=True)

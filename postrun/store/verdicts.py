@@ -6,6 +6,7 @@ session; re-ingesting the session never touches it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -23,6 +24,7 @@ VERDICT_LABELS = {"looks_good": "looks good", "needs_follow_up": "needs follow-u
 # What `--verdict` and the sessions page filter by: a state, or none recorded yet.
 VERDICT_FILTERS = (*VERDICT_STATES, "unreviewed")
 NOTE_MAX_CHARS = 2000
+BULK_MAX_SESSIONS = 200  # four pages of the sessions list
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,16 +55,29 @@ def check_verdict_filter(value: str | None) -> str | None:
 
 def record_verdict(database: Database, session_id: str, state: str, note: str, *, now: datetime) -> Verdict:
     """Add ``session_id``'s newest verdict; the earlier ones stay as its history."""
+    return record_verdicts(database, [session_id], state, note, now=now)[0]
+
+
+def record_verdicts(
+    database: Database, session_ids: Sequence[str], state: str, note: str, *, now: datetime
+) -> list[Verdict]:
+    """Add one verdict to each of ``session_ids`` (a bulk review), all or none: each becomes
+    that session's newest, the earlier ones stay as its history."""
     checked_state, checked_note = check_verdict(state, note)
+    if not session_ids:
+        raise UsageError("sessions", "no session chosen")
+    if len(session_ids) > BULK_MAX_SESSIONS:
+        raise UsageError("sessions", f"at most {BULK_MAX_SESSIONS} sessions at once ({len(session_ids)} chosen)")
     stamp = utc_iso(now)
     with database.transaction() as connection:
-        if connection.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
-            raise no_session(session_id, database.path)
-        connection.execute(
-            "INSERT INTO verdicts (session_id, state, note, at) VALUES (?, ?, ?, ?)",
-            (session_id, checked_state, checked_note, stamp),
-        )
-    return Verdict(checked_state, checked_note, stamp)
+        for session_id in dict.fromkeys(session_ids):
+            if connection.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+                raise no_session(session_id, database.path)
+            connection.execute(
+                "INSERT INTO verdicts (session_id, state, note, at) VALUES (?, ?, ?, ?)",
+                (session_id, checked_state, checked_note, stamp),
+            )
+    return [Verdict(checked_state, checked_note, stamp) for _ in dict.fromkeys(session_ids)]
 
 
 def verdict_history(database: Database, session_id: str) -> list[Verdict]:

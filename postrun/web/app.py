@@ -13,8 +13,8 @@ from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from postrun.store.browse import SessionIndex
-from postrun.web import filters, live, pages
+from postrun.store.session_index import SessionIndex
+from postrun.web import downloads, explore, failures, filters, live, pages, verdict_pages
 from postrun.web.auth import Gate, allowed_hosts
 from postrun.web.guard import Guard
 
@@ -24,6 +24,7 @@ class WebConfig:
     db: Path
     port: int
     secret: str
+    host: str = "127.0.0.1"  # the loopback address it listens on
     home: Path | None = None  # shown as ~ in downloads meant for sharing, as `postrun export` does
     clock: Callable[[], float] = time.time
     poll_seconds: float = 0.5  # how often live pages look for a change in the store
@@ -57,22 +58,23 @@ def create_app(config: WebConfig) -> Guard:
         routes=[
             Route("/login", pages.login),
             Route("/", pages.sessions),
+            Route("/verdicts", verdict_pages.bulk_verdict, methods=["POST"]),
             Route("/s/{session_id}", pages.session),
             Route("/s/{session_id}/live", pages.session_live),
             Route("/s/{session_id}/turn", pages.turn_steps),
             Route("/s/{session_id}/step", pages.step_body),
-            Route("/s/{session_id}/verdict", pages.verdict, methods=["POST"]),
-            Route("/s/{session_id}/export.json", pages.export_json),
-            Route("/s/{session_id}/export.md", pages.export_markdown),
-            Route("/search", pages.search),
-            Route("/files", pages.files),
-            Route("/activity", pages.activity),
+            Route("/s/{session_id}/verdict", verdict_pages.verdict, methods=["POST"]),
+            Route("/s/{session_id}/export.json", downloads.export_json),
+            Route("/s/{session_id}/export.md", downloads.export_markdown),
+            Route("/search", explore.search),
+            Route("/files", explore.files),
+            Route("/activity", explore.activity),
             Route("/events", live.events),
             Mount("/static", StaticFiles(packages=[("postrun.web", "static")]), name="static"),
         ],
-        exception_handlers=pages.EXCEPTION_HANDLERS,
+        exception_handlers=failures.EXCEPTION_HANDLERS,
     )
     app.state.config = config
     app.state.gate = gate
     app.state.templates = templates()
-    return Guard(app, gate, allowed_hosts(config.port), config.cookie)
+    return Guard(app, gate, allowed_hosts(config.port, config.host), config.cookie)

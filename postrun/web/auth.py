@@ -15,12 +15,13 @@ from collections.abc import Iterable
 
 LOGIN_TOKEN_SECONDS = 60
 _CLOCK_SKEW_SECONDS = 5  # `postrun open` and the server read the same clock, but not at once
-LOOPBACK_HOSTS = ("127.0.0.1", "::1")
 
 
-def allowed_hosts(port: int) -> frozenset[str]:
-    """The ``Host`` values a page on ``port`` may be asked for (anything else is DNS rebinding)."""
-    return frozenset({f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"})
+def allowed_hosts(port: int, host: str = "127.0.0.1") -> frozenset[str]:
+    """The ``Host`` values a page on ``host``:``port`` may be asked for (anything else is DNS
+    rebinding): the address it listens on, and the names of the usual loopback addresses."""
+    bound = f"[{host}]" if ":" in host else host
+    return frozenset({f"{bound}:{port}", f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"})
 
 
 def _mac(secret: str, *parts: str) -> str:

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-_CONTROL_BUT_LAYOUT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+from postrun import text
 
 
-def visible(text: Any) -> str:
-    """Session text with control characters (but newlines and tabs) shown as ``\\x1b``."""
-    return _CONTROL_BUT_LAYOUT.sub(lambda match: f"\\x{ord(match.group()):02x}", str(text))
+def visible(value: Any) -> str:
+    """Session text with control characters (but newlines and tabs) and bidi controls shown as
+    escapes (``\\x1b``, ``\\u202e``)."""
+    return text.visible(str(value))
 
 
 def when(stamp: str | None) -> str:
@@ -39,4 +39,30 @@ def cost(value: float | None) -> str:
     return "" if value is None else f"${value:,.2f}" if value >= 0.995 else f"${value:.4f}".rstrip("0").rstrip(".")
 
 
-FILTERS: dict[str, Callable[..., str]] = {"visible": visible, "when": when, "duration": duration, "cost": cost}
+# Short words for the flag kinds the rules know; any other kind shows as its name.
+_FLAG_WORDS = {
+    "dangerous_command": "risky command",
+    "secret_in_output": "secret",
+    "outside_workspace": "outside workspace",
+    "sensitive_read": "credentials file",
+    "rejected": "rejected",
+    "failed": "failed",
+}
+
+
+def flag_word(kind: str) -> str:
+    return _FLAG_WORDS.get(kind, kind.replace("_", " "))
+
+
+def number(value: int) -> str:
+    return f"{value:,}"
+
+
+FILTERS: dict[str, Callable[..., str]] = {
+    "visible": visible,
+    "when": when,
+    "duration": duration,
+    "cost": cost,
+    "flag_word": flag_word,
+    "number": number,
+}

@@ -1,6 +1,7 @@
 """A stored session shaped for the session page: turns, their steps, helpers nested, bodies measured.
 
-Pure functions over the v1.2 envelope. Step bodies (output, diffs, thinking, tool input) are
+Pure functions over v1.2 records and the steps' outlines: a big session's page holds the
+records of the turns it shows only. Step bodies (output, diffs, thinking, tool input) are
 not rendered here: the page shows their size and loads them when the reader opens one.
 """
 
@@ -11,10 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from postrun import render
+from postrun.nesting import ROOT_ACTOR, actor_label, nest
+from postrun.store.outline import SessionParts, StepOutline
 from postrun.store.query import HistoryEntry
 from postrun.text import one_line
 
-ROOT_ACTOR = "root"
 INLINE_TEXT_CHARS = 4_000  # longer prompts and replies load on demand like output
 OPEN_EDITS_UP_TO_STEPS = 300  # in bigger sessions every body starts closed
 INLINE_TURNS_UP_TO_STEPS = 300  # in bigger sessions turns load when opened (the last one starts open)
@@ -61,21 +63,13 @@ class TurnView:
     started_at: str
     prompt: str | None
     segment: Mapping[str, Any] | None  # set on the first turn of a later segment
-    steps: list[StepView]
+    steps: list[StepView]  # the lead's (helpers nested); empty while the turn is lazy
     id: str = ""
     lazy: bool = False  # the page shows the heading; the steps load when the reader opens it
-
-    @property
-    def failed(self) -> int:
-        return sum(1 for view in self.steps if view.outcome == "failed")
-
-    @property
-    def flagged(self) -> int:
-        return sum(1 for view in self.steps if view.flags)
-
-    @property
-    def seqs(self) -> tuple[int, int]:
-        return (self.steps[0].seq, self.steps[-1].seq) if self.steps else (-1, -1)
+    count: int = 0  # every step of the turn, helpers' included
+    failed: int = 0
+    flagged: int = 0
+    seqs: tuple[int, int] = (-1, -1)  # the first and last seq of its steps
 
 
 @dataclass(slots=True)
@@ -83,6 +77,9 @@ class SessionView:
     turns: list[TurnView]
     unattached: list[HelperView]  # helpers no stored step says it started
     vanished: list[HistoryEntry]  # earlier versions of records no longer in the session
+    steps: int = 0
+    failed: int = 0
+    flagged: int = 0
 
 
 def _lines(text: str) -> int:
@@ -135,77 +132,124 @@ def step_view(step: Mapping[str, Any], *, open_edits: bool) -> StepView:
     )
 
 
-def helper_started(step: Mapping[str, Any]) -> str | None:
-    """The actor a step started, when it started one (``payload.raw.actor_id``)."""
-    raw = step["payload"].get("raw") if step["type"] == "other" else None
-    actor = raw.get("actor_id") if isinstance(raw, Mapping) else None
-    return actor if isinstance(actor, str) and actor != ROOT_ACTOR else None
+@dataclass(slots=True)
+class _Figures:
+    count: int = 0
+    failed: int = 0
+    flagged: int = 0
+    first: int = -1
+    last: int = -1
+
+    def add(self, step: StepOutline) -> None:
+        self.count += 1
+        self.failed += step.outcome == "failed"
+        self.flagged += step.flagged
+        self.first = step.seq if self.first < 0 else min(self.first, step.seq)
+        self.last = max(self.last, step.seq)
 
 
-def session_view(envelope: Mapping[str, Any], history: Sequence[HistoryEntry] | None = None) -> SessionView:
-    steps: Sequence[Mapping[str, Any]] = envelope["steps"]
-    open_edits = len(steps) <= OPEN_EDITS_UP_TO_STEPS
-    actors = {actor["id"]: actor for actor in envelope["actors"]}
+def inline_turns(parts: SessionParts, outlines: Sequence[StepOutline]) -> set[str] | None:
+    """The turns a session's page shows in full (None: all); in a big session the last one,
+    or the steps whose turn record is missing, which the page shows last."""
+    if len(outlines) <= INLINE_TURNS_UP_TO_STEPS:
+        return None
+    known = {str(turn["id"]) for turn in parts.turns}
+    leftover = {step.turn_id for step in outlines if step.turn_id not in known}
+    if leftover:
+        return leftover
+    lead = [str(turn["id"]) for turn in parts.turns if turn.get("actor_id", ROOT_ACTOR) == ROOT_ACTOR]
+    return set(lead[-1:])
+
+
+def session_view(
+    parts: SessionParts,
+    outlines: Sequence[StepOutline],
+    records: Sequence[Mapping[str, Any]],
+    *,
+    inline: set[str] | None = None,
+    prompts: Mapping[str, str] | None = None,
+    history: Sequence[HistoryEntry] | None = None,
+    open_edits: bool | None = None,
+) -> SessionView:
+    """The page of a session: every turn of the lead, the ``inline`` ones (None: all) with
+    their steps from ``records``, the others as headings counted from ``outlines``
+    (``open_edits``: whether edits start open; by default in small sessions)."""
+    actors = {str(actor["id"]): actor for actor in parts.actors}
     earlier: dict[str, list[HistoryEntry]] = {}
     for entry in history or ():
         if entry.kind == "step":
             earlier.setdefault(entry.record_id, []).append(entry)
-    views = {step["id"]: step_view(step, open_edits=open_edits) for step in steps}
-    for step_id, entries in earlier.items():
-        if step_id in views:
-            views[step_id].earlier = entries
+    nesting = nest(records)
+    if open_edits is None:
+        open_edits = len(outlines) <= OPEN_EDITS_UP_TO_STEPS
 
-    by_actor: dict[str, list[StepView]] = {}
-    for step in steps:
-        if step["actor_id"] != ROOT_ACTOR:
-            by_actor.setdefault(step["actor_id"], []).append(views[step["id"]])
+    def view(step: Mapping[str, Any]) -> StepView:
+        shown = step_view(step, open_edits=open_edits)
+        shown.earlier = earlier.get(str(step["id"]), [])
+        shown.helpers = [helper(actor_id, steps) for actor_id, steps in nesting.helpers_of(step)]
+        return shown
 
-    def helper(actor_id: str) -> HelperView:
-        actor = actors.get(actor_id, {})
-        return HelperView(
-            actor_id, str(actor.get("label") or actor_id), str(actor.get("type", "helper")), by_actor.pop(actor_id, [])
-        )
+    def helper(actor_id: str, steps: Sequence[Mapping[str, Any]]) -> HelperView:
+        kind, label = actor_label(actor_id, actors)
+        return HelperView(actor_id, label, kind, [view(step) for step in steps])
 
-    # Attach each helper under the step that started it, helpers of helpers too.
-    for step in steps:
-        started = helper_started(step)
-        if started is not None and started in by_actor:
-            views[step["id"]].helpers.append(helper(started))
-
-    segments = {segment["index"]: segment for segment in envelope["segments"]}
-    root_steps: dict[str, list[StepView]] = {}
-    for step in steps:
-        if step["actor_id"] == ROOT_ACTOR:
-            root_steps.setdefault(step["turn_id"], []).append(views[step["id"]])
+    figures: dict[str, _Figures] = {}
+    for outline in outlines:
+        figures.setdefault(outline.turn_id, _Figures()).add(outline)
+    segments = {segment["index"]: segment for segment in parts.segments}
     turns = []
     current_segment = 0
-    for turn in envelope["turns"]:
+    for turn in parts.turns:
         if turn.get("actor_id", ROOT_ACTOR) != ROOT_ACTOR:
             continue
-        turn_steps = root_steps.pop(turn["id"], [])
+        turn_id = str(turn["id"])
+        shown = inline is None or turn_id in inline
+        steps = [view(step) for step in nesting.lead.get(turn_id, [])] if shown else []
         segment = None
         if turn["segment_index"] != current_segment:
             current_segment = turn["segment_index"]
             segment = segments.get(current_segment, {"index": current_segment})
-        prompt = next((v.record["payload"].get("text") for v in turn_steps if v.role == "user"), None)
-        turns.append(
-            TurnView(
-                index=int(turn["index"]),
-                mode=turn.get("mode"),
-                started_at=str(turn["started_at"]),
-                prompt=one_line(prompt, 200) if prompt else None,
-                segment=segment,
-                steps=turn_steps,
-                id=str(turn["id"]),
-            )
-        )
-    leftover = [view for views_left in root_steps.values() for view in views_left]
+        prompt = next((v.record["payload"].get("text") for v in steps if v.role == "user"), None) if shown else None
+        prompt = prompt or (prompts or {}).get(turn_id)
+        turns.append(_turn(turn, figures.get(turn_id, _Figures()), steps, segment, prompt, lazy=not shown))
+    known = {str(turn["id"]) for turn in parts.turns}
+    leftover = [view(step) for turn_id, steps in nesting.lead.items() if turn_id not in known for step in steps]
     if leftover:  # steps whose turn record is missing still show
-        turns.append(TurnView(-1, None, str(leftover[0].record["at"]), None, None, leftover))
-    if len(steps) > INLINE_TURNS_UP_TO_STEPS:
-        for turn_view in turns[:-1]:
-            turn_view.lazy = True
-    unattached = [helper(actor_id) for actor_id in list(by_actor)]
-    present = {step["id"] for step in steps}
+        left = _Figures()
+        for outline in outlines:
+            if outline.turn_id not in known:
+                left.add(outline)
+        turns.append(TurnView(-1, None, str(leftover[0].record["at"]), None, None, leftover, "", False,
+                              left.count, left.failed, left.flagged, (left.first, left.last)))  # fmt: skip
+    unattached = [helper(actor_id, nesting.helpers[actor_id]) for actor_id in nesting.unattached]
+    present = {outline.id for outline in outlines}
     vanished = [entry for entry in history or () if entry.kind != "step" or entry.record_id not in present]
-    return SessionView(turns, unattached, vanished)
+    total = _Figures()
+    for outline in outlines:
+        total.add(outline)
+    return SessionView(turns, unattached, vanished, total.count, total.failed, total.flagged)
+
+
+def _turn(
+    turn: Mapping[str, Any],
+    figures: _Figures,
+    steps: list[StepView],
+    segment: Mapping[str, Any] | None,
+    prompt: str | None,
+    *,
+    lazy: bool,
+) -> TurnView:
+    return TurnView(
+        index=int(turn["index"]),
+        mode=turn.get("mode"),
+        started_at=str(turn["started_at"]),
+        prompt=one_line(prompt, 200) if prompt else None,
+        segment=segment,
+        steps=steps,
+        id=str(turn["id"]),
+        lazy=lazy,
+        count=figures.count,
+        failed=figures.failed,
+        flagged=figures.flagged,
+        seqs=(figures.first, figures.last),
+    )

@@ -53,6 +53,9 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 class _Server(uvicorn.Server):
     """uvicorn, minus its re-raising of the stop signal: Postrun exits 0 after a clean stop."""
 
@@ -60,13 +63,15 @@ class _Server(uvicorn.Server):
         super().__init__(config)
         self.web = web
 
+    def stop(self, signum: int, frame: FrameType | None) -> None:
+        self.web.stopping = True
+        self.should_exit = True
+
     @contextmanager
     def capture_signals(self) -> Iterator[None]:
-        def stop(signum: int, frame: FrameType | None) -> None:
-            self.web.stopping = True
-            self.should_exit = True
-
-        previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        # A signal that came before uvicorn started (see ``serve``) stops it at once.
+        self.should_exit = self.web.stopping
+        previous = {sig: signal.signal(sig, self.stop) for sig in _STOP_SIGNALS}
         try:
             yield
         finally:
@@ -95,7 +100,7 @@ def serve(
     sock = bind(host, port)
     port = sock.getsockname()[1]
     state = ServeState(host=host, port=port, pid=os.getpid(), secret=secrets.token_urlsafe(32))
-    web = WebConfig(db=db, port=port, secret=state.secret, home=home)
+    web = WebConfig(db=db, port=port, secret=state.secret, host=host, home=home)
     config = uvicorn.Config(
         create_app(web),
         log_level=logging.WARNING,
@@ -105,6 +110,13 @@ def serve(
         server_header=False,
         proxy_headers=False,
     )
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        web.stopping = True
+
+    # From before the state file is written until uvicorn takes the signals over, a SIGTERM or
+    # Ctrl-C is noted, not fatal: the server then stops as it starts, and removes the file.
+    previous = {sig: signal.signal(sig, note) for sig in _STOP_SIGNALS}
     try:
         write_state(state_file, state)
         on_listening(Listening(state.url, state))
@@ -112,3 +124,5 @@ def serve(
     finally:
         sock.close()
         remove_state(state_file, state)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

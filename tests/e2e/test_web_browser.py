@@ -116,6 +116,7 @@ def shot(page: Page, name: str) -> None:
 
 def test_list_filter_and_keyboard(watched: Watched, server: ServeProcess) -> None:
     page = watched.page
+    page.goto(server.url + "?order=newest")
     rows = page.locator("table.sessions tbody tr")
     assert rows.count() >= 10
     assert rows.first.get_attribute("data-session") == "1795976749765_vx695"  # newest first
@@ -127,7 +128,7 @@ def test_list_filter_and_keyboard(watched: Watched, server: ServeProcess) -> Non
     assert [rows.nth(i).get_attribute("data-session") for i in range(rows.count())] == [BASIC]
     page.goto(server.url + "?state=open")
     assert "1790000100000_plans" in page.inner_text("table.sessions")
-    page.goto(server.url)
+    page.goto(server.url + "?order=newest")
     page.keyboard.press("j")
     page.keyboard.press("j")
     assert page.locator("tr.current").get_attribute("data-session") == rows.nth(1).get_attribute("data-session")
@@ -231,10 +232,10 @@ def test_record_and_change_a_verdict(watched: Watched, server: ServeProcess) -> 
     page.goto(f"{server.url}s/{REAL_A}")
     page.fill("#verdict textarea", "checked the diff")
     page.click("#verdict button.follow")
-    page.wait_for_url(f"**/s/{REAL_A}#verdict")
+    page.wait_for_url(f"**/s/{REAL_A}?saved=1#verdict")
     assert "needs follow-up" in page.inner_text("#verdict")
     page.click("#verdict button.good")
-    page.wait_for_url(f"**/s/{REAL_A}#verdict")
+    page.wait_for_url(f"**/s/{REAL_A}?saved=1#verdict")
     assert "looks good" in page.inner_text("#verdict .verdict")
     assert "2 verdicts" in page.inner_text("#verdict")
     page.goto(f"{server.url}?verdict=looks_good")

@@ -1,9 +1,17 @@
-// Postrun review app: keyboard navigation, bodies loaded on demand, live updates (SSE).
-// Everything inserted comes from this server's own escaped HTML fragments.
+// Postrun review app: keyboard navigation, bodies loaded on demand, live updates (SSE),
+// sessions picked for a bulk verdict. Everything inserted comes from this server's own
+// escaped HTML fragments.
 "use strict";
 
 (function () {
   var root = document.documentElement;
+
+  // A link's target scrolls to just under the sticky top bar, whatever its height (it wraps
+  // on a narrow window): CSS reads the height from here (scroll-padding-top).
+  function measureTop() {
+    var top = document.querySelector("header.top");
+    if (top) { root.style.setProperty("--top-height", (top.offsetHeight + 8) + "px"); }
+  }
 
   function navItems() { return Array.prototype.slice.call(document.querySelectorAll("[data-nav]")); }
 
@@ -49,9 +57,13 @@
     if (event.key === "j") { move(1); event.preventDefault(); }
     else if (event.key === "k") { move(-1); event.preventDefault(); }
     else if (event.key === "Enter" && current()) { activate(current()); event.preventDefault(); }
+    else if (event.key === "x" && current()) {
+      var box = current().querySelector("input[type=checkbox][form=bulk]");
+      if (box) { box.checked = !box.checked; countSelected(); event.preventDefault(); }
+    }
     else if (event.key === "/") {
-      var box = document.querySelector("main input[type=search]") || document.querySelector(".quick input");
-      if (box) { box.focus(); box.select(); event.preventDefault(); }
+      var search = document.querySelector("main input[type=search]") || document.querySelector(".quick input");
+      if (search) { search.focus(); search.select(); event.preventDefault(); }
     }
   });
 
@@ -107,6 +119,9 @@
     });
     var selected = current();
     var selectedId = selected ? selected.id || selected.dataset.session : null;
+    var picked = Array.prototype.map.call(live.querySelectorAll("input[form=bulk]:checked"), function (box) {
+      return box.value;
+    });
     return fetch(live.dataset.liveSrc, { credentials: "same-origin" }).then(function (response) {
       if (!response.ok) { throw new Error(String(response.status)); }
       return response.text();
@@ -120,6 +135,10 @@
         }
       });
       applyOpenState(live);
+      Array.prototype.forEach.call(live.querySelectorAll("input[form=bulk]"), function (box) {
+        box.checked = picked.indexOf(box.value) >= 0;
+      });
+      countSelected();
       if (selectedId) {
         select(document.getElementById(selectedId) || live.querySelector('[data-session="' + CSS.escape(selectedId) + '"]'));
       }
@@ -145,8 +164,8 @@
       }
       return;
     }
-    if (target && target.hasAttribute("data-nav")) {
-      select(target);
+    if (target) {
+      if (target.hasAttribute("data-nav")) { select(target); }
       target.scrollIntoView({ block: "start" });
     }
   }
@@ -168,7 +187,44 @@
     source.onerror = function () { root.dataset.live = "retrying"; };
   }
 
+  // The bulk verdict form: how many sessions are picked, and "every session on this page".
+  function countSelected() {
+    var label = document.querySelector("[data-selected-count]");
+    if (!label) { return; }
+    var count = document.querySelectorAll("input[form=bulk]:checked").length;
+    label.textContent = count === 1 ? "1 session selected:" : count + " sessions selected:";
+    Array.prototype.forEach.call(document.querySelectorAll("#bulk button"), function (button) {
+      button.disabled = count === 0;
+    });
+    var all = document.querySelector("[data-select-all]");
+    var boxes = document.querySelectorAll("input[form=bulk]");
+    if (all) { all.checked = boxes.length > 0 && count === boxes.length; }
+  }
+
+  document.addEventListener("change", function (event) {
+    var target = event.target;
+    if (target.matches && target.matches("[data-select-all]")) {
+      Array.prototype.forEach.call(document.querySelectorAll("input[form=bulk]"), function (box) {
+        box.checked = target.checked;
+      });
+    }
+    if (target.matches && target.matches("input[type=checkbox]")) { countSelected(); }
+  });
+
+  // A click on a link to a step here (#step-N) selects that step, as j/k would.
+  window.addEventListener("hashchange", function () {
+    if (window.location.hash) { reveal(window.location.hash.slice(1)); }
+  });
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest && event.target.closest("a[href^='#']");
+    if (link && link.getAttribute("href") === window.location.hash) { reveal(window.location.hash.slice(1)); }
+  });
+
+  window.addEventListener("resize", measureTop);
+
   document.addEventListener("DOMContentLoaded", function () {
+    measureTop();
+    countSelected();
     loadOpen(document);
     var live = document.getElementById("live");
     if (live) { follow(live); }
