@@ -5,25 +5,22 @@ and hostile sessions). Each page is saved as a screenshot under tests/artifacts/
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, isolated_environ
+from tests.conftest import isolated_environ
+from tests.support.browser import Watched, chromium, open_signed_in, require_chromium, shot
 from tests.support.capture_process import CaptureProcess, copy_data, write_in_place
 from tests.support.web import (
     BIG_SESSION,
     BIG_STEPS_PER_TURN,
     BIG_TURNS,
     CANARY,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     HELPER_ACTOR,
     HELPER_SESSION,
     HOSTILE,
@@ -34,34 +31,17 @@ from tests.support.web import (
     wait_for,
 )
 
-if not CHROMIUM.exists():
-    if os.environ.get("CI"):
-        raise RuntimeError(f"{CHROMIUM} is missing: CI must run the browser tests (.ci/run installs chromium)")
-    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium); CI runs these", allow_module_level=True)
+require_chromium()
 
-from playwright.sync_api import Browser, Page, sync_playwright
-
-ARTIFACTS = REPO / "tests" / "artifacts" / "web"
 BASIC = "1790000000000_basic"
 REAL_A = "1795976499744_q4jun"
 REAL_H = "1795976749765_vx695"  # cline-real/h_subagents: two sub-agents
 
 
-@dataclass
-class Watched:
-    """A page whose console errors, page errors and off-origin requests are recorded."""
-
-    page: Page
-    errors: list[str] = field(default_factory=list)
-    outside: list[str] = field(default_factory=list)
-
-
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+def browser() -> Iterator[Any]:
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")
@@ -75,43 +55,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     served.kill()
 
 
-def open_signed_in(browser: Browser, server: ServeProcess) -> Watched:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    watched = Watched(page)
-    page.on("console", lambda message: watched.errors.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: watched.errors.append(str(error)))
-    page.on(
-        "response",
-        lambda answer: watched.errors.append(f"{answer.status} {answer.url}") if answer.status >= 500 else None,
-    )
-
-    def guard(route: Any) -> None:
-        if route.request.url.startswith(server.url):
-            route.continue_()
-        else:
-            watched.outside.append(route.request.url)
-            route.abort()
-
-    context.route("**/*", guard)
-    page.goto(server.login_url())
-    assert page.url == server.url
-    return watched
-
-
 @pytest.fixture
-def watched(browser: Browser, server: ServeProcess) -> Iterator[Watched]:
+def watched(browser: Any, server: ServeProcess) -> Iterator[Watched]:
     opened = open_signed_in(browser, server)
     yield opened
-    opened.page.context.close()
-    assert opened.errors == [], opened.errors
-    assert opened.outside == [], opened.outside
-
-
-def shot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    # Written here, not by Playwright (whose file writes start a thread that outlives the test).
-    (ARTIFACTS / f"{name}.png").write_bytes(page.screenshot(full_page=True))
+    opened.close()
 
 
 def test_list_filter_and_keyboard(watched: Watched, server: ServeProcess) -> None:
@@ -269,7 +217,7 @@ def test_hostile_content_renders_as_text_and_runs_nothing(watched: Watched, serv
     assert page.evaluate(f"window.{CANARY}") is None
 
 
-def test_an_open_page_follows_a_running_capture(browser: Browser, tmp_path: Path) -> None:
+def test_an_open_page_follows_a_running_capture(browser: Any, tmp_path: Path) -> None:
     environ = isolated_environ(tmp_path)
     root = copy_data("cline/basic_act", tmp_path / "data")
     environ.update(POSTRUN_CLINE_DIR=str(root), POSTRUN_DEBOUNCE_SECONDS="0.2", POSTRUN_POLL_SECONDS="0.3")

@@ -32,7 +32,7 @@ BIG_SESSION = "1790000800000_bigss"
 BIG_TURNS = 8
 BIG_STEPS_PER_TURN = 40
 CANARY = "__postrun_pwned"
-_LISTENING = re.compile(r"^postrun serve: (http://127\.0\.0\.1:(\d+)/) \(open with: postrun open\)$")
+_LISTENING = re.compile(r"^postrun serve: (http://(127\.[\d.]+|\[::1\]):(\d+)/) \(open with: postrun open\)$")
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
@@ -66,7 +66,8 @@ class ServeProcess(RunningProcess):
             self.kill()
             raise AssertionError(f"serve did not start: {line!r}\n{self.log_path.read_text()}")
         self.url = match.group(1)
-        self.port = int(match.group(2))
+        self.host = match.group(2)
+        self.port = int(match.group(3))
 
     def login_url(self) -> str:
         result = run_postrun("open", "--print", env=self.env)
@@ -90,11 +91,12 @@ def request(
     cookie: str | None = None,
     headers: Mapping[str, str] | None = None,
     body: str | None = None,
+    address: str = "127.0.0.1",
 ) -> Answer:
-    """One raw HTTP request (no redirects followed, no cookies kept)."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    """One raw HTTP request to ``address`` (no redirects followed, no cookies kept)."""
+    connection = http.client.HTTPConnection(address, port, timeout=20)
     try:
-        sent = {"Host": host or f"127.0.0.1:{port}", **(headers or {})}
+        sent = {"Host": host or f"{address}:{port}", **(headers or {})}
         if cookie:
             sent["Cookie"] = cookie
         if body is not None:
@@ -113,7 +115,7 @@ def request(
 def sign_in(server: ServeProcess) -> str:
     """Redeem a login link; the session cookie as a ``Cookie`` header value."""
     login = server.login_url()
-    answer = request(server.port, login[len(server.url) - 1 :])
+    answer = request(server.port, login[len(server.url) - 1 :], address=server.host)
     assert answer.status == 303, answer
     cookie = answer.headers["set-cookie"]
     return cookie.split(";", 1)[0]

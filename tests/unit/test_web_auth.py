@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from postrun.errors import UsageError
-from postrun.web.auth import LOGIN_TOKEN_SECONDS, Gate, allowed_hosts, login_token, origin_allowed
 from postrun.store.outline import SessionParts, StepOutline
+from postrun.web.auth import LOGIN_TOKEN_SECONDS, Gate, allowed_hosts, login_token, origin_allowed
 from postrun.web.present import session_view
 from postrun.web.server import check_loopback
 from tests.support.web import HELPER_ACTOR, helper_session
@@ -69,9 +69,7 @@ def test_helper_steps_nest_under_the_step_that_started_them() -> None:
     mapped = helper_session()
     parts = SessionParts(mapped.session, mapped.segments, mapped.actors, mapped.turns)
     steps = [row.record for row in mapped.steps]
-    outlines = [
-        StepOutline(s["seq"], s["id"], s["turn_id"], s["type"], s["outcome"], bool(s["flags"])) for s in steps
-    ]
+    outlines = [StepOutline(s["seq"], s["id"], s["turn_id"], s["type"], s["outcome"], bool(s["flags"])) for s in steps]
     view = session_view(parts, outlines, steps)
     (turn,) = view.turns
     assert [v.seq for v in turn.steps] == [0, 1, 5]
