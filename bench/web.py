@@ -2,10 +2,13 @@
 
 Builds the history (10,000 one-turn sessions by default, the same generator and seed as
 ``python -m bench``) plus one open session of at least 5,000 steps, ingests it with the real
-``postrun ingest``, starts the real ``postrun serve`` and times complete responses over
-loopback (status line to last byte, one connection per request): the sessions page under
-filters, search, and the 5,000-step session page. RSS is the server's, from /proc, after
-every request was made (and its peak, VmHWM).
+``postrun ingest``, adds a review mix (``bench.review_mix``: flagged sessions of two more agent
+kinds, verdicts on a tenth of all), starts the real ``postrun serve`` and times complete
+responses over loopback (status line to last byte, one connection per request): the sessions
+page (the review inbox) under filters, search (long queries too), the 5,000-step session page
+and one of its turns opened, and the activity and files pages over their widest range. RSS is
+the server's, from /proc, after every request was made (and its peak, VmHWM); then 20 loads
+of the 5,000-step page at once, and how soon the server's RSS is back under its bound.
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.parse
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psutil
@@ -29,15 +33,24 @@ import psutil
 from bench.history import MESSAGES_PER_TURN, open_session, write_history
 from bench.noise import CpuMark, others_share
 from bench.proc import isolated_env, postrun_command, run
+from bench.review_mix import add_review_mix
 from bench.stats import median
 
 MB = 2**20
-TARGETS_MS = {"sessions": 100.0, "search": 200.0, "session": 500.0}
+TARGETS_MS = {"sessions": 100.0, "search": 200.0, "session": 500.0, "turn": 500.0, "range": 1000.0}
 TARGET_RSS_MB = 90.0
+PARALLEL_LOADS = 20
+TARGET_RSS_AFTER_PARALLEL_MB = 120.0
+RSS_SETTLE_SECONDS = 10.0
 SESSION_FILTERS = (
     "/",
+    "/?order=newest",
     "/?page=2",
     "/?page=40",
+    "/?needs=1",
+    "/?agent=codex",
+    "/?flag=dangerous_command",
+    "/?flag=any&agent=claude-code&verdict=unreviewed",
     "/?failed=1",
     "/?flagged=1",
     "/?state=ended",
@@ -49,7 +62,16 @@ SESSION_FILTERS = (
     "/?q=zzzz-no-such-title",
     "/?failed=1&state=ended&from=2026-01-01&to=2026-05-31&verdict=unreviewed",
 )
-SEARCHES = ("/search?q=error", "/search?q=import+os", "/search?q=test&type=command", "/search?q=return&failed=1")
+# The index's most common terms, the worst case for a long query: each is a pass over most steps.
+_COMMON = ("open", "value", "test", "response", "build", "source", "read", "stream", "def", "class")
+SEARCHES = (
+    "/search?q=error",
+    "/search?q=import+os",
+    "/search?q=test&type=command",
+    "/search?q=return&failed=1",
+    "/search?q=" + "+".join(_COMMON * 5),  # 50 words
+    "/search?q=" + "+".join(f"{word}{i}" for i in range(20) for word in _COMMON),  # 200 words
+)
 _LISTENING = re.compile(r"http://127\.0\.0\.1:(\d+)/")
 
 
@@ -83,6 +105,33 @@ def sign_in(port: int, env: dict[str, str]) -> str:
     cookie = response.getheader("set-cookie") or ""
     connection.close()
     return cookie.split(";", 1)[0]
+
+
+def parallel_loads(port: int, path: str, cookie: str, count: int) -> float:
+    """``count`` GETs of ``path`` at once, each on its own connection; the slowest, in ms."""
+    times: list[float] = []
+    threads = [threading.Thread(target=lambda: times.append(timed_get(port, path, cookie))) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if len(times) != count:
+        raise RuntimeError(f"GET {path}: {count - len(times)} of {count} parallel loads failed")
+    return max(times)
+
+
+def settle(pid: int, bound_mb: float, seconds: float) -> tuple[float, float | None]:
+    """The server's RSS after up to ``seconds``, and how long it took to get under ``bound_mb``
+    (None: it did not)."""
+    started = time.monotonic()
+    while True:
+        rss, _ = rss_mb(pid)
+        waited = time.monotonic() - started
+        if rss <= bound_mb:
+            return rss, waited
+        if waited >= seconds:
+            return rss, None
+        time.sleep(0.1)
 
 
 def rss_mb(pid: int) -> tuple[float, float]:
@@ -121,16 +170,26 @@ def _measure(args: argparse.Namespace, workdir: Path) -> int:
     if ingested.returncode != 0:
         raise SystemExit(f"ingest failed: {ingested.stderr[-2000:]}")
     big_steps = int(re.search(rf"session {big.session_id}: (\d+) steps", ingested.stdout).group(1))  # type: ignore[union-attr]
+    reviewed = add_review_mix(db, seed=args.seed)
+    print(f"added the review mix: {reviewed:,} sessions with a verdict", flush=True)
     command = [*postrun_command(), "serve", "--port", "0"]
     server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert server.stdout is not None
         port = int(_LISTENING.search(server.stdout.readline()).group(1))  # type: ignore[union-attr]
         cookie = sign_in(port, env)
+        today = datetime.now(UTC).date()
+        widest = f"from={today - timedelta(days=3649)}&to={today}"
         groups = {
             "sessions": list(SESSION_FILTERS),
             "search": list(SEARCHES),
             "session": [f"/s/{urllib.parse.quote(big.session_id)}"],
+            "turn": [f"/s/{urllib.parse.quote(big.session_id)}/turn?id=turn:{big.turns // 2}"],
+            "range": [
+                f"/activity?{widest}",
+                "/files?workspace=/home/dev/work/project&days=3650",
+                "/files?workspace=/home/dev/work/project&days=3650&page=3",
+            ],
         }
         timings: dict[str, list[float]] = {name: [] for name in groups}
         served = psutil.Process(server.pid)
@@ -144,12 +203,16 @@ def _measure(args: argparse.Namespace, workdir: Path) -> int:
         capacity = (end.wall - start.wall) * (os.cpu_count() or 1)
         others = max(0.0, others_share(start, end) - (served_after - served_before) / capacity)
         rss, peak = rss_mb(server.pid)
+        slowest = parallel_loads(port, groups["session"][0], cookie, PARALLEL_LOADS)
+        _, parallel_peak = rss_mb(server.pid)
+        settled, settled_in = settle(server.pid, TARGET_RSS_AFTER_PARALLEL_MB, RSS_SETTLE_SECONDS)
     finally:
         server.terminate()
         server.wait(30)
         if server.stdout is not None:
             server.stdout.close()
     _report(args, timings, rss, peak, big_steps, others)
+    _report_parallel(slowest, parallel_peak, settled, settled_in)
     return 0
 
 
@@ -162,9 +225,11 @@ def _report(
     args: argparse.Namespace, timings: dict[str, list[float]], rss: float, peak: float, big_steps: int, others: float
 ) -> None:
     labels = {
-        "sessions": f"Sessions page, {len(SESSION_FILTERS)} filter combinations",
-        "search": f"Search, {len(SEARCHES)} queries",
+        "sessions": f"Sessions page (the review inbox), {len(SESSION_FILTERS)} filter combinations",
+        "search": f"Search, {len(SEARCHES)} queries (two of 50 and 200 words)",
         "session": f"Session page, {big_steps:,} steps (bodies load on demand)",
+        "turn": "One turn of that session, opened",
+        "range": "Activity and files over their widest range (3,650 days), files pages 1 and 3",
     }
     print(f"\n`python -m bench.web --sessions {args.sessions} --rounds {args.rounds}` on {platform.node()},"
           f" {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}, {os.cpu_count()} cores;"
@@ -178,6 +243,14 @@ def _report(
     verdict = "pass" if rss <= TARGET_RSS_MB else "**miss**"
     print(f"| `postrun serve` RSS after all requests | {rss:.0f} MB (peak {peak:.0f} MB) | | ≤ {TARGET_RSS_MB:.0f} MB"
           f" | {verdict} |")  # fmt: skip
+
+
+def _report_parallel(slowest: float, peak: float, settled: float, settled_in: float | None) -> None:
+    verdict = "pass" if settled_in is not None else "**miss**"
+    when = f"{settled_in:.1f} s after" if settled_in is not None else f"not within {RSS_SETTLE_SECONDS:.0f} s of"
+    print(f"| `postrun serve` RSS after {PARALLEL_LOADS} parallel loads of the session page (slowest {slowest:.0f} ms,"
+          f" peak {peak:.0f} MB) | {settled:.0f} MB, under {TARGET_RSS_AFTER_PARALLEL_MB:.0f} MB {when} them | |"
+          f" ≤ {TARGET_RSS_AFTER_PARALLEL_MB:.0f} MB within {RSS_SETTLE_SECONDS:.0f} s | {verdict} |")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from postrun.errors import NotFound
 from postrun.store import codec
 from postrun.store.db import Database
 from postrun.store.flags import SEVERITY_ORDER, strongest
-from postrun.store.session_filter import NEEDS_REVIEW_SQL, REVIEW_RANK_SQL, SessionFilter, where_clause
+from postrun.store.session_filter import DANGER_IDS, NEEDS_REVIEW_SQL, SessionFilter, where_clause
 from postrun.store.session_index import SessionIndex
 from postrun.store.titles import TITLE_SQL
 from postrun.store.verdicts import Verdict, current_verdicts
@@ -78,26 +78,29 @@ def session_page(database: Database, query: SessionFilter, index: SessionIndex |
         matching = index.matching(query.text)
     where, params = where_clause(query, matching)
     total = int(database.execute(f"SELECT count(*) FROM sessions s{where}", params).get)
-    ranked = f"{REVIEW_RANK_SQL}, " if query.order == "review" else ""
-    sql = f"""
-        SELECT s.id, s.agent, s.record, s.started_at, s.ended_at, s.updated_at,
-               (SELECT count(*) FROM steps st WHERE st.session_id = s.id),
-               (SELECT count(*) FROM steps st WHERE st.session_id = s.id AND st.outcome = 'failed'),
-               (SELECT count(DISTINCT f.step_id) FROM step_flags f WHERE f.session_id = s.id),
-               {NEEDS_REVIEW_SQL},
-               {TITLE_SQL}
-          FROM sessions s{where}
-         ORDER BY {ranked}s.started_at DESC, s.id
-         LIMIT ? OFFSET ?
-    """
     offset = (max(query.page, 1) - 1) * PAGE_SIZE
-    found: list[Any] = database.execute(sql, (*params, PAGE_SIZE + 1, offset)).fetchall()
-    shown = [row[0] for row in found[:PAGE_SIZE]]
+    found = _page_ids(database, query, where, params, offset)
+    shown = found[:PAGE_SIZE]
+    figures: dict[str, Any] = {
+        row[0]: row
+        for row in database.execute(
+            f"""
+            SELECT s.id, s.agent, s.record, s.started_at, s.ended_at, s.updated_at,
+                   (SELECT count(*) FROM steps st WHERE st.session_id = s.id),
+                   (SELECT count(*) FROM steps st WHERE st.session_id = s.id AND st.outcome = 'failed'),
+                   (SELECT count(DISTINCT f.step_id) FROM step_flags f WHERE f.session_id = s.id),
+                   {NEEDS_REVIEW_SQL},
+                   {TITLE_SQL}
+              FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))
+            """,
+            (orjson.dumps(shown).decode(),),
+        )
+    }
     verdicts = current_verdicts(database, shown)
     flags, firsts = _flag_counts(database, shown)
     rows = []
-    for row in found[:PAGE_SIZE]:
-        session_id, agent, record_text, started, ended, updated, steps, failed, flagged, needs, title = row
+    for session_id in shown:
+        _, agent, record_text, started, ended, updated, steps, failed, flagged, needs, title = figures[session_id]
         record = orjson.loads(record_text)
         metrics = record.get("metrics")
         rows.append(
@@ -120,6 +123,35 @@ def session_page(database: Database, query: SessionFilter, index: SessionIndex |
             )
         )
     return SessionPage(rows, len(found) > PAGE_SIZE, total)
+
+
+def _page_ids(database: Database, query: SessionFilter, where: str, params: list[Any], offset: int) -> list[str]:
+    """The ids of the page at ``offset`` (and one more, to tell whether a page follows).
+
+    In review order, the sessions that need review (few) come first, sorted; the others
+    follow newest first, read from the start-time index only as far as the page goes.
+    """
+    limit = PAGE_SIZE + 1
+
+    def ids(sql: str, bindings: tuple[Any, ...]) -> list[str]:
+        return [str(row[0]) for row in database.execute(sql, bindings)]
+
+    if query.order != "review":
+        return ids(f"SELECT s.id FROM sessions s{where} ORDER BY s.started_at DESC, s.id LIMIT ? OFFSET ?",
+                   (*params, limit, offset))  # fmt: skip
+    joined = f"{where} AND" if where else " WHERE"
+    first = ids(
+        f"SELECT s.id FROM sessions s{joined} {NEEDS_REVIEW_SQL}"
+        f" ORDER BY s.id IN ({DANGER_IDS}) DESC, s.started_at DESC, s.id",
+        tuple(params),
+    )
+    found = first[offset : offset + limit]
+    if len(found) == limit:
+        return found
+    return found + ids(
+        f"SELECT s.id FROM sessions s{joined} NOT {NEEDS_REVIEW_SQL} ORDER BY s.started_at DESC, s.id LIMIT ? OFFSET ?",
+        (*params, limit - len(found), max(0, offset - len(first))),
+    )
 
 
 def _flag_counts(database: Database, session_ids: list[str]) -> tuple[dict[str, list[FlagCount]], dict[str, int]]:

@@ -12,10 +12,10 @@ from typing import Any
 from postrun.store.db import Database
 from postrun.store.flags import SEVERITY_ORDER, strongest
 from postrun.store.session_filter import (
-    DANGER_SQL,
-    FAILED_COMMAND_SQL,
+    DANGER_IDS,
+    FAILED_COMMAND_IDS,
     NEEDS_REVIEW_SQL,
-    REJECTED_SQL,
+    REJECTED_IDS,
     UNREVIEWED_SQL,
     SessionFilter,
     where_clause,
@@ -43,18 +43,23 @@ class Inbox:
 def inbox(database: Database, scope: SessionFilter) -> Inbox:
     """What needs review among the sessions of ``scope`` (its agent and workspace)."""
     where, params = where_clause(scope.scope())
-    narrowed = f"{where} AND {UNREVIEWED_SQL}" if where else f" WHERE {UNREVIEWED_SQL}"
-    rows: list[Any] = database.execute(
-        f"SELECT total({NEEDS_REVIEW_SQL}), total({DANGER_SQL}), total({FAILED_COMMAND_SQL}), total({REJECTED_SQL})"
-        f" FROM sessions s{narrowed}",
+    needing = f"{where} AND {NEEDS_REVIEW_SQL}" if where else f" WHERE {NEEDS_REVIEW_SQL}"
+    why: list[Any] = database.execute(
+        f"SELECT s.id IN ({DANGER_IDS}), s.id IN ({FAILED_COMMAND_IDS}), s.id IN ({REJECTED_IDS})"
+        f" FROM sessions s{needing}",
         params,
     ).fetchall()
-    needs, danger, failed, rejected = (int(value) for value in rows[0])
+    needs = len(why)
+    danger, failed, rejected = (sum(1 for row in why if row[column]) for column in range(3))
+    unreviewed = f"{where} AND {UNREVIEWED_SQL}" if where else f" WHERE {UNREVIEWED_SQL}"
+    # Each session's kinds first (a pair per session and kind), then the sessions they are in.
     kinds = [
         KindCount(str(kind), strongest(str(severities).split(",")), int(count))
         for kind, severities, count in database.execute(
-            "SELECT f.kind, group_concat(DISTINCT f.severity), count(DISTINCT f.session_id) FROM step_flags f"
-            f" WHERE f.session_id IN (SELECT s.id FROM sessions s{narrowed}) GROUP BY f.kind",
+            "SELECT g.kind, group_concat(DISTINCT g.severities), count(*) FROM"
+            " (SELECT kind, session_id, group_concat(DISTINCT severity) AS severities FROM step_flags"
+            "   GROUP BY kind, session_id) g"
+            f" JOIN sessions s ON s.id = g.session_id{unreviewed} GROUP BY g.kind",
             params,
         )
     ]

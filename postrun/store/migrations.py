@@ -232,10 +232,14 @@ CREATE VIRTUAL TABLE step_search USING fts5 (
 INSERT INTO step_search (step_search) VALUES ('rebuild');
 """
 
-# The files page lists a workspace's edits newest first, a page at a time: without an index it
-# sorted every edit of the store for each page.
-_EDITS_BY_TIME = """
+# The review app: the files page lists a workspace's edits newest first, a page at a time
+# (without an index it sorted every edit of the store for each page); the review inbox finds
+# the sessions with a failed command (without one it read each failed step's row for its type)
+# and lists one agent's sessions (without one it read every session's row).
+_REVIEW_INDEXES = """
 CREATE INDEX IF NOT EXISTS steps_edits_by_time ON steps (at, seq) WHERE type = 'edit';
+CREATE INDEX IF NOT EXISTS steps_failed_commands ON steps (session_id) WHERE outcome = 'failed' AND type = 'command';
+CREATE INDEX IF NOT EXISTS sessions_by_agent ON sessions (agent, started_at DESC, id);
 """
 
 MIGRATIONS: tuple[str, ...] = (
@@ -248,5 +252,5 @@ MIGRATIONS: tuple[str, ...] = (
     _MIRROR,
     _FLAGS,
     _COMPACT_STEPS,
-    _EDITS_BY_TIME,
+    _REVIEW_INDEXES,
 )

@@ -61,13 +61,16 @@ def session_parts(database: Database, session_id: str) -> SessionParts:
 
 def step_outlines(database: Database, session_id: str) -> list[StepOutline]:
     """Every step of the session in seq order, from its columns (no record is read)."""
+    flagged = {
+        str(step_id)
+        for (step_id,) in database.execute(
+            "SELECT DISTINCT step_id FROM step_flags WHERE session_id = ?", (session_id,)
+        )
+    }
     return [
-        StepOutline(seq, step_id, turn_id, kind, outcome, bool(flagged))
-        for seq, step_id, turn_id, kind, outcome, flagged in database.execute(
-            "SELECT st.seq, st.id, st.turn_id, st.type, st.outcome,"
-            " EXISTS (SELECT 1 FROM step_flags f WHERE f.session_id = st.session_id AND f.step_id = st.id)"
-            " FROM steps st WHERE st.session_id = ? ORDER BY st.seq",
-            (session_id,),
+        StepOutline(seq, step_id, turn_id, kind, outcome, step_id in flagged)
+        for seq, step_id, turn_id, kind, outcome in database.execute(
+            "SELECT seq, id, turn_id, type, outcome FROM steps WHERE session_id = ? ORDER BY seq", (session_id,)
         )
     ]
 
@@ -85,18 +88,24 @@ def turn_steps(database: Database, session_id: str, turn_ids: Collection[str]) -
 
 
 def turn_prompts(database: Database, session_id: str) -> dict[str, str]:
-    """Each turn's prompt (the text of its lead's first user message), by turn id; a few
-    messages of each turn are read, never all of them."""
+    """Each turn's prompt (the text of its lead's first user message), by turn id: the first
+    message of each turn is read, and a few more of a turn that does not start with one."""
     prompts: dict[str, str] = {}
-    for turn_id, stored in database.execute(
-        "SELECT turn_id, record FROM steps WHERE rowid IN ("
-        "  SELECT rowid FROM (SELECT rowid, row_number() OVER (PARTITION BY turn_id ORDER BY seq) AS n"
-        "                       FROM steps WHERE session_id = ?1 AND type = 'message') WHERE n <= ?2)"
-        " ORDER BY seq",
-        (session_id, _PROMPT_CANDIDATES),
-    ):
-        step = codec.load(stored)
-        text = step["payload"].get("text")
-        if turn_id not in prompts and step["payload"]["role"] == "user" and step["actor_id"] == ROOT_ACTOR and text:
-            prompts[str(turn_id)] = str(text)
+    tried: set[str] = set()
+    for candidates in (1, _PROMPT_CANDIDATES):
+        for turn_id, stored in database.execute(
+            "SELECT turn_id, record FROM steps WHERE rowid IN ("
+            "  SELECT rowid FROM (SELECT rowid, turn_id, row_number() OVER (PARTITION BY turn_id ORDER BY seq) AS n"
+            "                       FROM steps WHERE session_id = ?1 AND type = 'message')"
+            "   WHERE n <= ?2 AND turn_id NOT IN (SELECT value FROM json_each(?3)))"
+            " ORDER BY seq",
+            (session_id, candidates, orjson.dumps(sorted(prompts)).decode()),
+        ):
+            tried.add(str(turn_id))
+            step = codec.load(stored)
+            text = step["payload"].get("text")
+            if turn_id not in prompts and step["payload"]["role"] == "user" and step["actor_id"] == ROOT_ACTOR and text:
+                prompts[str(turn_id)] = str(text)
+        if tried <= set(prompts):
+            break
     return prompts

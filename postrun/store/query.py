@@ -341,7 +341,8 @@ def search_query(
     Every word must match; words are quoted, so FTS5 operators in them are plain text.
     Without words, ``flag`` lists the flagged steps.
     """
-    words = _WORD.findall(text)
+    # A NUL would end the FTS5 query string inside a quoted word: it separates words instead.
+    words = _WORD.findall(text.replace("\x00", " "))
     if not words and flag is None:
         raise UsageError("QUERY", "empty search query")
     if step_type is not None and step_type not in STEP_TYPES:

@@ -1,8 +1,8 @@
 """Which sessions a list shows, as SQL over indexed columns, and what "needs review" means.
 
 A session needs review while it has no verdict and it has a danger flag, a failed command or
-a rejected step: each a look-up in the step_flags index or the failed-steps partial index,
-never a read of a record.
+a rejected step: found in the step_flags index and the failed commands' partial index, never
+in a record.
 """
 
 from __future__ import annotations
@@ -16,18 +16,17 @@ Order = Literal["review", "newest"]
 ORDERS: tuple[Order, ...] = ("review", "newest")
 
 UNREVIEWED_SQL = "NOT EXISTS (SELECT 1 FROM verdicts v WHERE v.session_id = s.id)"
-DANGER_SQL = "EXISTS (SELECT 1 FROM step_flags f WHERE f.session_id = s.id AND f.severity = 'danger')"
+# Sessions by what would make them need review, each list read once per query from an index
+# (SQLite evaluates an uncorrelated IN list once): no per-session look-up into the steps.
+DANGER_IDS = "SELECT session_id FROM step_flags WHERE severity = 'danger'"
 # Every rejected step carries the rules' `rejected` flag (postrun.review.flags).
-REJECTED_SQL = "EXISTS (SELECT 1 FROM step_flags f WHERE f.session_id = s.id AND f.kind = 'rejected')"
-FAILED_COMMAND_SQL = (
-    "EXISTS (SELECT 1 FROM steps st WHERE st.session_id = s.id AND st.outcome = 'failed' AND st.type = 'command')"
+REJECTED_IDS = "SELECT session_id FROM step_flags WHERE kind = 'rejected'"
+# Named: the planner cannot tell this partial index from the failed steps' one, five times bigger.
+FAILED_COMMAND_IDS = (
+    "SELECT session_id FROM steps INDEXED BY steps_failed_commands WHERE outcome = 'failed' AND type = 'command'"
 )
-# 0: unreviewed with a danger flag; 1: unreviewed with a failed command or a rejected step; 2: the rest.
-REVIEW_RANK_SQL = (
-    f"CASE WHEN {UNREVIEWED_SQL} THEN CASE WHEN {DANGER_SQL} THEN 0"
-    f" WHEN {FAILED_COMMAND_SQL} OR {REJECTED_SQL} THEN 1 ELSE 2 END ELSE 2 END"
-)
-NEEDS_REVIEW_SQL = f"({UNREVIEWED_SQL} AND ({DANGER_SQL} OR {FAILED_COMMAND_SQL} OR {REJECTED_SQL}))"
+_ATTENTION_IDS = f"{DANGER_IDS} UNION {REJECTED_IDS} UNION {FAILED_COMMAND_IDS}"
+NEEDS_REVIEW_SQL = f"({UNREVIEWED_SQL} AND s.id IN ({_ATTENTION_IDS}))"
 _LATEST_VERDICT = "(SELECT v.state FROM verdicts v WHERE v.session_id = s.id ORDER BY v.id DESC LIMIT 1)"
 
 

@@ -17,6 +17,7 @@ from postrun.store.session_index import SessionIndex
 from postrun.web import downloads, explore, failures, filters, live, pages, verdict_pages
 from postrun.web.auth import Gate, allowed_hosts
 from postrun.web.guard import Guard
+from postrun.web.memory import BigPages
 
 
 @dataclass
@@ -31,6 +32,7 @@ class WebConfig:
     stopping: bool = False  # set on SIGTERM/Ctrl-C: live streams end so the server can stop
     streams: int = 0
     index: SessionIndex = field(default_factory=SessionIndex)  # titles and workspaces, refreshed per request
+    big_pages: BigPages = field(default_factory=BigPages)  # a few at a time, memory given back after
     cookie: str = field(init=False)
 
     def __post_init__(self) -> None:

@@ -36,6 +36,11 @@ def snippet_parts(snippet: str) -> list[tuple[str, bool]]:
 
 
 def search(request: Request) -> Response:
+    with config(request).big_pages.building():
+        return _search(request)
+
+
+def _search(request: Request) -> Response:
     query = request.query_params
     asked = query.get("q", "").strip()
     text, left_out = bounded_words(asked[:2000], SEARCH_TERMS)
@@ -69,6 +74,11 @@ def _page_links(query: Mapping[str, str], page: int, pages: int, path: str) -> d
 
 
 def files(request: Request) -> Response:
+    with config(request).big_pages.building():
+        return _files(request)
+
+
+def _files(request: Request) -> Response:
     query = request.query_params
     days = params.number(query, "days", 7, low=1, high=params.MAX_DAYS, what="a number of days")
     page = params.page_number(query)
@@ -102,6 +112,11 @@ def files(request: Request) -> Response:
 
 
 def activity(request: Request) -> Response:
+    with config(request).big_pages.building():
+        return _activity(request)
+
+
+def _activity(request: Request) -> Response:
     query = request.query_params
     settings = config(request)
     since, until = params.day_range(query, settings.now().date(), default_days=30)

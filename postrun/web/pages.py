@@ -104,6 +104,11 @@ def _session_context(request: Request) -> dict[str, Any]:
 
 
 def session(request: Request) -> Response:
+    with config(request).big_pages.building():
+        return _session_page(request)
+
+
+def _session_page(request: Request) -> Response:
     context = _session_context(request)
     session_id = context["session"]["id"]
     context["csrf"] = request.app.state.gate.csrf(request.state.session)
@@ -115,21 +120,28 @@ def session(request: Request) -> Response:
 
 
 def session_live(request: Request) -> Response:
-    return render(request, "_session_live.html", **_session_context(request))
+    with config(request).big_pages.building():
+        return render(request, "_session_live.html", **_session_context(request))
 
 
 def turn_steps(request: Request) -> Response:
     """The steps of one turn of a big session, loaded when the reader opens it."""
     session_id = request.path_params["session_id"]
     wanted = request.query_params.get("id", "")
-    view = data.stored_turn(config(request).db, session_id, wanted)
-    turn = next((turn for turn in view.turns if turn.id == wanted), None)
-    if turn is None:
-        raise NotFound("", f"no turn {wanted[:100]} in session {session_id}")
-    return render(request, "_turn.html", turn=turn, session_id=session_id)
+    with config(request).big_pages.building():
+        view = data.stored_turn(config(request).db, session_id, wanted)
+        turn = next((turn for turn in view.turns if turn.id == wanted), None)
+        if turn is None:
+            raise NotFound("", f"no turn {wanted[:100]} in session {session_id}")
+        return render(request, "_turn.html", turn=turn, session_id=session_id)
 
 
 def step_body(request: Request) -> Response:
+    with config(request).big_pages.building():
+        return _step_body(request)
+
+
+def _step_body(request: Request) -> Response:
     session_id = request.path_params["session_id"]
     step = data.stored_step(config(request).db, session_id, request.query_params.get("id", ""))
     payload = step["payload"]

@@ -141,11 +141,13 @@ class _Figures:
     last: int = -1
 
     def add(self, step: StepOutline) -> None:
+        """Count ``step`` in (steps come in seq order)."""
         self.count += 1
         self.failed += step.outcome == "failed"
         self.flagged += step.flagged
-        self.first = step.seq if self.first < 0 else min(self.first, step.seq)
-        self.last = max(self.last, step.seq)
+        if self.first < 0:
+            self.first = step.seq
+        self.last = step.seq
 
 
 def inline_turns(parts: SessionParts, outlines: Sequence[StepOutline]) -> set[str] | None:
@@ -224,10 +226,14 @@ def session_view(
     unattached = [helper(actor_id, nesting.helpers[actor_id]) for actor_id in nesting.unattached]
     present = {outline.id for outline in outlines}
     vanished = [entry for entry in history or () if entry.kind != "step" or entry.record_id not in present]
-    total = _Figures()
-    for outline in outlines:
-        total.add(outline)
-    return SessionView(turns, unattached, vanished, total.count, total.failed, total.flagged)
+    return SessionView(
+        turns,
+        unattached,
+        vanished,
+        len(outlines),
+        sum(figure.failed for figure in figures.values()),
+        sum(figure.flagged for figure in figures.values()),
+    )
 
 
 def _turn(

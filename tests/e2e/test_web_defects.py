@@ -59,7 +59,12 @@ def _edits_session() -> Any:
                 "type": "edit",
                 "decision": "auto",
                 "at": (datetime(2026, 11, 1, tzinfo=UTC) + timedelta(seconds=seq)).isoformat()[:19] + ".000Z",
-                "payload": {"path": f"{EDITS_ROOT}/f{seq % 40}.py", "old_string": "a", "new_string": f"b{seq}"},
+                "payload": {
+                    "path": f"{EDITS_ROOT}/f{seq % 40}.py",
+                    "is_full_write": False,
+                    "old_string": "a",
+                    "new_string": f"b{seq}",
+                },
             }
         )
     session = session_record(sid, workspace={"root": EDITS_ROOT}, started_at="2026-11-01T00:00:00.000Z")
@@ -114,8 +119,8 @@ def test_activity_is_bounded_and_never_draws_more_than_a_bar_a_day(served: Any) 
         ("/?page=0", 400, "page"),
         ("/?page=9999", 400, "past the last page"),
         ("/?to=2026-02-30", 400, "expected a date"),
-        ("/?agent=nope", 400, "unknown value 'nope'"),
-        ("/?flag=nope", 400, "unknown value 'nope'"),
+        ("/?agent=nope", 400, "unknown value &#39;nope&#39; (known: claude-code, cline, codex)"),
+        ("/?flag=nope", 400, "unknown value &#39;nope&#39; (known: dangerous_command,"),
         ("/files?days=99999999999999999999", 400, "days"),
         ("/files?workspace=/home/dev/many-edits&page=99999999999999999999", 400, "page"),
         ("/activity?from=2026-05-01&to=2026-04-01", 400, "starts"),

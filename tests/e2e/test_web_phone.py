@@ -6,6 +6,7 @@ fixtures, the hand-made sessions and the inbox store.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ PAGES = [
     "s/17901000",  # an ambiguous prefix
     "s/nope",  # a 404 page
 ]
+STATUS = {"?page=abc": 400, "s/17901000": 300, "s/nope": 404}
 # A control's name, as assistive technology finds it (its label, aria-label or text).
 UNNAMED_CONTROLS = """() => Array.from(document.querySelectorAll("input, select, textarea, button"))
   .filter((el) => el.type !== "hidden")
@@ -72,6 +74,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     served.kill()
 
 
+def visit(watched: Any, url: str, path: str) -> None:
+    """Open the page; an error page's own status is what the browser logs, nothing else."""
+    answer = watched.page.goto(url + path)
+    expected = STATUS.get(path, 200)
+    assert answer is not None and answer.status == expected, path
+    if expected != 200:
+        logged = f"the server responded with a status of {expected}"
+        watched.errors[:] = [error for error in watched.errors if logged not in error]
+
+
 def _lines(page: Any, selector: str) -> float:
     """How many lines of text the element takes."""
     height, line = page.evaluate(
@@ -86,14 +98,13 @@ def test_no_page_scrolls_sideways_on_a_phone(browser: Any, server: ServeProcess)
     page = watched.page
     try:
         for path in PAGES:
-            page.goto(server.url + path)
-            page.wait_for_load_state("load")
-            wait_for(lambda: page.locator(".loading").count() == 0, f"{path}: its bodies to load")
+            visit(watched, server.url, path)
+            wait_for(lambda: page.locator("details[open] .loading").count() == 0, f"{path}: its bodies to load")
             width = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
             assert width[0] <= width[1], (path, width)
             top = page.locator("header.top").bounding_box()
             assert top is not None and top["width"] <= PHONE["width"], path
-            shot(page, "phone-" + (path.split("?")[0].replace("/", "-") or "inbox"))
+            shot(page, "phone-" + (re.sub(r"[^A-Za-z0-9_=-]+", "-", path)[:60].strip("-") or "inbox"))
         page.goto(f"{server.url}s/{A.id}")
         assert 0.9 <= _lines(page, "h1") <= 2.1  # a 600-character title
         page.goto(server.url)
@@ -109,7 +120,7 @@ def test_every_page_has_a_heading_and_every_control_a_label(browser: Any, server
     page = watched.page
     try:
         for path in PAGES:
-            page.goto(server.url + path)
+            visit(watched, server.url, path)
             assert page.locator("h1").count() == 1, path
             assert page.locator("h1").inner_text().strip(), path
             assert page.evaluate(UNNAMED_CONTROLS) == [], path
