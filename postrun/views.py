@@ -22,7 +22,6 @@ from postrun.schema import SchemaError, validate_envelope
 from postrun.store import vault
 from postrun.store.db import reading
 from postrun.store.query import (
-    SearchHit,
     SessionDetails,
     SessionSummary,
     history,
@@ -30,10 +29,9 @@ from postrun.store.query import (
     load_envelope,
     no_session,
     resolve_session_id,
-    search,
-    search_query,
     session_details,
 )
+from postrun.store.search import SearchHit, search, search_query
 from postrun.store.verdicts import Verdict, check_verdict_filter, current_verdicts
 from postrun.text import json_escaped
 

@@ -44,9 +44,9 @@ from postrun.store.query import (
     list_sessions,
     no_session,
     resolve_session_id,
-    search_query,
     session_details,
 )
+from postrun.store.search import search_query
 from postrun.store.snapshot import read_store
 from postrun.store.verdicts import Verdict, current_verdicts
 from postrun.text import one_line

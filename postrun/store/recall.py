@@ -14,7 +14,7 @@ import orjson
 
 from postrun.store import codec
 from postrun.store.db import Database
-from postrun.store.query import SearchQuery
+from postrun.store.search import SearchQuery
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from starlette.responses import RedirectResponse, Response
 
 from postrun.errors import UsageError
 from postrun.store.activity import EDITS_PAGE
-from postrun.store.query import STEP_TYPES, bounded_words
+from postrun.store.search import STEP_TYPES, bounded_words
 from postrun.views import search_steps
 from postrun.web import charts, data, params
 from postrun.web.pages import config, render

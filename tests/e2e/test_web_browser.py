@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import isolated_environ
-from tests.support.browser import Watched, chromium, open_signed_in, require_chromium, shot
+from tests.support.browser import Watched, open_signed_in, require_chromium, shot
 from tests.support.capture_process import CaptureProcess, copy_data, write_in_place
 from tests.support.web import (
     BIG_SESSION,
@@ -39,12 +39,6 @@ REAL_H = "1795976749765_vx695"  # cline-real/h_subagents: two sub-agents
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as launched:
-        yield launched
-
-
-@pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     tmp = tmp_path_factory.mktemp("web")
     environ = isolated_environ(tmp)
@@ -53,13 +47,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     served = ServeProcess(environ, tmp)
     yield served
     served.kill()
-
-
-@pytest.fixture
-def watched(browser: Any, server: ServeProcess) -> Iterator[Watched]:
-    opened = open_signed_in(browser, server)
-    yield opened
-    opened.close()
 
 
 def test_list_filter_and_keyboard(watched: Watched, server: ServeProcess) -> None:

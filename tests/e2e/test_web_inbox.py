@@ -16,7 +16,7 @@ import pytest
 from postrun.store.db import Database
 from postrun.store.verdicts import verdict_history
 from tests.conftest import isolated_environ
-from tests.support.browser import Watched, chromium, open_signed_in, require_chromium, shot
+from tests.support.browser import Watched, open_signed_in, require_chromium, shot
 from tests.support.web import ServeProcess, request, sign_in, wait_for
 from tests.support.web_inbox import (
     EXPECTED_ORDER,
@@ -40,12 +40,6 @@ require_chromium()
 AGENTS = {plan.id: plan.agent for plan in PLANNED}
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as launched:
-        yield launched
-
-
 def _serve(tmp: Path) -> ServeProcess:
     environ = isolated_environ(tmp)
     build_inbox_store(Path(environ["POSTRUN_DB"]))
@@ -57,13 +51,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     served = _serve(tmp_path_factory.mktemp("inbox"))
     yield served
     served.kill()
-
-
-@pytest.fixture
-def watched(browser: Any, server: ServeProcess) -> Iterator[Watched]:
-    opened = open_signed_in(browser, server)
-    yield opened
-    opened.close()
 
 
 def listed(page: Any) -> list[str]:

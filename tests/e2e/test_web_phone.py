@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import isolated_environ
-from tests.support.browser import DESKTOP, PHONE, chromium, open_signed_in, require_chromium, shot
+from tests.support.browser import DESKTOP, PHONE, open_signed_in, require_chromium, shot
 from tests.support.web import (
     BIG_SESSION,
     HELPER_SESSION,
@@ -54,12 +54,6 @@ UNNAMED_CONTROLS = """() => Array.from(document.querySelectorAll("input, select,
   .filter((el) => !(el.labels && el.labels.length) && !el.getAttribute("aria-label")
     && !el.getAttribute("aria-labelledby") && !(el.tagName === "BUTTON" && el.textContent.trim()))
   .map((el) => el.outerHTML.slice(0, 120))"""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as launched:
-        yield launched
 
 
 @pytest.fixture(scope="module")

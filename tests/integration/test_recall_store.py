@@ -14,7 +14,8 @@ from postrun.recall.citations import ReviewApp
 from postrun.recall.tools import Recall
 from postrun.store import recall
 from postrun.store.db import STORE_VERSION, Database, StoreMissing
-from postrun.store.query import list_sessions, search_query
+from postrun.store.query import list_sessions
+from postrun.store.search import search_query
 from postrun.store.snapshot import read_store
 from postrun.store.write import upsert_session
 from postrun.web.state import ServeState, write_state

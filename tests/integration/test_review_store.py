@@ -13,7 +13,7 @@ from postrun.errors import NotFound, UsageError
 from postrun.store import browse
 from postrun.store.db import Database
 from postrun.store.migrations import MIGRATIONS
-from postrun.store.query import search, search_query
+from postrun.store.search import search, search_query
 from postrun.store.verdicts import current_verdicts, record_verdict, verdict_history
 from postrun.store.write import upsert_session
 from postrun.views import reviewed_sessions

@@ -18,8 +18,9 @@ from postrun.exitcodes import ExitCode
 from postrun.schema import envelope_problems
 from postrun.store import db as db_module
 from postrun.store.db import STORE_VERSION, Database, StoreMissing
-from postrun.store.query import history, list_sessions, load_envelope, resolve_session_id, search_query
-from postrun.store.query import search as search_query_in
+from postrun.store.query import history, list_sessions, load_envelope, resolve_session_id
+from postrun.store.search import search as search_query_in
+from postrun.store.search import search_query
 from postrun.store.write import stored_state, upsert_session
 from tests.reliability.kit import store_problems
 from tests.support import v12check

@@ -17,7 +17,8 @@ from postrun.records import MappedSession, StepRow
 from postrun.schema import SchemaError
 from postrun.store import codec
 from postrun.store.db import STORE_VERSION, Database
-from postrun.store.query import SearchHit, history, load_envelope, search, search_query
+from postrun.store.query import history, load_envelope
+from postrun.store.search import SearchHit, search, search_query
 from postrun.store.write import upsert_session
 from tests.conftest import FIXTURES
 from tests.support.old_store import write_old_store

@@ -173,7 +173,7 @@ def helper_session() -> MappedSession:
         | {"actor_id": HELPER_ACTOR},
         message_step(5, "The helper found DEBUG left on.", session_id=sid),
     ]
-    return _mapped(
+    return one_turn_session(
         sid,
         steps,
         [{"id": HELPER_ACTOR, "type": "subagent", "parent_id": "root", "label": "config-reviewer"}],
@@ -226,7 +226,7 @@ def hostile_session() -> MappedSession:
         message_step(5, f"HOSTILE-END {every}", session_id=sid),
     ]
     session = session_record(sid, started_at="2026-09-21T16:00:00.000Z", workspace={"root": f"/home/{HOSTILE['img']}"})
-    return _mapped(sid, steps, [], session=session, title=every)
+    return one_turn_session(sid, steps, [], session=session, title=every)
 
 
 def big_session() -> MappedSession:
@@ -242,7 +242,7 @@ def big_session() -> MappedSession:
             step = command_step(seq, f"echo big-{seq}", f"BIG-OUTPUT-{seq}\n", exit_code=0, session_id=sid)
             step["turn_id"] = f"turn:{turn}"
         steps.append(step)
-    mapped = _mapped(sid, steps, [], started=started)
+    mapped = one_turn_session(sid, steps, [], started=started)
     turns = [{**mapped.turns[0], "id": f"turn:{n}", "index": n} for n in range(1, BIG_TURNS + 1)]
     return MappedSession(
         agent="cline",
@@ -255,7 +255,7 @@ def big_session() -> MappedSession:
     )
 
 
-def _mapped(
+def one_turn_session(
     session_id: str,
     steps: list[dict[str, Any]],
     helpers: list[dict[str, Any]],
@@ -263,9 +263,11 @@ def _mapped(
     started: str = "2026-09-21T15:00:00.000Z",
     session: dict[str, Any] | None = None,
     title: str | None = None,
+    agent: str = "cline",
 ) -> MappedSession:
+    """A session of one turn (mode act) and one segment, its lead and ``helpers`` its actors."""
     return MappedSession(
-        agent="cline",
+        agent=agent,
         session=session
         or session_record(session_id, started_at=started, ended_at=started.replace(":00.000", ":30.000")),
         segments=[{"index": 0, "start_reason": "start", "started_at": started, "source_files": []}],

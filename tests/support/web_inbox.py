@@ -12,11 +12,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from postrun.records import MappedSession, SessionExtras, StepRow
+from postrun.records import MappedSession
 from postrun.store.db import Database
 from postrun.store.verdicts import record_verdict
 from postrun.store.write import upsert_session
 from tests.support.builders import command_step, message_step, session_record
+from tests.support.web import one_turn_session
 
 NOW = datetime(2026, 10, 1, 12, 0, tzinfo=UTC)
 WORKSPACE = "/home/dev/inbox"
@@ -61,26 +62,8 @@ def _session(plan: Planned, day: str = "2026-09-22") -> MappedSession:
     }
     if plan.ended:
         fields["ended_at"] = started.replace(":00:00.000Z", ":59:00.000Z")
-    return MappedSession(
-        agent=plan.agent,
-        session=session_record(plan.id, **fields),
-        segments=[{"index": 0, "start_reason": "start", "started_at": started, "source_files": []}],
-        actors=[{"id": "root", "type": "root", "label": "lead"}],
-        turns=[
-            {
-                "id": "turn:1",
-                "session_id": plan.id,
-                "segment_index": 0,
-                "actor_id": "root",
-                "index": 1,
-                "mode": "act",
-                "started_at": started,
-                "step_ids": [],
-            }
-        ],
-        steps=[StepRow.build(step) for step in steps],
-        extras=SessionExtras(),
-    )
+    return one_turn_session(plan.id, steps, [], started=started, session=session_record(plan.id, **fields),
+                            agent=plan.agent)  # fmt: skip
 
 
 def _failed_command() -> dict[str, Any]:
