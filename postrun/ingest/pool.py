@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import gc
 import itertools
 import os
@@ -32,14 +33,17 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 
-from postrun.agents.registry import Helpers, Location
+from postrun.agents.registry import Helpers, Location, adapter_of
+from postrun.errors import PostrunError
 from postrun.ingest.prepare import Known, Mapped, MapRules, Prepared, internal_error, prepare_location
 from postrun.store.actors import StoredHelpers
 from postrun.store.db import Database
 
-# Below this many sessions, starting processes (about 0.3 s each, importing Postrun) costs more
-# than they save (about 2 ms a session).
+# Starting processes (about 0.3 s each, importing Postrun) pays from this many sessions (about
+# 2 ms each to prepare) or this much source (preparing takes about 1 s per 30 MB), whichever comes
+# first: a few large sessions are as much work as many small ones.
 PROCESSES_FROM_SESSIONS = 200
+PROCESSES_FROM_BYTES = 16 * 2**20
 # Sessions each process is given ahead of the writer. Memory stays bounded whatever their size:
 # replies wait in the socket's buffer or, one that does not fit, in its process, which maps
 # nothing more until the writer has read it.
@@ -58,6 +62,13 @@ class Processes:
 
     count: int
     from_sessions: int = PROCESSES_FROM_SESSIONS
+    from_bytes: int = PROCESSES_FROM_BYTES
+
+    def worth_it(self, sizes: Callable[[], Sequence[int]], sessions: int) -> bool:
+        """Whether ``sessions`` sessions of ``sizes()`` bytes each are prepared in processes."""
+        if self.count <= 0 or sessions < 2:
+            return False
+        return sessions >= self.from_sessions or sum(sizes()) >= self.from_bytes
 
     @classmethod
     def wanted(cls, setting: int | None) -> Processes:
@@ -65,7 +76,7 @@ class Processes:
         run on (the writer keeps one busy) for a batched ingest worth it; a number the user
         chose holds for any."""
         if setting is not None:
-            return cls(setting, from_sessions=2)
+            return cls(setting, from_sessions=2, from_bytes=0)
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         return cls(max(1, cpus - 1))
 
@@ -90,14 +101,24 @@ def prepared_in_order(
     def here(location: Location, known: Known) -> Mapped:
         return prepare_location(location, known, helpers_of(location.session_id), rules)
 
-    if processes is None or processes.count <= 0 or store is None or len(locations) < processes.from_sessions:
+    sizes = functools.cache(lambda: [source_bytes(location) for location in locations])
+    if processes is None or store is None or not processes.worth_it(sizes, len(locations)):
         yield (here(location, known) for location, known in known)
         return
     pool = _Pool(processes.count, store, dataclasses.replace(rules, flag_memo=None))
     try:
-        yield pool.results(known, here)
+        # One process needs no sizes: it is given every session.
+        yield pool.results(known, sizes() if processes.count > 1 else [0] * len(known), here)
     finally:
         pool.close()
+
+
+def source_bytes(location: Location) -> int:
+    """The size of a session's files as they are now (0 when they cannot be looked at)."""
+    try:
+        return sum(found.size for found in adapter_of(location).fingerprint(location))
+    except (OSError, PostrunError):
+        return 0
 
 
 def serve(connection: Connection) -> None:
@@ -139,7 +160,9 @@ def packed_reply(found: Mapped) -> memoryview:
 
 
 class _Pool:
-    """Ingest processes; session ``i`` goes to process ``i % count``, which keeps the order."""
+    """Ingest processes; each session goes to the process with the fewest bytes of source given
+    and not yet given back (a few large sessions spread as many small ones do), and the
+    replies are read in order from the process each session went to."""
 
     def __init__(self, count: int, store: Path, rules: MapRules) -> None:
         self.pipes: list[Connection] = []
@@ -169,15 +192,24 @@ class _Pool:
             self._send(len(self.pipes) - 1, (store, rules))
 
     def results(
-        self, tasks: Sequence[tuple[Location, Known]], here: Callable[[Location, Known], Mapped]
+        self,
+        tasks: Sequence[tuple[Location, Known]],
+        sizes: Sequence[int],
+        here: Callable[[Location, Known], Mapped],
     ) -> Iterator[Mapped]:
         count = len(self.pipes)
-        sent = 0
+        given = [0] * count  # bytes each process was given and has not given back
+        went: list[int] = []  # the process each session sent went to
         for position, (location, known) in enumerate(tasks):
-            while self.working and sent < min(len(tasks), position + count * _AHEAD):
-                self._send(sent % count, tasks[sent])
-                sent += 1
-            found = self._receive(position % count) if self.working else None
+            while self.working and len(went) < min(len(tasks), position + count * _AHEAD):
+                number = min(range(count), key=given.__getitem__)
+                self._send(number, tasks[len(went)])
+                given[number] += sizes[len(went)]
+                went.append(number)
+            found = None
+            if self.working:
+                found = self._receive(went[position])
+                given[went[position]] -= sizes[position]
             yield found if found is not None else here(location, known)
 
     # A process that failed (killed, out of memory) stops the pool: the sessions it had not

@@ -17,6 +17,7 @@ from postrun.agents.cline import SessionLocation, list_sessions
 from postrun.agents.cline import adapter as mapper
 from postrun.errors import Forgotten, NotParseableYet, SourceError
 from postrun.ingest import batches as catchup
+from postrun.ingest import pool
 from postrun.ingest.batches import ingest_all, ingest_targets
 from postrun.ingest.ingester import Ingester, IngestFailure, IngestOutcome
 from postrun.ingest.pool import Processes
@@ -141,6 +142,38 @@ def test_a_mapping_process_that_dies_loses_no_session(
     assert summary(killed) == summary(in_line)
     assert differences(read_records(db), read_records(tmp_path / "in-line.db")) == []
     assert store_problems(db) == []
+
+
+def test_few_large_sessions_are_prepared_in_processes_and_stored_as_in_line(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A few sessions of much source start the processes as many sessions do (by bytes, not by
+    count), and store what preparing them in line stores."""
+    monkeypatch.setattr(catchup, "BATCH_SECONDS", 0.0)  # each session reported as it is stored
+    sessions = list_sessions(root).sessions[:3]
+    source = sum(pool.source_bytes(location) for location in sessions)
+    db = tmp_path / "by-bytes.db"
+    with Database.open(db) as database:
+        database.connection.limit(apsw.SQLITE_LIMIT_LENGTH, LIMIT)
+        processes = Processes(2, from_sessions=200, from_bytes=source)
+        ingester = Ingester(database, max_bytes=MAX_BYTES, mapping_processes=processes)
+        results = ingest_all(ingester, sessions)
+        first = next(results)
+        assert len(mapping_processes()) == 2
+        apart = [first, *results]
+    assert mapping_processes() == []
+    with Database.open(tmp_path / "in-line.db") as database:
+        database.connection.limit(apsw.SQLITE_LIMIT_LENGTH, LIMIT)
+        in_line = list(ingest_all(Ingester(database, max_bytes=MAX_BYTES), sessions))
+    assert summary(apart) == summary(in_line)
+    assert differences(read_records(db), read_records(tmp_path / "in-line.db")) == []
+    # Less source than that, as few sessions: prepared in line.
+    with Database.open(tmp_path / "small.db") as database:
+        small = Processes(2, from_sessions=200, from_bytes=source + 1)
+        results = ingest_all(Ingester(database, max_bytes=MAX_BYTES, mapping_processes=small), sessions)
+        next(results)
+        assert mapping_processes() == []
+        list(results)
 
 
 def test_a_bug_met_mapping_one_session_is_that_sessions_failure_alone(

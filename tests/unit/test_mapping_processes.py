@@ -10,7 +10,7 @@ import pytest
 
 from postrun.agents.cline import SessionLocation
 from postrun.errors import Excluded, NotParseableYet, PostrunError, SourceError, StoreError
-from postrun.ingest.pool import PROCESSES_FROM_SESSIONS, Processes, packed_reply
+from postrun.ingest.pool import PROCESSES_FROM_BYTES, PROCESSES_FROM_SESSIONS, Processes, packed_reply
 from postrun.ingest.prepare import Prepared
 from postrun.records import MappedSession, StepRow
 
@@ -22,7 +22,19 @@ def test_by_default_one_process_fewer_than_the_cpus_for_a_catch_up_worth_it() ->
 
 @pytest.mark.parametrize("count", [0, 1, 4])
 def test_a_number_the_user_set_holds_for_any_catch_up(count: int) -> None:
-    assert Processes.wanted(count) == Processes(count, from_sessions=2)
+    assert Processes.wanted(count) == Processes(count, from_sessions=2, from_bytes=0)
+
+
+def test_processes_are_worth_it_from_so_many_sessions_or_so_much_source() -> None:
+    def unasked() -> list[int]:
+        raise AssertionError("the sizes are not needed for that many sessions")
+
+    wanted = Processes(1)
+    assert wanted.worth_it(unasked, PROCESSES_FROM_SESSIONS)
+    assert wanted.worth_it(lambda: [PROCESSES_FROM_BYTES - 1, 1], 2)  # a few large sessions
+    assert not wanted.worth_it(lambda: [PROCESSES_FROM_BYTES - 2, 1], 2)
+    assert not wanted.worth_it(lambda: [PROCESSES_FROM_BYTES * 4], 1)  # one session: nothing to share
+    assert not Processes(0).worth_it(lambda: [PROCESSES_FROM_BYTES * 4] * 2, 2)
 
 
 @pytest.mark.parametrize(
