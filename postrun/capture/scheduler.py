@@ -8,9 +8,12 @@ thin thread that waits for the next due time and runs the ingests.
 The rules:
 
 - A session is ingested ``debounce_seconds`` after its last change, but never later
-  than ``max_wait_seconds`` after the first change of a burst.
+  than ``burst_debounces`` debounces after the first change of a burst: a session written
+  about every debounce (Cline adding a message every 2 s) never has a quiet spell, and
+  waiting for one held its writes back for up to the maximum wait.
 - Pacing: a session whose live ingests cost C CPU seconds is not ingested more often
-  than every C / ``cpu_share`` seconds (capped at the maximum wait). Start-up
+  than every C / ``cpu_share`` seconds, but never later than ``max_wait_seconds`` after
+  the first change of a burst. Start-up
   catch-up ingests do not count, so a session just caught up still updates within the
   debounce.
 - One session is never ingested twice at once; a change while it runs makes it due
@@ -31,7 +34,8 @@ from postrun.capture.clock import Clock
 
 Reason = Literal["startup", "event", "poll"]
 
-MAX_WAIT_SECONDS = 60.0
+BURST_DEBOUNCES = 2.0  # a burst waits at most this many debounces, unless pacing holds it back
+MAX_WAIT_SECONDS = 60.0  # pacing holds a burst back at most this long
 CPU_SHARE = 0.01  # pacing: at most 1 % of a core per session
 COST_WINDOW = 4  # pacing uses the mean cost of this many recent live ingests
 FORGET_AFTER_SECONDS = 600.0  # a session idle this long starts again unpaced
@@ -69,6 +73,7 @@ class Scheduler:
     ) -> None:
         self.clock = clock
         self.debounce = debounce_seconds
+        self.burst = BURST_DEBOUNCES * debounce_seconds
         self.max_wait = max_wait_seconds
         self.cpu_share = cpu_share
         self._sessions: dict[str, _Session] = {}
@@ -222,7 +227,7 @@ class Scheduler:
 
     def _due(self, state: _Session) -> float:
         assert state.first_change is not None
-        due = state.last_change + self.debounce
+        due = min(state.last_change + self.debounce, state.first_change + self.burst)
         if state.live_started is not None:
             due = max(due, state.live_started + self._pace(state))
         due = min(due, state.first_change + self.max_wait)
