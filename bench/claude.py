@@ -36,6 +36,7 @@ from pathlib import Path
 
 import orjson
 
+from bench import sections
 from bench.claude_history import open_claude_session, write_claude_history, write_small_sessions
 from bench.peer import AGENTSVIEW, AGENTSVIEW_VERSION, ensure_agentsview
 from bench.proc import Capture, Finished, isolated_env, postrun_command, run
@@ -215,15 +216,13 @@ def measure_warm_start(workdir: Path, profile: Profile, seed: int) -> dict[str, 
     }
 
 
-def section(figures: Figures, command: str) -> str:
+def section(figures: Figures) -> list[str]:
     cold, peer = figures.cold, figures.peer
     appended = median(figures.append_ms)
     allowed = APPEND_TARGET_FACTOR * figures.line_parse_ms + APPEND_TARGET_FIXED_MS
     warm = median(figures.warm_wall)
     rows = [
-        "## Claude Code",
-        "",
-        f"`{command}` ({figures.profile}): a synthetic Claude Code history of {figures.history_sessions} sessions,"
+        f"Profile {figures.profile}: a synthetic Claude Code history of {figures.history_sessions} sessions,"
         f" {figures.history_subagents} sub-agents, {figures.history_bytes / 2**20:.0f} MB"
         f" ({figures.message_share:.0%} of it `user`/`assistant` lines).",
         "",
@@ -257,7 +256,7 @@ def section(figures: Figures, command: str) -> str:
         f" transcripts read ({figures.warm_proof}) | <= {WARM_TARGET_SECONDS:g} s, 0 reads |"
         f" {'met' if warm <= WARM_TARGET_SECONDS and figures.warm_reads == 0 else 'missed'} |"
     )
-    return "\n".join(rows) + "\n"
+    return rows
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -268,6 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--peer", action="store_true", help=f"also time {AGENTSVIEW} {AGENTSVIEW_VERSION}'s sync")
     parser.add_argument("--workdir", type=Path, help="an empty folder to work in (default: a temp dir, removed)")
+    parser.add_argument("--output", type=Path, default=sections.BENCHMARKS, help="the file whose section to update")
+    parser.add_argument("--no-write", action="store_true", help="print the section only")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     profile = FULL if args.full else QUICK
     profile = dataclasses.replace(
@@ -282,7 +283,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         facts |= measure_append(workdir, profile, args.seed)
         facts |= measure_warm_start(workdir, profile, args.seed)
         figures = Figures(profile=profile.name, **facts)  # type: ignore[arg-type]
-        print(section(figures, command.strip()))
+        lines = sections.stamped(command.strip(), section(figures))
+        print("\n".join(lines))
+        if not args.no_write:
+            sections.write(args.output, "claude", lines)
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)

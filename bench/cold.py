@@ -44,6 +44,11 @@ class ColdRun:
         return self.wall_seconds / self.peer.wall_seconds if self.peer else float("nan")
 
     @property
+    def cores_used(self) -> float:
+        """CPU time over wall time: how many cores the ingest kept busy, on average."""
+        return self.cpu_seconds / self.wall_seconds
+
+    @property
     def steps_per_second(self) -> float:
         return self.steps / self.wall_seconds
 

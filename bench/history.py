@@ -301,8 +301,10 @@ def session_id_for(rng: random.Random, started_ms: int) -> str:
     return f"{started_ms}_{''.join(rng.choices(string.ascii_lowercase + string.digits, k=5))}"
 
 
-def turns_for(rng: random.Random, mean_turns: float) -> int:
-    """Turns of one session: 1 plus a geometric tail, so the mean is ``mean_turns``."""
+def turns_for(rng: random.Random, mean_turns: float, *, exact: bool = False) -> int:
+    """Turns of one session: 1 plus a geometric tail, so the mean is ``mean_turns`` (``exact``: that many)."""
+    if exact:
+        return max(1, round(mean_turns))
     if mean_turns <= 1:
         return 1
     extra = 0
@@ -312,7 +314,7 @@ def turns_for(rng: random.Random, mean_turns: float) -> int:
     return 1 + extra
 
 
-def history_sessions(seed: int, sessions: int, mean_turns: float) -> Iterator[SessionWriter]:
+def history_sessions(seed: int, sessions: int, mean_turns: float, *, exact: bool = False) -> Iterator[SessionWriter]:
     """The finished sessions of a history, oldest first, each built with its own rng."""
     master = random.Random(seed)
     pool = TextPool(random.Random(seed))
@@ -322,16 +324,17 @@ def history_sessions(seed: int, sessions: int, mean_turns: float) -> Iterator[Se
         rng = random.Random(session_seed)
         started = first_start + index * SESSION_SPACING_MS
         writer = SessionWriter(rng, pool, session_id_for(rng, started), started)
-        for _ in range(turns_for(rng, mean_turns)):
+        for _ in range(turns_for(rng, mean_turns, exact=exact)):
             writer.add_turn()
         yield writer
 
 
-def write_history(root: Path, *, seed: int, sessions: int, mean_turns: float) -> HistoryTotals:
-    """Write a finished history of ``sessions`` sessions under ``root`` (a sessions folder)."""
+def write_history(root: Path, *, seed: int, sessions: int, mean_turns: float, exact: bool = False) -> HistoryTotals:
+    """Write a finished history of ``sessions`` sessions under ``root`` (a sessions folder);
+    ``exact``: each of ``mean_turns`` turns."""
     root.mkdir(parents=True, exist_ok=True)
     totals = HistoryTotals()
-    for writer in history_sessions(seed, sessions, mean_turns):
+    for writer in history_sessions(seed, sessions, mean_turns, exact=exact):
         totals.add(writer.write(root, ended=True, mtime_ms=writer.last_ms + 100))
     return totals
 

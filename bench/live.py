@@ -204,3 +204,88 @@ def _exported(env: Mapping[str, str], session: SessionWriter) -> bool:
     envelope = orjson.loads(finished.stdout)
     last_text = session.messages[-1]["content"][0]["text"]
     return any(step.get("payload", {}).get("text") == last_text for step in envelope.get("steps", []))
+
+
+@dataclass(frozen=True, slots=True)
+class BusyLatency:
+    """The large open session kept busy: one assistant message every ~2 s, whether or not the last was stored."""
+
+    file_bytes: int  # the messages file as last written
+    steps: int  # as capture's last log line of it says
+    seconds: float
+    latencies: tuple[float, ...]  # write → step visible, one per message written
+    unseen: int  # messages not visible 60 s after the window closed
+    cpu_seconds: float  # capture's, over the window
+    ingest_ms: tuple[float, ...]  # capture's own figure for each re-ingest of it
+    floor_seconds: float  # the parse of the file as last written
+
+    @property
+    def cpu_percent(self) -> float:
+        return 100 * self.cpu_seconds / self.seconds
+
+
+_BUSY_SPACING = 2.0
+_BUSY_JITTER = 0.25
+_UNSEEN_AFTER = 60.0
+
+
+def measure_busy_large(
+    root: Path,
+    env: Mapping[str, str],
+    *,
+    session: tuple[SessionWriter, int],
+    seconds: float,
+    seed: int,
+    log_path: Path,
+) -> BusyLatency:
+    """``session`` (writer, messages written at start) is stored by capture's start-up; then one
+    assistant text message is appended every 2 s (±0.25 s, seeded) for ``seconds``."""
+    writer, shown = session
+    del writer.messages[shown:]  # the messages of this phase are replies, appended as it runs
+    writer.write(root, ended=False)
+    db = Path(env["POSTRUN_DB"])
+    rng = random.Random(seed)
+    updated = re.compile(rf"cline updated {re.escape(writer.session_id)} \((?P<steps>\d+) steps, .* in (?P<ms>\d+) ms")
+    pending: list[tuple[str, float]] = []
+    latencies: list[float] = []
+    with Capture(env, log_path) as capture:
+        capture.wait_stored(db, [writer.session_id], timeout=120)
+        time.sleep(3.0)  # start-up's own work is not the window's
+        store = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            cpu_start, start = capture.cpu_seconds(), time.perf_counter()
+            end, next_write, size = start + seconds, start, 0
+            while (now := time.perf_counter()) < end:
+                if now >= next_write:
+                    step_id, written_at, size = _append(root, writer, f"bench busy {len(pending) + len(latencies)}")
+                    pending.append((step_id, written_at))
+                    next_write = now + _BUSY_SPACING + rng.uniform(-_BUSY_JITTER, _BUSY_JITTER)
+                latencies += _seen(store, writer.session_id, pending)
+                time.sleep(_POLL_SECONDS)
+            cpu = capture.cpu_seconds() - cpu_start
+            while pending and time.perf_counter() < end + _UNSEEN_AFTER:
+                latencies += _seen(store, writer.session_id, pending)
+                time.sleep(_POLL_SECONDS)
+        finally:
+            store.close()
+        capture.refresh()
+        logged = [m for line in capture.lines if (m := updated.search(line)) is not None]
+    return BusyLatency(
+        file_bytes=size,
+        steps=int(logged[-1]["steps"]) if logged else 0,
+        seconds=seconds,
+        latencies=tuple(latencies),
+        unseen=len(pending),
+        cpu_seconds=cpu,
+        ingest_ms=tuple(float(m["ms"]) for m in logged),
+        floor_seconds=parse_floor([_path(root, writer)], repeats=5),
+    )
+
+
+def _seen(store: apsw.Connection, session_id: str, pending: list[tuple[str, float]]) -> list[float]:
+    """The latencies of the ``pending`` steps now visible, which leave ``pending``."""
+    now = time.perf_counter()
+    seen = [(step_id, written_at) for step_id, written_at in pending if _visible(store, session_id, step_id)]
+    for item in seen:
+        pending.remove(item)
+    return [now - written_at for _, written_at in seen]

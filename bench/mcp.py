@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,7 @@ import psutil
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from bench import sections
 from bench.history import WORKSPACE, write_history
 from bench.noise import CpuMark, others_share
 from bench.proc import isolated_env, postrun_command, run
@@ -110,6 +109,20 @@ async def _search(session: ClientSession, arguments: dict[str, Any]) -> None:
         raise RuntimeError(f"search {arguments}: {result}")
 
 
+def table(result: RecallResult) -> list[str]:
+    """The section's figures (``python -m bench`` writes it from its phase 7 too)."""
+    return [
+        f"Other processes used {result.others_cpu:.0%} of the machine's CPU meanwhile.",
+        "",
+        "| Figure | measured | target | |",
+        "| --- | --- | --- | --- |",
+        *(
+            f"| {figure} | {measured} | {target} | {'pass' if passed else '**miss**'} |"
+            for figure, measured, target, passed in rows(result)
+        ),
+    ]
+
+
 def rows(result: RecallResult) -> list[tuple[str, str, str, bool]]:
     """(figure, measured, target, passed) for the report."""
     return [
@@ -137,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="times each search is repeated")
     parser.add_argument("--starts", type=int, default=5, help="server starts timed")
     parser.add_argument("--workdir", type=Path, help="work here (kept; a store already there is used)")
+    parser.add_argument("--output", type=Path, default=sections.BENCHMARKS, help="the file whose section to update")
+    parser.add_argument("--no-write", action="store_true", help="print the section only")
     args = parser.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="postrun-bench-mcp-"))
     try:
@@ -144,9 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         db = workdir / "store" / "postrun.db"
         env = isolated_env(workdir / "home", db=db, cline_dir=root)
         if not db.exists():
-            print(f"generating {args.sessions:,} sessions in {root}", flush=True)
+            print(f"generating {args.sessions:,} sessions in {root}", file=sys.stderr, flush=True)
             write_history(root, seed=args.seed, sessions=args.sessions, mean_turns=1)
-            print("ingesting", flush=True)
+            print("ingesting", file=sys.stderr, flush=True)
             ingested = run([*postrun_command(), "ingest", str(root)], env, timeout=3600)
             if ingested.returncode != 0:
                 raise SystemExit(f"ingest failed: {ingested.stderr[-2000:]}")
@@ -154,14 +169,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
-    print(
-        f"\n`python -m bench.mcp --sessions {args.sessions} --rounds {args.rounds}` on {platform.node()},"
-        f" {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}, {os.cpu_count()} cores;"
-        f" other processes used {result.others_cpu:.0%} of the machine's CPU meanwhile\n"
-    )
-    print("| Figure | measured | target | |\n| --- | --- | --- | --- |")
-    for figure, measured, target, passed in rows(result):
-        print(f"| {figure} | {measured} | {target} | {'pass' if passed else '**miss**'} |")
+    command = f"python -m bench.mcp --sessions {args.sessions} --rounds {args.rounds} --starts {args.starts}"
+    lines = sections.stamped(command, table(result))
+    print("\n".join(lines))
+    if not args.no_write:
+        sections.write(args.output, "mcp", lines)
     return 0
 
 

@@ -27,13 +27,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import sections
 from bench.history import dumps, open_session, write_history
 from bench.machine import Machine, describe
 from bench.proc import isolated_env, postrun_command, run
 from tests.support.postgres import find_bin_dir, running_server
 
 REPO = Path(__file__).resolve().parent.parent
-BEGIN, END = "<!-- bench.mirror: begin -->", "<!-- bench.mirror: end -->"
 _PUSHED = re.compile(r"pushed (?P<sessions>[\d,]+) sessions? \((?P<steps>[\d,]+) steps?\)")
 
 
@@ -69,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--period", type=float, default=0.2, help="each changes this often, seconds (default 0.2)")
     parser.add_argument("--busy-seconds", type=float, default=60, help="the busy window (default 60)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--output", type=Path, default=sections.BENCHMARKS, help="the file whose section to update")
     parser.add_argument("--no-write", action="store_true", help="print the section only")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     bin_dir = find_bin_dir()
@@ -82,11 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     command = "python -m bench.mirror " + " ".join(sys.argv[1:] if argv is None else argv)
-    text = section(figures, command.strip(), describe(REPO))
-    print(text)
+    lines = section(figures, command.strip(), describe(REPO))
+    print("\n".join(lines))
     if not args.no_write:
-        write_section(REPO / "BENCHMARKS.md", text)
-        log("wrote BENCHMARKS.md")
+        sections.write(args.output, "mirror", lines)
+        log(f"wrote {args.output}")
     return 0
 
 
@@ -188,15 +189,10 @@ def _wait_for(path: Path, pattern: re.Pattern[str], *, timeout: float) -> None:
         time.sleep(0.1)
 
 
-def section(figures: Figures, command: str, machine: Machine) -> str:
+def section(figures: Figures, command: str, machine: Machine) -> list[str]:
     lags = figures.lags
-    lines = [
-        BEGIN,
-        "## Team mirror (PostgreSQL)",
-        "",
-        f"`{command}`, against a PostgreSQL the bench starts on loopback (fsync off), on:",
-        "",
-        *machine.lines(),
+    body = [
+        "Against a PostgreSQL the bench starts on loopback (fsync off).",
         "",
         "| Figure | Target | Result |",
         "| --- | --- | --- |",
@@ -214,19 +210,8 @@ def section(figures: Figures, command: str, machine: Machine) -> str:
         "Lag is `mirrored_at - updated_at` of each session version the sampler saw (every 50 ms), so it",
         "leaves out the debounce before a change is stored. First-push throughput includes connecting,",
         "creating the schema and reading the store.",
-        END,
     ]
-    return "\n".join(lines)
-
-
-def write_section(path: Path, text: str) -> None:
-    current = path.read_text() if path.exists() else "# Benchmarks\n"
-    if BEGIN in current and END in current:
-        before, _, rest = current.partition(BEGIN)
-        _, _, after = rest.partition(END)
-        path.write_text(before + text + after)
-    else:
-        path.write_text(current.rstrip("\n") + "\n\n" + text + "\n")
+    return sections.stamped(command, body, machine)
 
 
 if __name__ == "__main__":

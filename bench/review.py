@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import sections
+from bench.machine import describe
 from postrun.agents.cline import SessionLocation, approval_snapshot, map_session, read_session
 from postrun.ingest.ingester import Ingester
 from postrun.review.apply import flag_session
@@ -23,6 +25,7 @@ from postrun.review.redact import Redactor
 from postrun.store.db import Database
 from postrun.store.query import load_envelope
 
+REPO = Path(__file__).resolve().parent.parent
 MB = 2**20
 MAX_BYTES = 512 * MB
 
@@ -95,22 +98,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.review", description=__doc__)
     parser.add_argument("--sessions", type=int, default=300)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--output", type=Path, default=sections.BENCHMARKS, help="the file whose section to update")
+    parser.add_argument("--no-write", action="store_true", help="print the section only")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="postrun-bench-review-history-") as folder:
         root = Path(folder) / "sessions"
         write_history(root, seed=args.seed, sessions=args.sessions, mean_turns=1)
         result = measure_review(sorted(path for path in root.iterdir() if path.is_dir()), sample=args.sessions)
-    print(line(result))
+    lines = sections.stamped(
+        f"python -m bench.review --sessions {args.sessions} --seed {args.seed}", table(result), describe(REPO)
+    )
+    print("\n".join(lines))
+    if not args.no_write:
+        sections.write(args.output, "review", lines)
     return 0
 
 
-def line(result: ReviewResult) -> str:
-    return (
-        f"{result.sessions} sessions, {result.steps:,} steps, {result.text_mb:.1f} MB of step text:"
-        f" ingest {result.ingest_seconds:.2f} s, flags {result.flag_seconds:.2f} s ({result.share:.1%} of ingest,"
-        f" {result.flag_ms_per_mb:.1f} ms per MB of text), redaction {result.redact_seconds:.2f} s"
-        f" ({result.redact_mb_per_second:.0f} MB/s)"
-    )
+def table(result: ReviewResult) -> list[str]:
+    """The section's figures (in-process wall times: their shares are what matters)."""
+    return [
+        "| Figure | Measured |",
+        "|---|---|",
+        f"| Flags, share of in-process ingest ({result.sessions:,} sessions, {result.steps:,} steps,"
+        f" {result.text_mb:.0f} MB of step text) | {result.flag_seconds:.2f} s of {result.ingest_seconds:.2f} s:"
+        f" **{result.share:.0%}** ({result.flag_seconds / max(result.steps, 1) * 1e6:.0f} µs per step,"
+        f" {result.flag_ms_per_mb:.0f} ms per MB of text scanned) |",
+        f"| Redaction (export, `show --redact`) | {result.redact_mb_per_second:.0f} MB of step text per second"
+        f" ({result.redact_seconds:.2f} s for the {result.sessions:,} sessions) |",
+    ]
 
 
 if __name__ == "__main__":

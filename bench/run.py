@@ -1,8 +1,11 @@
-"""``python -m bench``: generate a synthetic Cline history, measure Postrun on it, write BENCHMARKS.md.
+"""``python -m bench``: generate synthetic Cline histories, measure Postrun on them, write BENCHMARKS.md.
 
-The phases run in a fixed order, because each builds on the last: the cold ingest fills
-the store the warm start and the idle capture run over; the live phases then add open
-sessions to the same sessions root.
+The phases run in a fixed order, because each builds on the last: the cold ingest of each
+shape of history (``--shape``: many small sessions, few large ones, a mix) fills a store of
+its own; the warm start, recall and idle capture run over the first shape's; the live phases
+then add open sessions to its sessions root. Then every other bench (``bench/others.py``)
+runs and writes its own section, so one run writes every section of BENCHMARKS.md at one
+commit.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pathlib import Path
 
 import orjson
 
-from bench import cold, daemon, live, mcp, peer, report, sqlitefloor, storesize, warm, workfloor
+from bench import cold, daemon, live, mcp, others, peer, report, sections, sqlitefloor, storesize, warm, workfloor
 from bench.history import HISTORY_END_MS, MESSAGES_PER_TURN, SessionWriter, open_session, write_history
 from bench.machine import describe
 from bench.noise import CpuMark, others_share
@@ -34,10 +37,35 @@ MB = 2**20
 HEADER = [
     "# Benchmarks",
     "",
-    "Postrun's speed, cost and scale on a synthetic Cline history of realistic shape",
-    "(issue 5). Regenerate the table with `python -m bench` (about 5 minutes) or",
-    "`python -m bench --full`.",
+    "Postrun's speed, cost and scale on synthetic histories of realistic shape.",
+    "Regenerate every section with `python -m bench` or `python -m bench --full`.",
 ]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A history's shape: how many finished sessions of how many turns."""
+
+    name: str
+    sessions: int
+    turns: float  # mean turns per session (geometric tail), or every session's with ``exact``
+    exact: bool = False
+
+    def describe(self) -> str:
+        each = f"{self.turns:g} turns each" if self.exact else f"mean {self.turns:g} turns"
+        return f"{self.name} history: {self.sessions:,} sessions, {each}"
+
+
+SHAPES = {
+    "small": Shape("small", 4_000, 1, exact=True),  # many one-turn sessions
+    "large": Shape("large", 60, 10, exact=True),  # few large ones: ~1.2 MB and 260 steps each
+    "mix": Shape("mix", 400, 4),  # most short, a long tail of large ones
+}
+FULL_SHAPES = {
+    "small": Shape("small", 10_000, 1, exact=True),
+    "large": Shape("large", 200, 10, exact=True),
+    "mix": Shape("mix", 1_000, 4),
+}
 
 
 @dataclass(frozen=True)
@@ -45,8 +73,7 @@ class Profile:
     """How big and how long: ``--quick`` (the default) or ``--full``; flags override fields."""
 
     name: str
-    sessions: int
-    turns: float  # mean turns per history session
+    shapes: tuple[Shape, ...]
     cold_runs: int
     warm_runs: int
     small_sessions: int
@@ -58,34 +85,36 @@ class Profile:
     busy_sessions: int
     busy_mb: float
     busy_seconds: float
+    busy_large_seconds: float  # the large open session given a message every 2 s
 
 
 QUICK = Profile(
     name="quick",
-    sessions=10_000,
-    turns=1,
+    shapes=tuple(SHAPES.values()),
     cold_runs=3,
     warm_runs=5,
     small_sessions=8,
     latency_samples=20,
     latency_spacing=1.0,
-    large_mb=10,
+    large_mb=11,
     large_updates=4,
-    idle_seconds=60,
+    idle_seconds=30,
     busy_sessions=4,
     busy_mb=5,
-    busy_seconds=45,
+    busy_seconds=30,
+    busy_large_seconds=30,
 )
 FULL = dataclasses.replace(
     QUICK,
     name="full",
-    turns=4,
+    shapes=tuple(FULL_SHAPES.values()),
     cold_runs=5,
     warm_runs=9,
     latency_samples=60,
     large_updates=8,
     idle_seconds=330,  # includes one full sweep (every 5 minutes)
     busy_seconds=300,
+    busy_large_seconds=120,
 )
 
 
@@ -95,10 +124,18 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, Profile]:
     size.add_argument("--quick", action="store_true", help="the default: under 5 minutes on 2 cores")
     size.add_argument("--full", action="store_true", help="a heavier history and longer idle and busy windows")
     parser.add_argument("--seed", type=int, default=7, help="the generator's seed (default 7, as the original)")
-    parser.add_argument("--sessions", type=int, help="sessions in the history")
-    parser.add_argument("--turns", type=float, help="mean turns per history session")
+    parser.add_argument(
+        "--shape",
+        action="append",
+        choices=tuple(SHAPES),
+        help="a history shape to ingest cold (repeatable; default: all three); the first is the store the"
+        " later phases run over",
+    )
+    parser.add_argument("--sessions", type=int, help="sessions of every shape's history")
+    parser.add_argument("--turns", type=float, help="turns per session of every shape's history")
     parser.add_argument("--idle-seconds", type=float, help="the idle window")
     parser.add_argument("--busy-seconds", type=float, help="the busy window")
+    parser.add_argument("--busy-large-seconds", type=float, help="the large busy session's window")
     parser.add_argument(
         "--workdir", type=Path, help="an empty folder to generate in, kept afterwards (default: a temp dir)"
     )
@@ -107,6 +144,13 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, Profile]:
     parser.add_argument("--no-write", action="store_true", help="print the table only")
     parser.add_argument("--json", type=Path, help="also write every figure as JSON here")
     parser.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        choices=others.NAMES,
+        help="do not run this other bench after the main phases (repeatable; default: run them all)",
+    )
+    parser.add_argument(
         "--peer",
         choices=peer.PEERS,
         help=f"also time this peer's sync of each cold-ingest slice (installs {peer.AGENTSVIEW}=="
@@ -114,13 +158,18 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, Profile]:
     )
     args = parser.parse_args(argv)
     profile = FULL if args.full else QUICK
+    shapes = {shape.name: shape for shape in profile.shapes}
+    chosen = [shapes[name] for name in dict.fromkeys(args.shape or shapes)]
+    sizes = {"sessions": args.sessions, "turns": args.turns}
+    chosen = [dataclasses.replace(shape, **{k: v for k, v in sizes.items() if v is not None}) for shape in chosen]
     overrides = {
-        "sessions": args.sessions,
-        "turns": args.turns,
         "idle_seconds": args.idle_seconds,
         "busy_seconds": args.busy_seconds,
+        "busy_large_seconds": args.busy_large_seconds,
     }
-    profile = dataclasses.replace(profile, **{k: v for k, v in overrides.items() if v is not None})
+    profile = dataclasses.replace(
+        profile, shapes=tuple(chosen), **{k: v for k, v in overrides.items() if v is not None}
+    )
     return args, profile
 
 
@@ -150,7 +199,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json.write_bytes(orjson.dumps(dataclasses.asdict(results), option=orjson.OPT_INDENT_2))
     if not args.no_write:
         report.write_benchmarks(args.output, text, HEADER)
+        sections.write(args.output, "mcp", sections.stamped(command.strip(), mcp.table(results.recall), machine))
         log(f"wrote {args.output}")
+    others.run_others(
+        args.output,
+        full=args.full,
+        peer=args.peer is not None,
+        write=not args.no_write,
+        skip=set(args.skip),
+        log=log,
+    )
     log(f"done in {time.monotonic() - started:.0f} s")
     return 0
 
@@ -164,34 +222,31 @@ def phase(title: str) -> Iterator[None]:
 
 
 def measure(profile: Profile, seed: int, workdir: Path, command: str, *, peer_name: str | None) -> report.Results:
-    peer_tool = None
+    binary = None
     if peer_name is not None:
         with phase(f"installing {peer.AGENTSVIEW}=={peer.AGENTSVIEW_VERSION} when missing"):
-            peer_tool = peer.Agentsview(peer.ensure_agentsview(), workdir / "peer", os.environ)
+            binary = peer.ensure_agentsview()
     mark = CpuMark.now()
-    root = workdir / "cline" / "sessions"  # Cline's layout: <data dir>/sessions/<id>/
-    db = workdir / "store" / "postrun.db"
-    env = isolated_env(workdir / "home", db=db, cline_dir=root)
     logs = workdir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-
-    with phase(f"generating {profile.sessions:,} sessions (mean {profile.turns:g} turns, seed {seed}) in {root}"):
-        history = write_history(root, seed=seed, sessions=profile.sessions, mean_turns=profile.turns)
-    described = (
-        f"{history.sessions:,} finished sessions, {history.messages:,} messages, {history.tool_calls:,} tool calls,"
-        f" {history.bytes / MB:,.0f} MB (seed {seed}, mean {profile.turns:g} turns of {MESSAGES_PER_TURN} messages)"
-    )
-    then_peer = f", each then {peer_name} sync" if peer_name else ""
-    with phase(f"1 cold ingest: {described}; {profile.cold_runs} runs{then_peer}"):
-        cold_result = cold.measure_cold(history.written, env, runs=profile.cold_runs, peer=peer_tool)
-        store_result = storesize.measure_store(db, source_bytes=history.bytes)
-        first_slice = [s.session_id for s in history.written[0 :: profile.cold_runs]]
-        sqlite_seconds = sqlitefloor.sqlite_floor(db, first_slice, scratch=workdir / "sqlite-floor")
-        work = workfloor.work_floor(root, first_slice)
+    shapes = []
+    for shape in profile.shapes:
+        # Each shape its own sessions root (Cline's layout: <data dir>/sessions/<id>/), store and peer.
+        root = workdir / shape.name / "cline" / "sessions"
+        env = isolated_env(
+            workdir / shape.name / "home", db=workdir / shape.name / "store" / "postrun.db", cline_dir=root
+        )
+        peer_tool = None if binary is None else peer.Agentsview(binary, workdir / shape.name / "peer", os.environ)
+        shapes.append(_measure_shape(shape, profile, seed, root, env, peer_tool, peer_name))
+        if len(shapes) == 1:
+            root_env = (root, env)
+    # The later phases run over the first shape's store and sessions root.
+    root, env = root_env
+    sessions = shapes[0].store.sessions
     with phase(f"2 warm start: {profile.warm_runs} runs"):
         warm_result = warm.measure_warm(env, runs=profile.warm_runs, scratch=workdir)
     with phase("7 recall: `postrun mcp` started and searched over the cold ingest's store"):
-        recall = mcp.measure_recall(env, sessions=history.sessions)
+        recall = mcp.measure_recall(env, sessions=sessions)
     with phase(f"5 idle capture: {profile.idle_seconds:g} s"):
         idle = daemon.measure_idle(env, seconds=profile.idle_seconds, log_path=logs / "idle.log")
 
@@ -221,12 +276,22 @@ def measure(profile: Profile, seed: int, workdir: Path, command: str, *, peer_na
                 )
             )
 
+    with phase(f"4 busy large session: a message every 2 s for {profile.busy_large_seconds:g} s"):
+        busy_large = live.measure_busy_large(
+            root,
+            env,
+            session=_busy_session(profile.large_mb, profile.busy_large_seconds, seed * 1000 + 400, _live_start(4, 0)),
+            seconds=profile.busy_large_seconds,
+            seed=seed,
+            log_path=logs / "busy-large.log",
+        )
     with phase(f"5 busy capture: {profile.busy_sessions} sessions for {profile.busy_seconds:g} s"):
         busy = daemon.measure_busy(
             root,
             env,
             sessions=[
-                _busy_session(profile, seed * 1000 + 500 + k, _live_start(5, k)) for k in range(profile.busy_sessions)
+                _busy_session(profile.busy_mb, profile.busy_seconds, seed * 1000 + 500 + k, _live_start(5, k))
+                for k in range(profile.busy_sessions)
             ],
             seconds=profile.busy_seconds,
             seed=seed,
@@ -235,16 +300,13 @@ def measure(profile: Profile, seed: int, workdir: Path, command: str, *, peer_na
     return report.Results(
         command=command,
         profile=f"profile {profile.name}: "
-        + ", ".join(f"{k} {v}" for k, v in dataclasses.asdict(profile).items() if k != "name"),
-        history=described,
-        cold=cold_result,
-        sqlite_floor_seconds=sqlite_seconds,
-        work_floor=work,
+        + ", ".join(f"{k} {v}" for k, v in dataclasses.asdict(profile).items() if k not in ("name", "shapes")),
+        shapes=tuple(shapes),
         cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
         warm=warm_result,
-        store=store_result,
         live_events=live_results[0],
         live_poll=live_results[1],
+        busy_large=busy_large,
         idle=idle,
         busy=busy,
         recall=recall,
@@ -252,11 +314,40 @@ def measure(profile: Profile, seed: int, workdir: Path, command: str, *, peer_na
     )
 
 
-def _busy_session(profile: Profile, seed: int, started_ms: int) -> tuple[SessionWriter, int]:
-    """A session of ``busy_mb`` already written, plus enough turns to release one message per rewrite."""
-    writer = open_session(seed, target_bytes=int(profile.busy_mb * MB), started_ms=started_ms)
+def _measure_shape(
+    shape: Shape,
+    profile: Profile,
+    seed: int,
+    root: Path,
+    env: dict[str, str],
+    peer_tool: peer.Agentsview | None,
+    peer_name: str | None,
+) -> report.ShapeResult:
+    """1 and 6 for one shape: its history generated, ingested cold in slices (each then the peer's
+    sync), the store's size, and the floors of the first slice."""
+    with phase(f"generating the {shape.describe()} (seed {seed}) in {root}"):
+        history = write_history(root, seed=seed, sessions=shape.sessions, mean_turns=shape.turns, exact=shape.exact)
+    described = (
+        f"{history.sessions:,} finished sessions, {history.messages:,} messages, {history.tool_calls:,} tool calls,"
+        f" {history.bytes / MB:,.0f} MB ({'' if shape.exact else 'mean '}{shape.turns:g} turns of"
+        f" {MESSAGES_PER_TURN} messages)"
+    )
+    then_peer = f", each then {peer_name} sync" if peer_name else ""
+    with phase(f"1 cold ingest, {shape.name}: {described}; {profile.cold_runs} runs{then_peer}"):
+        cold_result = cold.measure_cold(history.written, env, runs=profile.cold_runs, peer=peer_tool)
+        store_result = storesize.measure_store(Path(env["POSTRUN_DB"]), source_bytes=history.bytes)
+        first_slice = [s.session_id for s in history.written[0 :: profile.cold_runs]]
+        scratch = root.parent.parent / "sqlite-floor"
+        sqlite_seconds = sqlitefloor.sqlite_floor(Path(env["POSTRUN_DB"]), first_slice, scratch=scratch)
+        work = workfloor.work_floor(root, first_slice)
+    return report.ShapeResult(shape.name, described, cold_result, store_result, sqlite_seconds, work)
+
+
+def _busy_session(mb: float, seconds: float, seed: int, started_ms: int) -> tuple[SessionWriter, int]:
+    """A session of ``mb`` already written, plus enough turns to release one message per rewrite."""
+    writer = open_session(seed, target_bytes=int(mb * MB), started_ms=started_ms)
     shown = len(writer.messages)
-    rewrites = math.ceil(profile.busy_seconds / daemon.REWRITE_SECONDS) + 1
+    rewrites = math.ceil(seconds / daemon.REWRITE_SECONDS) + 1
     for _ in range(math.ceil(rewrites / MESSAGES_PER_TURN)):
         writer.add_turn()
     return writer, shown

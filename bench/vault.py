@@ -27,6 +27,7 @@ from pathlib import Path
 import apsw
 import zstandard
 
+from bench import sections
 from bench.history import write_history
 from bench.machine import describe
 from bench.proc import Finished, isolated_env, postrun_command, run
@@ -135,7 +136,7 @@ def _dictionary_sizes(files: Sequence[Path], seed: int) -> tuple[int, int]:
     )
 
 
-def report(figures: VaultFigures, args: argparse.Namespace) -> str:
+def report(figures: VaultFigures, args: argparse.Namespace) -> list[str]:
     def verdict(passed: bool) -> str:
         return "met" if passed else "MISSED"
 
@@ -143,14 +144,10 @@ def report(figures: VaultFigures, args: argparse.Namespace) -> str:
     cold_on, cold_off = cpu(figures.cold_on), cpu(figures.cold_off)
     warm_on, warm_off = cpu(figures.warm_on), cpu(figures.warm_off)
     reingest = cpu(figures.reingest)
-    machine = describe(REPO)
-    return "\n".join(
+    return sections.stamped(
+        f"python -m bench.vault --sessions {args.sessions} --turns {args.turns:g} --seed {args.seed}"
+        f" --runs {args.runs}",
         [
-            f"`python -m bench.vault --sessions {args.sessions} --turns {args.turns} --seed {args.seed}"
-            f" --runs {args.runs}`:",
-            "",
-            *machine.lines(),
-            "",
             "| Figure | Target | Measured | |",
             "|---|---|---|---|",
             f"| Raw copies per MB of Cline source | ≤ {RAW_BUDGET} MB | {figures.raw_per_source:.3f} MB"
@@ -169,7 +166,8 @@ def report(figures: VaultFigures, args: argparse.Namespace) -> str:
             f"Medians of {args.runs} runs each (on and off alternating). Wall times, in seconds: cold on"
             f" {walls(figures.cold_on)}; cold off {walls(figures.cold_off)}; warm on {walls(figures.warm_on)};"
             f" warm off {walls(figures.warm_off)}; reingest {walls(figures.reingest)}.",
-        ]
+        ],
+        describe(REPO),
     )
 
 
@@ -180,6 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--workdir", type=Path, help="an empty folder to work in (default: a temp dir, removed)")
+    parser.add_argument("--output", type=Path, default=sections.BENCHMARKS, help="the file whose section to update")
+    parser.add_argument("--no-write", action="store_true", help="print the section only")
     args = parser.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="postrun-bench-vault-"))
     try:
@@ -187,7 +187,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
-    print(report(figures, args))
+    lines = report(figures, args)
+    print("\n".join(lines))
+    if not args.no_write:
+        sections.write(args.output, "vault", lines)
     return 0
 
 

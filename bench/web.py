@@ -14,12 +14,15 @@ of the 5,000-step page at once, and how soon the server's RSS is back under its 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
+import io
 import os
 import platform
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -30,6 +33,7 @@ from pathlib import Path
 
 import psutil
 
+from bench import sections
 from bench.history import MESSAGES_PER_TURN, open_session, write_history
 from bench.noise import CpuMark, others_share
 from bench.proc import isolated_env, postrun_command, run
@@ -146,26 +150,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--big-steps", type=int, default=5_000, help="steps of the big open session")
     parser.add_argument("--rounds", type=int, default=5, help="times each request is repeated")
     parser.add_argument("--workdir", type=Path, help="work here (kept); default a temp dir, removed")
+    parser.add_argument("--output", type=Path, default=sections.BENCHMARKS, help="the file whose section to update")
+    parser.add_argument("--no-write", action="store_true", help="print the section only")
     args = parser.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="postrun-bench-web-"))
+    report = io.StringIO()  # what ``_report`` prints: the section's figures
     try:
-        return _measure(args, workdir)
+        with contextlib.redirect_stdout(report):
+            code = _measure(args, workdir)
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
+    command = f"python -m bench.web --sessions {args.sessions} --big-steps {args.big_steps} --rounds {args.rounds}"
+    lines = sections.stamped(command, report.getvalue().strip("\n").splitlines())
+    print("\n".join(lines))
+    if not args.no_write:
+        sections.write(args.output, "web", lines)
+    return code
 
 
 def _measure(args: argparse.Namespace, workdir: Path) -> int:
     root = workdir / "cline" / "sessions"
     db = workdir / "store" / "postrun.db"
     env = isolated_env(workdir / "home", db=db, cline_dir=root)
-    print(f"generating {args.sessions:,} sessions in {root}", flush=True)
+    print(f"generating {args.sessions:,} sessions in {root}", file=sys.stderr, flush=True)
     write_history(root, seed=args.seed, sessions=args.sessions, mean_turns=1)
     big = open_session(args.seed * 1000 + 1, target_bytes=1)
     while len(big.messages) < args.big_steps:  # about one step per message
         big.add_turn()
     big.write(root, ended=False)
-    print(f"ingesting (plus a {big.turns}-turn open session, {big.turns * MESSAGES_PER_TURN:,} messages)", flush=True)
+    print(
+        f"ingesting (plus a {big.turns}-turn open session, {big.turns * MESSAGES_PER_TURN:,} messages)",
+        file=sys.stderr,
+        flush=True,
+    )
     ingested = run([*postrun_command(), "ingest", str(root)], env, timeout=3600)
     if ingested.returncode != 0:
         raise SystemExit(f"ingest failed: {ingested.stderr[-2000:]}")
