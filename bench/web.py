@@ -189,7 +189,7 @@ def _measure(args: argparse.Namespace, workdir: Path) -> int:
         raise SystemExit(f"ingest failed: {ingested.stderr[-2000:]}")
     big_steps = int(re.search(rf"session {big.session_id}: (\d+) steps", ingested.stdout).group(1))  # type: ignore[union-attr]
     reviewed = add_review_mix(db, seed=args.seed)
-    print(f"added the review mix: {reviewed:,} sessions with a verdict", flush=True)
+    print(f"added the review mix: {reviewed:,} sessions with a verdict", file=sys.stderr, flush=True)
     command = [*postrun_command(), "serve", "--port", "0"]
     server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
