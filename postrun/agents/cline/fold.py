@@ -24,6 +24,7 @@ class Before(NamedTuple):
     turn_id: str
     turn_segment: int
     at: int | str
+    reads: int = 0  # read texts so far
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +36,7 @@ class FoldResume:
     before: tuple[Before, ...]  # the state before each message, then after the last
     rows: tuple[StepRow, ...]
     opened_turns: tuple[dict[str, Any], ...]
+    read_texts: tuple[tuple[str, str], ...] = ()  # (read step id, what the read returned)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,16 +67,17 @@ def fold_messages(
             cached.pop(stale, None)
         state = last.before[start]
         rows, opened_turns = list(last.rows[: state.rows]), list(last.opened_turns[: state.turns])
+        read_texts = list(last.read_texts[: state.reads])
         keys, before = list(last.keys[:start]), list(last.before[:start])
         turn_id, turn_segment, at = state.turn_id, state.turn_segment, state.at
     else:
-        cached, rows, opened_turns, keys, before = {}, [], [], [], []
+        cached, rows, opened_turns, keys, before, read_texts = {}, [], [], [], [], []
         turn_id, turn_segment, at = "turn:0", 0, started_at
     by_position = transcript.by_position
     next_turn = len(opened_turns) + 1
     next_turn_segment = plan.segment_for_turn(next_turn)  # changes only when a turn opens
     for message in transcript.messages[start:]:
-        before.append(Before(len(rows), len(opened_turns), turn_id, turn_segment, at))
+        before.append(Before(len(rows), len(opened_turns), turn_id, turn_segment, at, len(read_texts)))
         if message.ts is not None:
             at = message.ts  # a message without ts keeps the previous message's time
         answered = transcript.answers.get(message.position)
@@ -99,12 +102,13 @@ def fold_messages(
         cached[key] = steps
         keys.append(key)
         rows.extend(steps.rows)
+        read_texts.extend(steps.read_texts)
         if steps.opened_turn is not None:
             opened_turns.append(steps.opened_turn)
             turn_id, turn_segment = steps.opened_turn["id"], steps.opened_turn["segment_index"]
             next_turn = len(opened_turns) + 1
             next_turn_segment = plan.segment_for_turn(next_turn)
-    before.append(Before(len(rows), len(opened_turns), turn_id, turn_segment, at))
+    before.append(Before(len(rows), len(opened_turns), turn_id, turn_segment, at, len(read_texts)))
     folded_rows, folded_turns = tuple(rows), tuple(opened_turns)
-    resume = FoldResume(inputs, tuple(keys), tuple(before), folded_rows, folded_turns)
+    resume = FoldResume(inputs, tuple(keys), tuple(before), folded_rows, folded_turns, tuple(read_texts))
     return Folded(cached, folded_rows, folded_turns, resume)

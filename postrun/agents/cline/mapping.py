@@ -107,6 +107,7 @@ def map_session(
     fold = _fold(transcript, facts, plan, started_at, header, previous)
     opened_turns = list(fold.opened_turns)
     helpers, helper_caches = _map_helpers(helper_transcripts, facts, plan, started_at, header, previous, unread)
+    folds = [fold.resume, *(cache.fold for cache in helper_caches.values() if cache.fold is not None)]
     unread_names = {side.name for side in files.helpers if side.error is not None}
     unread_names.update(side.name for side, _ in helper_transcripts if side.name not in helper_caches)
     helpers.extend(Helper.kept(kept[name]) for name in sorted(unread_names) if name in kept)
@@ -143,6 +144,7 @@ def map_session(
         source_files=tuple(fingerprint for _, fingerprint in used if fingerprint is not None),
         helper_metrics={helper.id: helper.metrics for helper in helpers if helper.metrics is not None},
         unread=tuple(unread),
+        read_texts={step_id: text for resume in folds for step_id, text in resume.read_texts},
     )
     return mapped, MappingCache(header, fold.cached, transcript.resume, fold.resume, helper_caches)
 

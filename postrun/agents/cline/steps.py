@@ -58,6 +58,7 @@ class SessionFacts:
 class MessageSteps(NamedTuple):
     rows: tuple[StepRow, ...]
     opened_turn: dict[str, Any] | None  # the turn record (without step_ids) a prompt opened
+    read_texts: tuple[tuple[str, str], ...] = ()  # (step id, what its read returned), for the flags
 
 
 _NO_STEPS = MessageSteps((), None)
@@ -75,6 +76,7 @@ class _StepBuilder:
         self.turn_id = context.turn_id
         self.segment = context.turn_segment
         self.records: list[dict[str, Any]] = []
+        self.read_texts: list[tuple[str, str]] = []
 
     def add(
         self,
@@ -86,7 +88,10 @@ class _StepBuilder:
         outcome: str = "ok",
         content_status: str = "inline",
         error: dict[str, str] | None = None,
+        read_text: str | None = None,
     ) -> None:
+        if read_text:
+            self.read_texts.append((step_id, read_text))
         record: dict[str, Any] = {
             "id": step_id,
             "session_id": self.facts.session_id,
@@ -158,6 +163,7 @@ def map_message(
                     outcome=draft.outcome,
                     content_status=draft.content_status,
                     error=draft.error,
+                    read_text=draft.read_text,
                 )
         elif kind == "text" and message.role == "user":
             _user_text(steps, step_id, user_texts.get(index), synthetic)
@@ -173,7 +179,7 @@ def map_message(
         else:
             name = f"block:{kind}" if isinstance(kind, str) and kind else "block:unknown"
             steps.add(step_id, "other", {"tool_name": name, "raw": {"block": block}})
-    return MessageSteps(steps.rows(message.position), opened_turn)
+    return MessageSteps(steps.rows(message.position), opened_turn, tuple(steps.read_texts))
 
 
 def system_message(step_id: str, text: str, context: Context, facts: SessionFacts) -> StepRow:

@@ -57,6 +57,7 @@ class Draft(NamedTuple):
     outcome: str
     content_status: str
     error: dict[str, str] | None
+    read_text: str | None = None  # what a read returned (scanned for secrets, never stored)
 
 
 # Made for every step (a NamedTuple: built several times faster than a frozen dataclass).
@@ -66,10 +67,11 @@ class _Status(NamedTuple):
     content_status: str
     error: dict[str, str] | None
 
-    def draft(self, part: int, step_type: str, payload: dict[str, Any], content_status: str = "") -> Draft:
-        return Draft(
-            part, step_type, payload, self.decision, self.outcome, content_status or self.content_status, self.error
-        )
+    def draft(
+        self, part: int, step_type: str, payload: dict[str, Any], content_status: str = "", read_text: str | None = None
+    ) -> Draft:
+        status = content_status or self.content_status
+        return Draft(part, step_type, payload, self.decision, self.outcome, status, self.error, read_text)
 
 
 def map_tool_call(name: str, tool_input: Any, result_block: dict[str, Any] | None, ctx: ToolContext) -> list[Draft]:
@@ -206,7 +208,7 @@ def _command_step(i: int, name: str, request: Any, item: Any, result: ToolResult
         payload["command"] = command
     if ctx.cwd is not None:
         payload["cwd"] = ctx.cwd
-    text = _command_text(item, result)
+    text = _output_text(item, result)
     if text is None:
         return status.draft(i, "command", payload)
     error = item_error_text(item)
@@ -218,8 +220,8 @@ def _command_step(i: int, name: str, request: Any, item: Any, result: ToolResult
     return status.draft(i, "command", payload, "reference_only" if output.output_ref else "")
 
 
-def _command_text(item: Any, result: ToolResult | None) -> str | None:
-    """The output text of one command; None when the command did not run or has no result."""
+def _output_text(item: Any, result: ToolResult | None) -> str | None:
+    """The output text of one command or read; None when it did not run or has no result."""
     if result is None or result.whole_error is not None:
         return None
     if isinstance(item, dict):
@@ -240,7 +242,7 @@ def _read_step(i: int, name: str, request: Any, item: Any, result: ToolResult | 
     payload: dict[str, Any] = {"path": path}
     if line_range is not None:
         payload["range"] = line_range
-    return _status(name, item, result, ctx).draft(i, "read", payload)
+    return _status(name, item, result, ctx).draft(i, "read", payload, read_text=_output_text(item, result))
 
 
 def _batched_other(i: int, name: str, request: Any, item: Any, result: ToolResult | None, ctx: ToolContext) -> Draft:

@@ -203,6 +203,7 @@ def same_mapping(left: MappedSession, right: MappedSession) -> bool:
         and left.source_files == right.source_files
         and left.helper_metrics == right.helper_metrics
         and [str(problem) for problem in left.unread] == [str(problem) for problem in right.unread]
+        and left.read_texts == right.read_texts
     )
 
 

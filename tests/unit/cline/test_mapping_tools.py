@@ -200,6 +200,16 @@ def test_read_items_and_ranges() -> None:
     ]
 
 
+def test_what_a_read_returned_is_handed_to_the_flags_beside_its_step() -> None:
+    files = [{"path": "/app/.env"}, {"path": "/app/b.py", "start_line": 3, "end_line": 9}, {"path": "/app/c.py"}]
+    results = [item("/app/.env", "DB_PASS=x"), item("/app/b.py:3-9", "3 | b"), item("/app/c.py", "", success=False)]
+    mapped = one_call("read_files", {"files": files}, results)
+    assert mapped.read_texts == {"c1#0": "DB_PASS=x", "c1#1": "3 | b"}
+    assert all("DB_PASS" not in row.blob.decode() for row in mapped.steps)  # never in a record
+    assert one_call("read_files", {"files": files}, answered=False).read_texts == {}  # pending: nothing read yet
+    assert one_call("read_files", "/app/.env", "whole text").read_texts == {"c1#0": "whole text"}
+
+
 @pytest.mark.parametrize(
     "tool_input",
     [{"files": "/a.py"}, {"file_paths": ["/a.py"]}, {"paths": "/a.py"}, {"path": "/a.py"}, "/a.py", ["/a.py"]],
