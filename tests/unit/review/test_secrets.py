@@ -10,28 +10,60 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from postrun.review.secrets import (
+from postrun.review.secret_patterns import (
+    DETECT_SECRETS_KEYWORDS,
     DETECT_SECRETS_PATTERNS,
     DETECT_SECRETS_VERSION,
+    LEFT_OUT,
+)
+from postrun.review.secrets import (
     find_secrets,
     json_may_hold_secrets,
     mask,
     may_hold_secrets,
     rules,
 )
+from tests.support.secret_corpus import BENIGN, SECRETS, SecretCase
 from tests.support.secret_samples import SAMPLES
 
-
-@pytest.mark.parametrize("kind", sorted(SAMPLES))
-def test_every_kind_is_found_whole(kind: str) -> None:
-    secret, text = SAMPLES[kind]
-    found = find_secrets(text)
-    assert [(s.kind, s.value) for s in found] == [(kind, secret)]
-    assert text[found[0].start : found[0].end] == secret
+CORPUS_TARGETS = {"secrets": (52, 50 / 52), "benign": (44, 1)}  # at least N cases; caught share, flagged at most
 
 
-def test_every_kind_has_a_sample() -> None:
-    assert {rule.kind for rule in rules()} == set(SAMPLES) | {"sendgrid_key", "square_secret", "azure_storage_key"}
+def _covered(case: SecretCase) -> bool:
+    """The secret is found and every character of it is inside a match: a mask hides it whole."""
+    found = find_secrets(case.text)
+    position = case.text.index(case.secret)
+    covered = {index for secret in found for index in range(secret.start, secret.end)}
+    return set(range(position, position + len(case.secret))) <= covered
+
+
+@pytest.mark.parametrize("case", SECRETS, ids=[case.name for case in SECRETS])
+def test_every_format_is_found_and_covered_whole(case: SecretCase) -> None:
+    assert _covered(case), [(s.kind, s.value) for s in find_secrets(case.text)]
+
+
+@pytest.mark.parametrize(("name", "text"), BENIGN, ids=[name for name, _ in BENIGN])
+def test_a_benign_string_is_no_secret(name: str, text: str) -> None:
+    assert find_secrets(text) == []
+
+
+def test_the_corpus_meets_the_targets() -> None:
+    least, share = CORPUS_TARGETS["secrets"]
+    caught = sum(_covered(case) for case in SECRETS)
+    assert len(SECRETS) >= least and caught / len(SECRETS) >= share, f"{caught} of {len(SECRETS)} caught whole"
+    least, most = CORPUS_TARGETS["benign"]
+    flagged = [name for name, text in BENIGN if find_secrets(text)]
+    assert len(BENIGN) >= least and len(flagged) <= most, flagged
+
+
+def test_every_rule_kind_has_a_case() -> None:
+    found = {secret.kind for case in SECRETS for secret in find_secrets(case.text)}
+    assert found == {rule.kind for rule in rules()}
+
+
+def test_the_copied_samples_are_still_found_whole() -> None:
+    for kind, (secret, text) in SAMPLES.items():
+        assert [(s.kind, s.value) for s in find_secrets(text)] == [(kind, secret)]
 
 
 @pytest.mark.parametrize(
@@ -86,16 +118,26 @@ def test_mask_shows_only_the_public_prefix_and_length() -> None:
 
 
 def test_copied_rules_are_detect_secrets_own() -> None:
-    """The copied patterns are those of the installed detect-secrets (a test dependency)."""
+    """The copied patterns and keywords are those of the installed detect-secrets (a test
+    dependency), and each of its plugins is copied or left out with a reason."""
     plugins = importlib.import_module("detect_secrets.core.plugins.util").get_mapping_from_secret_type_to_class()
     by_name = {cls.__name__: cls for cls in plugins.values()}
     assert importlib.metadata.version("detect-secrets") == DETECT_SECRETS_VERSION
+    assert set(by_name) == set(DETECT_SECRETS_PATTERNS) | set(LEFT_OUT)
+    assert not set(DETECT_SECRETS_PATTERNS) & set(LEFT_OUT)
     for name, patterns in DETECT_SECRETS_PATTERNS.items():
         shipped = [(p.pattern, p.flags & ~re.UNICODE) for p in by_name[name]().denylist]
         assert shipped == list(patterns), name
+    assert importlib.import_module("detect_secrets.plugins.keyword").DENYLIST == DETECT_SECRETS_KEYWORDS
+    used = {rule.source.removeprefix("detect-secrets ") for rule in rules()}
+    assert set(DETECT_SECRETS_PATTERNS) <= used
 
 
-_PIECES = [text for _, text in SAMPLES.values()] + ["Token=", "PASSW", "K", "İ", "ſ", "Σ", "\ud800", " ", "-", "ey"]
+_PIECES = (
+    [text for _, text in SAMPLES.values()]
+    + [case.text for case in SECRETS[::3]]
+    + ["SKa", "AP1", "Token=", "PASSW", "K", "İ", "ſ", "Σ", "\ud800", " ", "-", "ey"]
+)
 
 
 @settings(max_examples=500, deadline=None)
@@ -115,3 +157,10 @@ def test_the_look_at_a_whole_json_document_never_misses_what_the_look_at_its_str
     if may_hold_secrets("\n".join(texts)):
         assert json_may_hold_secrets(orjson.dumps(document))
     assert not json_may_hold_secrets(orjson.dumps({"stdout": "plain build output\n" * 200}))
+
+
+def test_the_quick_look_finds_every_keyword_of_every_rule() -> None:
+    for rule in rules():
+        for keyword in rule.keywords:
+            assert may_hold_secrets(f"... {keyword} ..."), (rule.kind, keyword)
+            assert json_may_hold_secrets(orjson.dumps({"text": keyword})), (rule.kind, keyword)
