@@ -8,33 +8,38 @@ from __future__ import annotations
 
 import re
 
+from postrun.text import one_line
+
+QUOTED_CHARS = 120  # the most of a matched part a flag's reason quotes
+
 # Programs that run the rest of their words as a command; their own options come first.
 _WRAPPERS = frozenset(
     {
-        "sudo",
-        "doas",
-        "env",
-        "nohup",
-        "time",
-        "nice",
-        "timeout",
-        "command",
-        "exec",
-        "xargs",
-        "stdbuf",
-        "ionice",
-        "chronic",
+        *("sudo", "doas", "pkexec", "run0", "env", "nohup", "time", "nice", "timeout", "command", "exec"),
+        *("xargs", "stdbuf", "ionice", "chronic", "setsid", "unbuffer", "busybox", "toybox", "caffeinate"),
+        *("flock", "chroot", "strace", "ltrace", "proxychains", "proxychains4", "torsocks", "firejail"),
     }
 )
 _WRAPPER_VALUE_OPTIONS = {
     "sudo": {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"},
     "doas": {"-u", "-C"},
+    "pkexec": {"--user"},
+    "run0": {"-u", "--user", "-D", "--chdir"},
     "env": {"-u", "-C", "-S"},
     "nice": {"-n"},
+    "exec": {"-a"},
     "timeout": {"-s", "-k"},
     "xargs": {"-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a"},
     "ionice": {"-c", "-n", "-p"},
+    "flock": {"-w", "-E", "--timeout", "--conflict-exit-code"},
+    "strace": {"-o", "-e", "-p", "-s", "-u", "-a", "-P", "-I", "-b", "-X"},
+    "ltrace": {"-o", "-e", "-p", "-s", "-u", "-a", "-n"},
+    "proxychains": {"-f"},
+    "proxychains4": {"-f"},
 }
+_EXEC_VALUE_OPTIONS = frozenset({"-e", "--env", "-u", "--user", "-w", "--workdir", "--env-file", "--detach-keys"})
+# Wrappers whose first operand is theirs, not the command's (`flock LOCKFILE cmd`, `chroot DIR cmd`).
+_OPERAND_FIRST = frozenset({"flock", "chroot"})
 _TIMEOUT_DURATION = re.compile(r"\d+(?:\.\d+)?[smhd]?")
 _GIT_VALUE_OPTIONS = frozenset(
     {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env"}
@@ -53,7 +58,9 @@ def short_flags(args: tuple[str, ...]) -> str:
 
 
 def unwrapped(argv: tuple[str, ...]) -> tuple[str, ...]:
-    """The command a wrapper runs: ``sudo -u x env A=1 rm -rf y`` -> ``rm -rf y``."""
+    """The command a wrapper runs: ``sudo -u x env A=1 rm -rf y`` -> ``rm -rf y``; in a container
+    too (``docker exec db psql …``, ``kubectl exec pod -- rm …``)."""
+    argv = _in_container(argv)
     while argv and base(argv[0]) in _WRAPPERS:
         wrapper = base(argv[0])
         takes_value = _WRAPPER_VALUE_OPTIONS.get(wrapper, set())
@@ -67,19 +74,38 @@ def unwrapped(argv: tuple[str, ...]) -> tuple[str, ...]:
                 index += 2
             elif word.startswith("-") or (wrapper == "env" and "=" in word):
                 index += 1
-            elif wrapper == "timeout" and _TIMEOUT_DURATION.fullmatch(word):
+            elif (wrapper == "timeout" and _TIMEOUT_DURATION.fullmatch(word)) or wrapper in _OPERAND_FIRST:
                 index += 1
                 break
             else:
                 break
         if index >= len(argv):
             return argv if wrapper == "env" else ()  # a bare `env` prints the environment
-        argv = argv[index:]
+        argv = _in_container(argv[index:])
     return argv
+
+
+def _in_container(argv: tuple[str, ...]) -> tuple[str, ...]:
+    if len(argv) < 3 or argv[1] != "exec":
+        return argv
+    tool = base(argv[0])
+    if tool in ("kubectl", "oc"):
+        return argv[argv.index("--") + 1 :] if "--" in argv else argv
+    if tool not in ("docker", "podman"):
+        return argv
+    index = 2
+    while index < len(argv) and argv[index].startswith("-"):
+        index += 2 if argv[index] in _EXEC_VALUE_OPTIONS else 1
+    return argv[index + 1 :] if index + 1 < len(argv) else argv
 
 
 def base(word: str) -> str:
     return word.rsplit("/", 1)[-1]
+
+
+def quoted(argv: tuple[str, ...]) -> str:
+    """Words as a flag's reason quotes them: one line, at most ``QUOTED_CHARS``."""
+    return one_line(" ".join(argv), QUOTED_CHARS)
 
 
 def positionals(args: tuple[str, ...]) -> list[str]:

@@ -10,8 +10,12 @@ the rule and the part that matched (a secret only masked). Where each rule lives
 - which paths hold credentials, and which are outside the workspace:
   ``postrun.review.path_rules``;
 - secrets: ``postrun.review.secrets``;
-- reading or editing a credentials file, an edit outside the workspace, a rejected or
-  failed step: ``step_flags`` here, which applies all of them.
+- reading or editing a credentials file, a read or edit outside the workspace, a rejected
+  or failed step: ``step_flags`` here, which applies all of them.
+
+A read step stores no content, yet what it returned went to the agent's model: the adapter
+hands that text over beside the step (``MappedSession.read_texts``) and its secrets flag the
+read step, masked, like a command's output; the text itself is never kept.
 """
 
 from __future__ import annotations
@@ -30,16 +34,22 @@ from postrun.text import one_line
 # Bump when a rule changes (here or in the modules named above); with the secret rules'
 # versions it names the rules a stored step was flagged under (stored sessions are
 # re-flagged when it differs).
-_FLAG_RULES = "1"
+_FLAG_RULES = "2"
 RULES_VERSION = f"flags-{_FLAG_RULES}+secrets-{secrets.RULES_VERSION}+detect-secrets-{secrets.DETECT_SECRETS_VERSION}"
 
 FLAG_KINDS = ("dangerous_command", "secret_in_output", "outside_workspace", "sensitive_read", "rejected", "failed")
 Flag = dict[str, str]
+READ_TEXT = "the text read"  # where a secret of a read's text was found, as a reason names it
 
 
-def step_flags(step: Mapping[str, Any], workspace_root: str, blob: bytes | None = None) -> list[Flag]:
-    """Every flag of one v1.2 step (its own ``flags`` are ignored), in rule order; ``blob`` is
-    the step's JSON when the caller has it (a cheaper first look for secrets)."""
+def step_flags(
+    step: Mapping[str, Any], workspace_root: str, blob: bytes | None = None, read_text: str | None = None
+) -> list[Flag]:
+    """Every flag of one v1.2 step, in rule order; ``blob`` is the step's JSON when the caller
+    has it (a cheaper first look for secrets), ``read_text`` what a read step's read returned.
+
+    The step's own ``flags`` are ignored, but for those a read's text gave when that text is
+    not given (a stored step flagged again has none): they are kept as they are."""
     found: list[Flag] = []
     payload = step["payload"]
     kind = step["type"]
@@ -47,18 +57,17 @@ def step_flags(step: Mapping[str, Any], workspace_root: str, blob: bytes | None 
         found += _command_flags(payload["command"])
     if kind in ("read", "edit"):
         path = payload["path"]
+        shown = one_line(path, QUOTED_CHARS)
         if is_sensitive_path(path):
             verb = "reads" if kind == "read" else "edits"
-            found.append(_flag("sensitive_read", "warn", f"{verb} a credentials file: {one_line(path, QUOTED_CHARS)}"))
-        if kind == "edit" and outside_workspace(path, workspace_root):
-            found.append(
-                _flag(
-                    "outside_workspace",
-                    "warn",
-                    f"edit outside the workspace {workspace_root}: {one_line(path, QUOTED_CHARS)}",
-                )
-            )
+            found.append(_flag("sensitive_read", "warn", f"{verb} a credentials file: {shown}"))
+        if outside_workspace(path, workspace_root):
+            found.append(_flag("outside_workspace", "warn", f"{kind} outside the workspace {workspace_root}: {shown}"))
     found += _secret_flags(step, blob)
+    if read_text is not None:
+        found += _text_secret_flags(READ_TEXT, read_text)
+    elif kind == "read":
+        found += [flag for flag in step.get("flags", ()) if _from_read_text(flag)]
     if step["decision"] == "rejected":
         found.append(_flag("rejected", "warn", "rejected by the user"))
     if step["outcome"] == "failed":
@@ -130,14 +139,24 @@ def _secret_flags(step: Mapping[str, Any], blob: bytes | None) -> list[Flag]:
         return []
     found = []
     for where, text in texts:
-        by_rule: dict[secrets.SecretRule, list[secrets.Secret]] = {}
-        for secret in secrets.find_secrets(text):
-            by_rule.setdefault(secret.rule, []).append(secret)
-        for rule, matches in by_rule.items():
-            more = f" and {len(matches) - 1} more" if len(matches) > 1 else ""
-            reason = f"{rule.label} ({rule.source}) in {where}: {matches[0].masked}{more}"
-            found.append(_flag("secret_in_output", "danger", reason))
+        found += _text_secret_flags(where, text)
     return found
+
+
+def _text_secret_flags(where: str, text: str) -> list[Flag]:
+    by_rule: dict[secrets.SecretRule, list[secrets.Secret]] = {}
+    for secret in secrets.find_secrets(text):
+        by_rule.setdefault(secret.rule, []).append(secret)
+    found = []
+    for rule, matches in by_rule.items():
+        more = f" and {len(matches) - 1} more" if len(matches) > 1 else ""
+        reason = f"{rule.label} ({rule.source}) in {where}: {matches[0].masked}{more}"
+        found.append(_flag("secret_in_output", "danger", reason))
+    return found
+
+
+def _from_read_text(flag: Mapping[str, str]) -> bool:
+    return flag["kind"] == "secret_in_output" and f") in {READ_TEXT}: " in flag["reason"]
 
 
 def _flag(kind: str, severity: Severity, reason: str) -> Flag:

@@ -1,7 +1,8 @@
 """Which paths a flag names: files that hold credentials, and edits outside the workspace.
 
 ``is_sensitive_path`` serves both the step rule (a read or edit of such a file) and the
-command rule (``cat .env``); ``outside_workspace`` the edit rule. Pure: paths in, answers out.
+command rule (``cat .env``, ``grep KEY .env``); ``outside_workspace`` the read and edit
+rule. Pure: paths in, answers out.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-_TEMP_DIRS = ("/tmp/", "/var/tmp/", "/private/tmp/", "/var/folders/", "/private/var/folders/", "/dev/shm/")
+TEMP_DIRS = ("/tmp/", "/var/tmp/", "/private/tmp/", "/var/folders/", "/private/var/folders/", "/dev/shm/")
 
 # Files that hold credentials (matched on the path's last components).
 _SENSITIVE_PATH = re.compile(
@@ -19,6 +20,12 @@ _SENSITIVE_PATH = re.compile(
       | [^/]+\.(?:pem|key|p12|pfx) | \.npmrc | \.pypirc | \.netrc | _netrc | \.git-credentials
       | \.aws/(?:credentials|config) | \.config/gcloud/[^/]+ | \.azure/[^/]+ | \.kube/config | kubeconfig[^/]*
       | \.docker/config\.json | [^/]+\.tfstate(?:\.backup)? | \.terraformrc | terraform\.tfvars
+      | \.pgpass | \.my\.cnf | \.mylogin\.cnf | \.boto | \.s3cfg | \.htpasswd | \.vault-token | \.databrickscfg
+      | \.config/gh/hosts\.ya?ml | \.config/hub | \.config/op/[^/]+ | \.gnupg/[^/]+ | \.password-store/.+
+      | \.cargo/credentials(?:\.toml)? | \.gem/credentials | (?:\.config/)?composer/auth\.json | auth\.json
+      | \.terraform\.d/credentials\.tfrc\.json | credentials(?:\.[\w-]+)?\.json | client_secrets?[^/]*\.json
+      | service[-_]account[^/]*\.json | secrets?\.(?:ya?ml|json|toml|env) | \.streamlit/secrets\.toml
+      | [^/]+\.(?:keystore|jks|kdbx|ovpn) | etc/(?:shadow|gshadow|sudoers) | token\.json
     )$"""
 )
 
@@ -37,4 +44,4 @@ def outside_workspace(path: str, workspace_root: str) -> bool:
     full = posixpath.normpath(posixpath.join(root, path))
     if full == root or full.startswith(root.rstrip("/") + "/"):
         return False
-    return not (full + "/").startswith(_TEMP_DIRS)
+    return not (full + "/").startswith(TEMP_DIRS)

@@ -5,9 +5,12 @@ A regular expression over the whole line cannot tell ``rm -rf build`` from
 can. Each simple command comes back with the words it would be given (quotes
 removed, expansions kept as written), the commands whose output reaches its
 standard input (earlier pipeline stages, ``< <(…)``, ``<<< "$(…)"``), the commands
-substituted into its words (``$(…)``, backticks, ``<(…)``) and any here-document
-text. Commands nested anywhere (substitutions, subshells, loops, ``bash -c "…"``,
-``eval "…"``) are listed too. Pure: text in, tuples out.
+substituted into its words (``$(…)``, backticks, ``<(…)``), any here-document text, the
+files its redirects write or read and the function it is defined in. Commands nested
+anywhere (substitutions, subshells, loops, functions, ``export``) are listed too, and so
+are the commands a command runs (``postrun.review.scripts``: ``bash -c "…"`` behind any
+wrapper, ``eval``, ``ssh host …``, text piped into a shell, ``find -exec``). Pure: text in,
+tuples out.
 """
 
 from __future__ import annotations
@@ -20,11 +23,17 @@ from typing import NamedTuple
 import tree_sitter
 import tree_sitter_bash
 
+from postrun.review.scripts import SHELLS, embedded_commands, scripts
+
+__all__ = ["SHELLS", "Command", "split_commands"]
+
 # `bash -c "bash -c '…'"` nests; past this depth the inner text is left as words.
 _MAX_DEPTH = 4
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "fish"})  # programs that run shell text
 _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution"})
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+_DECLARATIONS = frozenset({"declaration_command", "unset_command"})
+_OVERWRITES = frozenset({">", ">|", "&>"})
+_APPENDS = frozenset({">>", "&>>"})
 # A line of only these characters (no quote, escape, expansion, glob, operator or comment) is
 # one simple command whose words are its space-separated parts, unless a word is one the
 # grammar gives a meaning of its own: most lines agents run are, and the parser is spared.
@@ -46,11 +55,26 @@ class Command(NamedTuple):
     upstream: tuple[Command, ...] = ()  # commands whose output is this one's standard input
     substituted: tuple[Command, ...] = ()  # commands whose output becomes part of its words
     stdin_text: str = ""  # here-document or here-string text
+    writes: tuple[str, ...] = ()  # files its redirects overwrite (`>`, `>|`, `&>`)
+    appends: tuple[str, ...] = ()  # files they append to (`>>`, `&>>`)
+    reads: tuple[str, ...] = ()  # files its standard input is redirected from (`< file`)
+    function: str = ""  # the function whose body it is in
 
     @property
     def name(self) -> str:
         """The program's base name (``/usr/bin/rm`` -> ``rm``), empty for a bare assignment."""
         return self.argv[0].rsplit("/", 1)[-1] if self.argv else ""
+
+
+class _Redirects(NamedTuple):
+    feeding: tuple[Command, ...]  # commands whose output the redirects feed to standard input
+    stdin_text: str
+    writes: tuple[str, ...]
+    appends: tuple[str, ...]
+    reads: tuple[str, ...]
+    # What a here-document's line goes on with (`cat <<EOF | sh`, `cat <<EOF && make`): each
+    # with whether the command's output feeds it; walked once the command is known.
+    after: tuple[tuple[tree_sitter.Node, bool], ...] = ()
 
 
 @functools.cache
@@ -70,7 +94,7 @@ def _parse(text: str, depth: int) -> list[Command]:
         argv = tuple(word for word in words if word)
         if argv:
             found.append(Command(argv))
-            _add_inline_script(found[-1], depth, found)
+            _add_runs(found[-1], depth, found)
         return found
     # A parser is cheap to make and not safe to share between threads: one per call.
     tree = tree_sitter.Parser(_language()).parse(text.encode("utf-8", "surrogatepass"))
@@ -81,7 +105,7 @@ def _parse(text: str, depth: int) -> list[Command]:
 def _walk(node: tree_sitter.Node, upstream: tuple[Command, ...], depth: int, found: list[Command]) -> None:
     kind = node.type
     if kind == "command":
-        _command(node, upstream, "", depth, found)
+        _command(node, upstream, depth, found)
     elif kind == "pipeline":
         feeding = list(upstream)
         for stage in node.named_children:
@@ -90,46 +114,84 @@ def _walk(node: tree_sitter.Node, upstream: tuple[Command, ...], depth: int, fou
             feeding.extend(found[start:])
     elif kind == "redirected_statement":
         _redirected(node, upstream, depth, found)
+    elif kind in _DECLARATIONS:
+        _declaration(node, upstream, depth, found)
+    elif kind == "function_definition":
+        _function(node, upstream, depth, found)
     else:
         for child in node.named_children:
             _walk(child, upstream, depth, found)
 
 
 def _redirected(node: tree_sitter.Node, upstream: tuple[Command, ...], depth: int, found: list[Command]) -> None:
-    """``body < <(…)``, ``body <<EOF``, ``body <<< "…"``: what the redirects feed the body."""
-    feeding, stdin_text = _inputs(node.children_by_field_name("redirect"), depth, found)
+    """``body < <(…)``, ``body <<EOF``, ``body <<< "…"``, ``body > file``: what the redirects
+    feed the body and where they send its output (a bare ``> file`` is a command without words)."""
+    position = len(found)
+    redirects = _redirects(node.children_by_field_name("redirect"), depth, found)
     body = node.child_by_field_name("body")
-    if body is None:
+    if body is not None and body.type == "command":
+        _command(body, upstream, depth, found, redirects)
         return
-    if body.type == "command":
-        _command(body, (*upstream, *feeding), stdin_text, depth, found)
-    else:
-        _walk(body, (*upstream, *feeding), depth, found)
+    # A bare `> file`, or `{ …; } > file`, `while …; done < file`: the redirect is a command of its own.
+    if redirects.writes or redirects.appends or redirects.reads:
+        found.insert(position, Command((), writes=redirects.writes, appends=redirects.appends, reads=redirects.reads))
+    if body is not None:
+        _walk(body, (*upstream, *redirects.feeding), depth, found)
+    _walk_after(redirects, (), depth, found)
 
 
-def _inputs(redirects: list[tree_sitter.Node], depth: int, found: list[Command]) -> tuple[list[Command], str]:
-    """The commands whose output the redirects feed to standard input, and here-document text.
+def _walk_after(redirects: _Redirects, command: tuple[Command, ...], depth: int, found: list[Command]) -> None:
+    for node, fed in redirects.after:
+        _walk(node, command if fed else (), depth, found)
+
+
+def _redirects(redirects: list[tree_sitter.Node], depth: int, found: list[Command]) -> _Redirects:
+    """What the redirects feed to standard input (commands, here-document text, files) and
+    the files they write.
 
     Commands in output redirects (``> >(tee …)``) are listed in ``found`` but feed nothing.
     """
     feeding: list[Command] = []
     stdin_text: list[str] = []
-    for redirect in redirects:
+    files: dict[str, list[str]] = {"<": [], ">": [], ">>": []}
+    after: list[tuple[tree_sitter.Node, bool]] = []
+    pending = list(redirects)
+    while pending:
+        redirect = pending.pop(0)
         start = len(found)
         herestring = redirect.type == "herestring_redirect"
+        operator = next((child.type for child in redirect.children if not child.is_named), "")
         for part in redirect.named_children:
             if part.type == "heredoc_body":
                 stdin_text.append(_text(part))
-            elif herestring:
+                continue
+            if redirect.type == "heredoc_redirect" and part.type in _REDIRECTS:
+                pending.append(part)  # `cat <<EOF > file`: the command's own redirect
+                continue
+            if redirect.type == "heredoc_redirect" and part.type not in ("heredoc_start", "heredoc_end"):
+                after.append((part, part.type == "pipeline"))
+                continue
+            if herestring:
                 stdin_text.append(_word(part))
+            elif (
+                redirect.type == "file_redirect" and part.type != "file_descriptor" and part.type not in _SUBSTITUTIONS
+            ):
+                kind = ">" if operator in _OVERWRITES else ">>" if operator in _APPENDS else operator
+                files.get(kind, []).append(_word(part))
             _walk(part, (), depth, found)
-        if herestring or (redirect.type == "file_redirect" and any(c.type == "<" for c in redirect.children)):
+        if herestring or (redirect.type == "file_redirect" and operator == "<"):
             feeding.extend(found[start:])
-    return feeding, "\n".join(stdin_text)
+    return _Redirects(
+        tuple(feeding), "\n".join(stdin_text), tuple(files[">"]), tuple(files[">>"]), tuple(files["<"]), tuple(after)
+    )
 
 
 def _command(
-    node: tree_sitter.Node, upstream: tuple[Command, ...], stdin_text: str, depth: int, found: list[Command]
+    node: tree_sitter.Node,
+    upstream: tuple[Command, ...],
+    depth: int,
+    found: list[Command],
+    outer: _Redirects | None = None,
 ) -> None:
     argv: list[str] = []
     nested: list[Command] = []
@@ -143,19 +205,58 @@ def _command(
         nested.extend(_inner_commands(child, depth, found))
         if child.type != "variable_assignment":
             argv.append(_word(child))
-    feeding, own_text = _inputs(redirects, depth, found)
-    stdin_text = "\n".join(text for text in (stdin_text, own_text) if text)
-    command = Command(tuple(argv), (*upstream, *feeding), tuple(nested), stdin_text)
+    own = _redirects(redirects, depth, found)
+    parts = (own,) if outer is None else (outer, own)
+    command = Command(
+        tuple(argv),
+        (*upstream, *(c for part in parts for c in part.feeding)),
+        tuple(nested),
+        "\n".join(part.stdin_text for part in parts if part.stdin_text),
+        tuple(path for part in parts for path in part.writes),
+        tuple(path for part in parts for path in part.appends),
+        tuple(path for part in parts for path in part.reads),
+    )
     found[position] = command
-    _add_inline_script(command, depth, found)
+    _add_runs(command, depth, found)
+    for part in parts:
+        _walk_after(part, (*upstream, command), depth, found)
 
 
-def _add_inline_script(command: Command, depth: int, found: list[Command]) -> None:
-    """The commands of ``command``'s inline script (``sh -c '…'``, ``eval '…'``), if any."""
-    if depth < _MAX_DEPTH:
-        script = _inline_script(command)
-        if script is not None:
-            found.extend(_parse(script, depth + 1))
+def _declaration(node: tree_sitter.Node, upstream: tuple[Command, ...], depth: int, found: list[Command]) -> None:
+    """``export A=1``, ``unset HISTFILE``, ``local x``: a command whose words are as written."""
+    argv: list[str] = []
+    nested: list[Command] = []
+    position = len(found)
+    found.append(Command(()))
+    for child in node.children:
+        nested.extend(_inner_commands(child, depth, found))
+        argv.append(_text(child) if child.type == "variable_assignment" else _word(child))
+    found[position] = Command(tuple(argv), upstream, tuple(nested))
+
+
+def _function(node: tree_sitter.Node, upstream: tuple[Command, ...], depth: int, found: list[Command]) -> None:
+    """A function's body, each of its commands knowing the function's name (a fork bomb calls itself)."""
+    start = len(found)
+    name = node.child_by_field_name("name")
+    for child in node.named_children:
+        if child != name:
+            _walk(child, upstream, depth, found)
+    if name is not None:
+        for index in range(start, len(found)):
+            if not found[index].function:
+                found[index] = found[index]._replace(function=_text(name))
+
+
+def _add_runs(command: Command, depth: int, found: list[Command]) -> None:
+    """The commands ``command`` runs: of its scripts (``sh -c '…'``, ``eval '…'``, ``ssh host '…'``,
+    text piped into a shell) and those it starts itself (``find -exec``)."""
+    if depth >= _MAX_DEPTH:
+        return
+    for script in scripts(command):
+        found.extend(_parse(script, depth + 1))
+    for argv in embedded_commands(command):
+        found.append(Command(argv))
+        _add_runs(found[-1], depth + 1, found)
 
 
 def _inner_commands(node: tree_sitter.Node, depth: int, found: list[Command]) -> list[Command]:
@@ -172,21 +273,6 @@ def _substitutions(node: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
         return
     for child in node.named_children:
         yield from _substitutions(child)
-
-
-def _inline_script(command: Command) -> str | None:
-    """The script text of ``sh -c '…'`` (any flags before ``-c``) or ``eval '…'``."""
-    argv = command.argv
-    if command.name == "eval":
-        return " ".join(argv[1:]) or None
-    if command.name not in SHELLS:
-        return None
-    for index, word in enumerate(argv[1:], start=1):
-        if not word.startswith("-") or word.startswith("--"):
-            continue
-        if "c" in word[1:] and index + 1 < len(argv):
-            return argv[index + 1]
-    return None
 
 
 def _word(node: tree_sitter.Node) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from postrun.records import MappedSession
 from postrun.review.apply import FlagMemo, flag_session
 from tests.unit.cline.kit import T0, answer, call, mapped_session, message, prompt
@@ -40,3 +42,27 @@ def test_a_step_that_changed_is_flagged_again() -> None:
     changed = session("ls")
     assert blobs(flag_session(changed, memo)) == blobs(flag_session(changed))
     assert not any(row.record["flags"] for row in flag_session(changed, memo).steps)
+
+
+def test_a_read_is_remembered_with_its_text_and_the_text_goes_no_further() -> None:
+    token = "ghp_" + "A1b2C3d4" * 4 + "Zz9Y"
+    result = [{"query": "/home/dev/app/.env", "result": f"GH_TOKEN={token}\n", "success": True}]
+    mapped = mapped_session(
+        [
+            prompt("u1", "look"),
+            message(
+                "a1", "assistant", [call("c1", "read_files", {"files": [{"path": "/home/dev/app/.env"}]})], ts=T0 + 1000
+            ),
+            message("r1", "user", [answer("c1", result, name="read_files")], ts=T0 + 2000),
+        ]
+    )
+    memo = FlagMemo()
+    flagged = flag_session(mapped, memo)
+    assert flagged.read_texts == {}  # the flags took what they needed; nothing else holds the text
+    (read,) = [row.record for row in flagged.steps if row.id == "c1#0"]
+    assert [flag["kind"] for flag in read["flags"]] == ["sensitive_read", "secret_in_output"]
+    assert token not in str(read["flags"])
+    # The same step with another text: the memo does not hand back the first one's flags.
+    other = flag_session(replace(mapped, read_texts={"c1#0": "DEBUG=1"}), memo)
+    (read,) = [row.record for row in other.steps if row.id == "c1#0"]
+    assert [flag["kind"] for flag in read["flags"]] == ["sensitive_read"]

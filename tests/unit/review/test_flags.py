@@ -54,11 +54,26 @@ CASES = {
             "find . | xargs rm -rf",
             "/bin/rm -rf x",
             "timeout 5 rm -rf x",
+            'env -i bash -c "rm -rf /"',
+            'bash -c -- "rm -rf /"',
+            "echo 'rm -rf /' | sh",
+            "sh <<< 'rm -rf ~'",
+            "bash <<EOF\nrm -rf /\nEOF",
+            "busybox rm -rf /",
+            "ssh prod 'rm -rf /srv'",
+            "rm -rf build/../src",
+            "rm -rf /tmp",
         ],
         [
             "rm -rf node_modules",
             "rm -rf ./dist/ build .venv target __pycache__",
             "rm -rf web/node_modules/*",
+            "rm -rf target/debug crates/x/target",
+            "rm -rf coverage/ .pytest_cache .mypy_cache x.egg-info",
+            "rm -rf /tmp/pytest-of-dev $TMPDIR/x",
+            "rm -rf .next out",
+            "echo 'ls' | sh",
+            "find . -name __pycache__ -exec rm -rf {} +",
             "rm -r src",
             "rm -f x",
             "rm -rf",
@@ -104,20 +119,28 @@ CASES = {
             "cat install.sh | sh",
         ],
     ),
-    "DROP/TRUNCATE TABLE": (
+    "DROP/TRUNCATE, DELETE without WHERE, FLUSHALL": (
         [
             "psql -c 'DROP TABLE users'",
             "mysql -e 'drop database prod'",
             "sqlite3 x.db 'DROP SCHEMA s'",
             "psql db <<EOF\nTRUNCATE TABLE t;\nEOF",
             "echo 'DROP TABLE x' | psql",
+            "mysql -e 'DELETE FROM orders'",
+            "redis-cli FLUSHALL",
+            "mongosh app --eval 'db.dropDatabase()'",
+            "docker exec db psql -c 'DROP TABLE t'",
         ],
         [
             "grep -r 'DROP TABLE' migrations",
             "rg 'drop table'",
             "git log -S 'DROP TABLE'",
+            "sed -n '/DROP TABLE/p' schema.sql",
+            "echo 'DROP TABLE x'",
             "psql -c 'SELECT 1'",
             "psql -c 'DROP INDEX i'",
+            "mysql -e 'DELETE FROM sessions WHERE expires < NOW()'",
+            "redis-cli GET flushall",
         ],
     ),
     "database drop (dropdb, prisma migrate reset, rails db:drop)": (
@@ -131,9 +154,158 @@ CASES = {
         ],
         ["createdb x", "npx prisma migrate dev", "rails db:migrate", "echo dropdb"],
     ),
-    "mkfs / dd of=/dev/…": (
-        ["mkfs.ext4 /dev/sdb1", "sudo mkfs -t xfs /dev/sdc", "dd if=image of=/dev/sda bs=4M"],
-        ["dd if=/dev/zero of=/dev/null", "dd if=/dev/sda of=disk.img", "dd if=x of=/dev/stdout", "echo mkfs"],
+    "mkfs / dd of=/dev/… / wipefs": (
+        ["mkfs.ext4 /dev/sdb1", "sudo mkfs -t xfs /dev/sdc", "dd if=image of=/dev/sda bs=4M", "wipefs -a /dev/sda"],
+        ["dd if=/dev/zero of=/dev/null", "dd if=/dev/sda of=disk.img", "dd if=x of=/dev/stdout", "echo mkfs", "mkfs"],
+    ),
+    "find deleting outside build output": (
+        [
+            "find / -delete",
+            "find ~ -type f -delete",
+            "find . -delete",
+            "find /home -exec rm -rf {} +",
+            "find / -name x -exec shred {} \\;",
+            "sudo find /var -name '*.db' -delete",
+        ],
+        [
+            "find . -name '*.pyc' -delete",
+            "find src -name '*.orig' -delete",
+            "find /tmp/x -mtime +1 -delete",
+            "find . -name '*.py' -exec grep -l x {} +",
+            "find / -name x",
+        ],
+    ),
+    "shred": (["shred -u id_rsa", "find . -exec shred {} +"], ["shred --help", "echo shred x"]),
+    "truncate -s 0": (
+        ["truncate -s0 data.db", "truncate -s 0 x.sqlite", "truncate --size=0 x"],
+        ["truncate -s 0 app.log", "truncate -s 1G disk.img", "truncate -s0 /tmp/x"],
+    ),
+    "overwrites a system file or disk": (
+        [
+            "> /etc/passwd",
+            "echo x > /etc/hosts",
+            "cat /dev/null > /dev/sda",
+            "echo x | sudo tee /etc/sudoers",
+            "cp /dev/null /etc/shadow",
+            "mv ~/project /dev/null",
+            "bash -c 'echo > /boot/grub/grub.cfg'",
+        ],
+        [
+            "> out.txt",
+            "echo x > /tmp/y",
+            "cmd 2>/dev/null",
+            "tee build.log",
+            "cp a /usr/local/bin/a",
+            "echo x >> /etc/hosts",
+            "cat /etc/passwd",
+        ],
+    ),
+    "crontab -r": (["crontab -r", "crontab -ri"], ["crontab -l", "crontab jobs.txt"]),
+    "kill -1 (every process)": (["kill -9 -1", "kill -- -1"], ["kill -1 1234", "kill -9 1234"]),
+    "git reflog expire / gc --prune=now": (
+        ["git reflog expire --expire=now --all", "git gc --prune=now"],
+        ["git gc", "git reflog", "git reflog expire --expire=90.days.ago"],
+    ),
+    "decoded text run by a shell or interpreter": (
+        ["echo cm0= | base64 -d | sh", "base64 --decode p.txt | bash", "xxd -r -p x | sh", "rev x | sh"],
+        ["echo aGk= | base64 -d", "base64 -d x > y", "base64 x | sh -c 'cat'"],
+    ),
+    "fork bomb": ([":(){ :|:& };:", "bomb() { bomb | bomb & }; bomb"], ["f() { g | h; }; f", "fn() { echo; }; fn"]),
+    "deletes cluster state (kubectl delete ns/pvc/--all, helm uninstall)": (
+        [
+            "kubectl delete ns prod",
+            "kubectl delete namespace x",
+            "kubectl delete pods --all -A",
+            "kubectl delete pvc data-0",
+            "helm uninstall db",
+            "kubectl delete pv,pvc --all",
+        ],
+        [
+            "kubectl get ns",
+            "kubectl delete pod web-1",
+            "kubectl apply -f x.yaml",
+            "helm list",
+            "echo kubectl delete ns",
+        ],
+    ),
+    "destroys infrastructure (terraform/pulumi destroy)": (
+        [
+            "terraform destroy",
+            "terraform destroy -auto-approve",
+            "terraform apply -destroy",
+            "tofu destroy",
+            "pulumi destroy --yes",
+            "cdk destroy",
+        ],
+        ["terraform plan -destroy", "terraform apply", "pulumi up", "grep destroy main.tf"],
+    ),
+    "docker system prune -a / volume prune": (
+        [
+            "docker system prune -af",
+            "docker system prune --volumes",
+            "docker volume prune -f",
+            "docker volume rm pg",
+            "docker compose down -v",
+            "podman system prune --all",
+        ],
+        ["docker system prune", "docker image prune -f", "docker rm -f web", "docker compose down", "docker system df"],
+    ),
+    "deletes cloud storage or resources": (
+        [
+            "aws s3 rm s3://b --recursive",
+            "aws s3 rb s3://b --force",
+            "aws ec2 terminate-instances --instance-ids i",
+            "gsutil rm -r gs://b",
+            "gcloud projects delete p",
+            "az group delete -n rg",
+            "heroku apps:destroy x",
+        ],
+        ["aws s3 ls", "aws s3 rm s3://b/one.txt", "gsutil ls", "gcloud projects list", "az group list"],
+    ),
+    "git push --delete": (["git push origin --delete x", "git push origin :x", "git push -d origin x"], ["git push"]),
+    "git checkout/restore of the whole tree": (
+        ["git checkout -- .", "git restore .", "git checkout ."],
+        ["git checkout main", "git checkout -- src/x.py", "git restore --staged ."],
+    ),
+    "git branch -D": (["git branch -D x"], ["git branch -d x", "git branch"]),
+    "git stash clear/drop": (["git stash clear", "git stash drop"], ["git stash", "git stash pop"]),
+    "appends to a system file": (
+        ["echo 127.0.0.1 x >> /etc/hosts", "echo x | sudo tee -a /etc/fstab"],
+        ["echo x >> notes.txt", "tee -a build.log"],
+    ),
+    "clears the shell history": (
+        [
+            "history -c",
+            "unset HISTFILE",
+            "export HISTFILE=/dev/null",
+            "set +o history",
+            "rm ~/.bash_history",
+            "> ~/.zsh_history",
+            "export HISTSIZE=0",
+        ],
+        ["history", "history 20", "export HISTSIZE=10000", "set -o vi", "cat ~/.bash_history"],
+    ),
+    "installs a package from a URL or another index": (
+        [
+            "pip install https://x/p.tar.gz",
+            "pip install git+https://github.com/a/b.git",
+            "pip install -i https://m/simple x",
+            "python3 -m pip install --extra-index-url https://x y",
+            "uv pip install https://x/y.whl",
+            "npm install https://x/p.tgz",
+            "npm i github:a/b",
+        ],
+        [
+            "pip install -r requirements.txt",
+            "pip install requests==2.31",
+            "pip install -e .",
+            "npm install lodash",
+            "pip download x",
+        ],
+    ),
+    "shuts down or reboots the machine": (
+        ["shutdown -h now", "sudo reboot", "systemctl poweroff", "init 0"],
+        ["systemctl restart nginx", "echo reboot", "shutdown --help"],
     ),
     "git push --force-with-lease": (
         [
@@ -149,12 +321,12 @@ CASES = {
         ["git clean -n", "git clean"],
     ),
     "sudo/doas": (
-        ["sudo apt install x", "doas make install", "sudo -u postgres psql"],
+        ["sudo apt install x", "doas make install", "sudo -u postgres psql", 'sudo bash -c "ls"'],
         ["sudoku", "echo sudo", "pseudo x"],
     ),
     "chmod 777": (["chmod 777 x", "chmod -R 777 .", "chmod 0777 x"], ["chmod 755 x", "chmod -R u+w ."]),
     "npm/pnpm/yarn publish": (
-        ["npm publish", "pnpm publish --access public", "yarn publish", "yarn npm publish"],
+        ["npm publish", "pnpm publish --access public", "yarn publish", "yarn npm publish", "npm unpublish x"],
         ["npm publish --dry-run", "npm install", "npm run publish-docs"],
     ),
     "prints the environment (env, printenv, set)": (
@@ -209,8 +381,12 @@ def test_sensitive_read() -> None:
                  "keyboard.ts", "/p/docs/tfstate.md", "/p/.environment/x"):  # fmt: skip
         assert not reasons(path_step("read", path), "sensitive_read"), path
     assert reasons(path_step("edit", "/p/.env"), "sensitive_read") == [("warn", "edits a credentials file: /p/.env")]
-    assert reasons(command_step("cat .env | grep KEY"), "sensitive_read")
-    assert not reasons(command_step("cat .env.example"), "sensitive_read")
+    for line in ("cat .env | grep KEY", "grep KEY .env", "awk -F= '{print $2}' .env", "cp .env /tmp/x",
+                 "sed -n 1p .env", "head -3 .env.local", "tail ~/.pgpass", "while read l; do :; done < .env",
+                 "python3 app.py < .env", "tar czf b.tgz .env src"):  # fmt: skip
+        assert reasons(command_step(line), "sensitive_read"), line
+    for line in ("cat .env.example", "cp .env.example .env", "grep -r KEY src", "echo x >> .env"):
+        assert not reasons(command_step(line), "sensitive_read"), line
 
 
 def test_outside_workspace() -> None:
@@ -222,7 +398,10 @@ def test_outside_workspace() -> None:
     for path in ("src/x.py", f"{WORKSPACE}/a/b", "/tmp/scratch.txt", "/var/tmp/x", "./x", WORKSPACE):
         assert not outside_workspace(path, WORKSPACE), path
     assert outside_workspace("/home/dev/project-two/x", WORKSPACE)  # a prefix is not the folder
-    assert not reasons(path_step("read", "/etc/hosts"), "outside_workspace")  # reads are not edits
+    assert reasons(path_step("read", "/etc/hosts"), "outside_workspace") == [
+        ("warn", f"read outside the workspace {WORKSPACE}: /etc/hosts")
+    ]
+    assert not reasons(path_step("read", "/tmp/pytest-of-dev/x.log"), "outside_workspace")  # temp folders
     assert not outside_workspace("/etc/hosts", "")  # no known workspace: nothing to compare
 
 

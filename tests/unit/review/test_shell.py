@@ -110,3 +110,35 @@ def test_a_plain_line_needs_no_parser(monkeypatch: pytest.MonkeyPatch) -> None:
     assert argvs("bash -lc make") == [("bash", "-lc", "make"), ("make",)]
     with pytest.raises(AssertionError, match="parsed"):
         argvs("make | tee log")
+
+
+def test_redirects_name_the_files_written_and_read() -> None:
+    (command,) = split_commands("sort < in.txt > out.txt 2>> err.log")
+    assert (command.writes, command.appends, command.reads) == (("out.txt",), ("err.log",), ("in.txt",))
+    (bare,) = split_commands("> /etc/passwd")
+    assert bare.argv == () and bare.writes == ("/etc/passwd",)
+    assert split_commands("while read l; do :; done < .env")[0].reads == (".env",)
+    assert split_commands("cat <<EOF > x.yaml\nport: 1\nEOF")[0].writes == ("x.yaml",)
+
+
+def test_what_a_command_runs_is_split_too() -> None:
+    for line in ('env -i bash -c "rm -rf /"', 'bash -c -- "rm -rf /"', "sudo -u x sh -c 'rm -rf /'",
+                 "echo 'rm -rf /' | sh", "sh <<< 'rm -rf /'", "bash <<EOF\nrm -rf /\nEOF",
+                 "cat <<'EOF' | sh\nrm -rf /\nEOF", "ssh -p 22 host 'rm -rf /'", "su -c 'rm -rf /'",
+                 "watch -n 1 'rm -rf /'", "find / -exec rm -rf / \\;"):  # fmt: skip
+        assert ("rm", "-rf", "/") in argvs(line), line
+    assert ("rm", "-rf", "/") not in argvs("echo 'rm -rf /'; cat x | sh; python3 - <<EOF\nrm -rf /\nEOF")
+
+
+def test_a_function_s_commands_know_its_name() -> None:
+    commands = split_commands(":(){ :|:& };:")
+    assert [(c.name, c.function) for c in commands] == [(":", ":"), (":", ":"), (":", "")]
+    assert [u.name for u in commands[1].upstream] == [":"]
+
+
+def test_declarations_are_commands_with_their_words() -> None:
+    assert argvs("export HISTFILE=/dev/null; unset HISTFILE") == [
+        ("export", "HISTFILE=/dev/null"),
+        ("unset", "HISTFILE"),
+    ]
+    assert ("gh", "auth", "token") in argvs("export TOKEN=$(gh auth token)")
