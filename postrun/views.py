@@ -19,7 +19,8 @@ from postrun.errors import PostrunError, UsageError
 from postrun.review.flags import FLAG_KINDS
 from postrun.review.redact import Masked, Redactor
 from postrun.schema import SchemaError, validate_envelope
-from postrun.store import vault
+from postrun.store import codec, vault
+from postrun.store.browse import load_step
 from postrun.store.db import reading
 from postrun.store.query import (
     SessionDetails,
@@ -162,15 +163,31 @@ def search_steps(
     agent: str | None = None,
     limit: int = 50,
     window: int | None = None,
+    redact: bool = False,
+    home: Path | None = None,
 ) -> list[SearchHit]:
     """``postrun search``: steps matching every word of ``text`` (``window``: ranked among the
     newest that many matches only; ``flag``: only steps with that flag kind, or ``any``); the
-    arguments are checked (UsageError) before the store is opened."""
+    arguments are checked (UsageError) before the store is opened. ``redact``: every text of a
+    hit masked, and ``home`` shown as ``~``, as in a shared export."""
     if flag is not None and flag != "any" and flag not in FLAG_KINDS:
         raise UsageError("--flag", f"unknown flag kind {flag!r} (known: {', '.join(FLAG_KINDS)}, any)")
     query = search_query(text, step_type=step_type, failed=failed, since=since, flag=flag, agent=agent)
     with reading(db) as database:
-        return [] if database is None else search(database, query, limit=limit, window=window)
+        if database is None:
+            return []
+        hits = search(database, query, limit=limit, window=window)
+        if not redact:
+            return hits
+        redactor = Redactor(home=str(home) if home else None)
+        redacted = []
+        for hit in hits:
+            where = f"step #{hit.seq} {hit.step_id}"
+            if query.match:  # a window of the step's indexed text: its secrets are found in the whole
+                body = codec.search_body(load_step(database, hit.session_id, hit.step_id))
+                hit = replace(hit, snippet=redactor.snippet(hit.snippet, body, where))
+            redacted.append(redactor.dataclass(hit, where))
+        return redacted
 
 
 def has_store(db: Path) -> bool:

@@ -215,6 +215,9 @@ def search(
     agent: Annotated[str | None, typer.Option("--agent", metavar="KIND", help="Only this agent's sessions.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list.")] = False,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many hits.")] = 50,
+    redact: Annotated[
+        bool, typer.Option("--redact", help="Mask secrets and show the home folder as ~ (as shared exports do).")
+    ] = False,
 ) -> None:
     """Full-text search over every stored step; matches are marked »like this«."""
     from postrun.views import has_store, search_steps
@@ -222,7 +225,16 @@ def search(
     check_agent(agent)
     _, paths = load()
     hits = search_steps(
-        paths.db, query, step_type=step_type, failed=failed, since=since, flag=flag, agent=agent, limit=limit
+        paths.db,
+        query,
+        step_type=step_type,
+        failed=failed,
+        since=since,
+        flag=flag,
+        agent=agent,
+        limit=limit,
+        redact=redact,
+        home=paths.home,
     )
     if as_json:
         typer.echo(orjson.dumps([hit.as_json() for hit in hits], option=orjson.OPT_INDENT_2).decode())

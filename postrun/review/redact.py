@@ -1,4 +1,4 @@
-"""The one redactor: what leaves the store (exports, ``show --redact``) goes through here.
+"""The one redactor: what leaves the store (exports, ``show --redact``, ``search --redact``) goes through here.
 
 Every secret the detector finds becomes ``[REDACTED:<kind>]`` and the user's home
 folder is shown as ``~``. The redactor remembers what it masked (kind, where, the
@@ -14,9 +14,10 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
 
 from postrun.review.secrets import find_secrets
-from postrun.text import one_line
+from postrun.text import one_line, printable
 
 _CONTEXT_CHARS = 30
+_MARK_OPEN, _MARK_CLOSE, _CUT = "»", "«", "…"  # how a search snippet marks matches and cuts
 T = TypeVar("T")
 
 
@@ -63,9 +64,46 @@ class Redactor:
             for start, end, kind in spans:
                 around = value[max(0, start - _CONTEXT_CHARS) : end + _CONTEXT_CHARS]
                 self.masked.append(Masked(kind, where, one_line(around)))
+        return self._home_shown(value)
+
+    def _home_shown(self, value: str) -> str:
         if self._home is not None and self.home and self.home.rstrip("/") in value:
             value = self._home.sub("~", value)
         return value
+
+    def snippet(self, snippet: str, source: str, where: str) -> str:
+        """A search snippet (a window of ``source`` folded to one line, with »marks« around the
+        matches and … where it was cut) with every secret of ``source`` masked, one the window
+        cuts too: its part in the window is replaced."""
+        folded, origins = _folded(source)
+        plain = snippet.replace(_MARK_OPEN, "").replace(_MARK_CLOSE, "")
+        core = plain.strip(_CUT)
+        start = folded.find(core) if core else -1
+        if start < 0:
+            return self.text(snippet, where)
+        offset = plain.find(core) - start  # from a position in ``folded`` to one in ``plain``
+        hidden: dict[int, int] = {}  # a position in ``plain`` inside a secret -> the secret's index
+        secrets = find_secrets(source)
+        for index, secret in enumerate(secrets):
+            for position in range(start, start + len(core)):
+                if secret.start <= origins[position] < secret.end:
+                    hidden[position + offset] = index
+        out: list[str] = []
+        position = 0
+        for char in snippet:
+            if char in (_MARK_OPEN, _MARK_CLOSE):
+                if position not in hidden or position - 1 not in hidden:
+                    out.append(char)
+                continue
+            index = hidden.get(position, -1)
+            if index < 0:
+                out.append(char)
+            elif hidden.get(position - 1) != index:
+                out.append(placeholder(secrets[index].kind))
+            position += 1
+        shown = self._home_shown("".join(out))
+        self.masked += [Masked(secrets[index].kind, where, shown) for index in sorted(set(hidden.values()))]
+        return shown
 
     def value(self, value: T, where: str) -> T:
         """``value`` (a JSON-like tree) with every string redacted; keys are kept."""
@@ -94,6 +132,25 @@ class Redactor:
             if isinstance(getattr(value, f.name), str)
         }
         return replace(value, **changes)  # type: ignore[type-var]
+
+
+def _folded(text: str) -> tuple[str, list[int]]:
+    """``one_line(text)`` and, for each of its characters, the position in ``text`` it comes from."""
+    out: list[str] = []
+    origins: list[int] = []
+    space = -1
+    for position, char in enumerate(text):
+        if char.isspace():
+            space = position if space < 0 else space
+            continue
+        if space >= 0 and out:
+            out.append(" ")
+            origins.append(space)
+        space = -1
+        shown = printable(char)
+        out.append(shown)
+        origins.extend([position] * len(shown))
+    return "".join(out), origins
 
 
 def _join(where: str, key: str) -> str:

@@ -92,6 +92,28 @@ def test_no_secret_survives_a_redacted_output(stored: dict[str, str], tmp_path: 
     assert SAMPLES["github_token"][0] in plain_markdown
 
 
+def test_search_redact_masks_every_secret_it_would_print(stored: dict[str, str]) -> None:
+    secrets = [secret for secret, _ in SAMPLES.values()]
+    queries = (
+        "aws_access_key_id",
+        "ghp_K9mW2xQ7vL4pR8sT1nB6cY3dF5gH0jZ2aE7u",
+        "cookie",
+        "Stripe",
+        "DATABASE_URL",
+        "maps",
+    )
+    plain = "".join(run_postrun("search", query, "--limit", "5", env=stored).stdout for query in queries)
+    assert any(secret in plain for secret in secrets)  # without --redact, search prints them
+    for query in queries:
+        for extra in ((), ("--json",)):
+            done = run_postrun("search", query, "--redact", *extra, env=stored)
+            assert done.returncode == 0, done.stderr
+            assert "toolu_cmds#4" in done.stdout and "[REDACTED:" in done.stdout, (query, done.stdout)
+            # Not a secret, nor a piece of one the snippet's window cut (8 characters and more).
+            pieces = {secret[i : i + 8] for secret in secrets for i in range(len(secret) - 7)}
+            assert not [piece for piece in pieces if piece in done.stdout], (query, done.stdout)
+
+
 def test_redaction_shows_home_as_tilde(env: dict[str, str], root: Path) -> None:
     env["HOME"] = "/home/dev"
     assert run_postrun("ingest", str(root / SESSION), env=env).returncode == 0

@@ -56,3 +56,20 @@ def test_dataclass_fields() -> None:
 
     out = Redactor().dataclass(Details(f"use {SAMPLES['openai_key'][0]}", 3), "session")
     assert out == Details("use [REDACTED:openai_key]", 3)
+
+
+def test_a_search_snippet_is_masked_where_its_window_cuts_a_secret() -> None:
+    token = SAMPLES["github_token"][0]
+    source = f"line one\nexport GITHUB_TOKEN={token}\n  and the next line"
+    redactor = Redactor(home="/home/dev")
+    # FTS5 cuts a window of whole tokens: here in the middle of the secret, with a match marked inside it.
+    cut = f"…{token[:6]}»{token[6:12]}«{token[12:20]}…"
+    assert redactor.snippet(cut, source, "step #1 x") == "…[REDACTED:github_token]…"
+    tail = f"…{token[20:]} and the »next« line"
+    assert redactor.snippet(tail, source, "step #1 x") == "…[REDACTED:github_token] and the »next« line"
+    assert [(m.kind, m.where) for m in redactor.masked] == [("github_token", "step #1 x")] * 2
+    clean = Redactor(home="/home/dev")
+    assert clean.snippet("»line« one export", source, "s") == "»line« one export" and clean.masked == []
+    assert clean.snippet("cd /home/dev/»app«", "cd /home/dev/app", "s") == "cd ~/»app«"
+    # A window not found in the source (it should always be) is masked as plain text.
+    assert token not in clean.snippet(f"»{token}«", "other", "s")
