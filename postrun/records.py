@@ -133,6 +133,8 @@ class MappedSession:
     # What each read step's read returned (step id -> text), which the agent sent to its model:
     # the flagger scans it for secrets (the read step gets ``secret_in_output`` with the masked
     # match) and drops it; it is never stored, and a step without an entry is simply not scanned.
+    # A text no secret rule can match (``postrun.review.secrets.may_hold_secrets`` is False) may
+    # be left out: the flags are the same, and a mapping cache need not keep it.
     read_texts: dict[str, str] = field(default_factory=dict)
     # Source files whose last line was not complete yet (an agent caught writing it): what
     # came before it was mapped; that line is read again at the next change.

@@ -34,7 +34,6 @@ RULES_VERSION = "2"
 
 _START = r"(?<![A-Za-z0-9_-])"  # a token begins a word: no `sk-` inside `task-…`
 _END = r"(?![A-Za-z0-9_-])"
-_HEX = "0123456789abcdef"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +42,7 @@ class SecretRule:
     label: str  # what a person reads in a flag's reason
     source: str  # where the rule comes from
     pattern: re.Pattern[str]
-    keywords: tuple[str, ...]  # lower-case; the regex runs only where one occurs
+    keywords: tuple[str, ...]  # lower-case (as written when ``exact``); the regex runs only where one occurs
     # True: every match starts at one of the keywords (or up to ``lead`` characters before
     # it), so the regex is tried only there; False: the whole text is searched.
     anchored: bool = False
@@ -51,7 +50,7 @@ class SecretRule:
     keep: int = 0  # leading characters a masked match may show (a public prefix)
     valid: Callable[[re.Match[str]], bool] | None = None  # a check on the match
     exact: bool = False  # the keywords are matched with their case (an upper-case prefix)
-    lead: int = 0
+    lead: int = 0  # how many characters before its keyword an anchored match may begin
     trim: str = ""  # characters a match may begin or end with that are not the secret's
 
 

@@ -17,6 +17,7 @@ from postrun.agents.cline.times import iso_from_ms
 from postrun.agents.cline.tools import ToolContext, map_tool_call
 from postrun.agents.cline.transcript import Fingerprint, Message, wrong_shape
 from postrun.records import StepRow
+from postrun.review.secrets import may_hold_secrets
 from postrun.schema import SchemaError
 
 ROOT_ACTOR = "root"
@@ -90,7 +91,9 @@ class _StepBuilder:
         error: dict[str, str] | None = None,
         read_text: str | None = None,
     ) -> None:
-        if read_text:
+        if read_text and may_hold_secrets(read_text):
+            # Only a text some secret rule may match is handed over (and kept in the mapping
+            # cache): for any other the flags are the same without it.
             self.read_texts.append((step_id, read_text))
         record: dict[str, Any] = {
             "id": step_id,
