@@ -11,7 +11,8 @@ import orjson
 import pytest
 
 from postrun.agents.cline import SessionLocation
-from postrun.ingest import Ingester, refresh_flags
+from postrun.ingest.ingester import Ingester
+from postrun.ingest.reflag import refresh_flags
 from postrun.store import codec
 from postrun.store.db import Database
 from postrun.store.flags import set_rules_version
