@@ -19,7 +19,7 @@ def test_generated_sessions_map_to_valid_records(tmp_path: Path) -> None:
     listing = list_rollouts(root)
     assert sorted(rollout.path for rollout in listing.rollouts) == sorted(totals.rollouts)
     metas, problems = read_metas(listing.rollouts, max_bytes=MAX_BYTES)
-    assert problems == []
+    assert problems == {}
     sessions = group_sessions(listing.rollouts, metas)
     assert len(sessions) == totals.sessions and sum(1 + len(s.children) for s in sessions) == totals.threads
     types: Counter[str] = Counter()

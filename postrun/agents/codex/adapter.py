@@ -110,7 +110,7 @@ class CodexSource:
         names = self._names_or_empty()
         rollouts = list_rollouts(self._root)
         found = self._index.sessions(rollouts)
-        skipped = list(rollouts.skipped)
+        skipped = [*rollouts.skipped, *found.unreadable]
         skipped.extend(Skipped(rollout.path, _UNWRITTEN, False) for rollout in found.unwritten)
         sessions: list[SessionLocation] = []
         for session in found.sessions:
@@ -118,7 +118,7 @@ class CodexSource:
                 skipped.extend(Skipped(child.path, waiting_reason(session), False) for child in session.children)
             else:
                 sessions.append(session)
-        listing = Listing(tuple(sessions), tuple(skipped), tuple(found.problems))
+        listing = Listing(tuple(sessions), tuple(skipped))
         self._listed = (listing, hash(names))
         self._waiting = tuple(rollout.path for rollout in found.unwritten)
         return listing

@@ -16,17 +16,19 @@ from postrun.agents.codex.layout import Rollout, SessionLocation
 from postrun.agents.codex.locate import Rollouts, group_sessions, rollout_at, root_of
 from postrun.agents.codex.meta import ThreadMeta
 from postrun.agents.codex.reading import read_meta
+from postrun.agents.registry import Skipped
 from postrun.errors import NotFound, PostrunError, SourceError
 
 
 @dataclass(frozen=True, slots=True)
 class Sessions:
     """A listing's sessions (a sub-agent's without its root thread's rollout among them), the
-    rollouts whose first line is not written yet, and those that could not be read."""
+    rollouts whose first line is not written yet, and those that cannot be read (no session:
+    skipped, with a warning that says why)."""
 
     sessions: tuple[SessionLocation, ...]
     unwritten: tuple[Rollout, ...] = ()
-    problems: tuple[SourceError, ...] = ()
+    unreadable: tuple[Skipped, ...] = ()
 
 
 class ThreadIndex:
@@ -43,7 +45,7 @@ class ThreadIndex:
         """The sessions of ``listing``, reading the first line of each rollout not seen yet."""
         metas: dict[str, ThreadMeta] = {}
         kept: dict[tuple[Path, int], ThreadMeta] = {}
-        problems: list[SourceError] = []
+        unreadable: list[Skipped] = []
         unwritten: list[Rollout] = []
         for rollout in listing.rollouts:
             try:
@@ -52,7 +54,7 @@ class ThreadIndex:
             except (OSError, NotFound):
                 continue  # gone since it was listed
             except SourceError as exc:
-                problems.append(exc)
+                unreadable.append(Skipped(rollout.path, exc.reason, True))
                 continue
             if meta is None:
                 unwritten.append(rollout)
@@ -64,7 +66,7 @@ class ThreadIndex:
             self._metas = kept
             self._by_thread = metas
             self._sessions = {session.session_id: session for session in grouped}
-        return Sessions(tuple(grouped), tuple(unwritten), tuple(problems))
+        return Sessions(tuple(grouped), tuple(unwritten), tuple(unreadable))
 
     def location(self, session_id: str) -> SessionLocation | None:
         """The session's rollouts as of the last listing."""

@@ -18,6 +18,7 @@ from postrun.agents.codex.files import RolloutData, SessionFiles
 from postrun.agents.codex.kept import kept_thread
 from postrun.agents.codex.lines import rollout_lines
 from postrun.agents.codex.locate import rollout_at
+from postrun.agents.codex.meta import NOT_A_ROLLOUT
 from postrun.agents.codex.placing import Placing, placed_rows, session_order
 from postrun.agents.codex.session import (
     AGENT,
@@ -141,7 +142,7 @@ def _check_root(root: ThreadFold, data: RolloutData) -> None:
     if root.meta is None:
         if root.count == 0:
             raise NotParseableYet(where, "rollout", "its first line is not complete yet")
-        raise SourceError(where, "not a Codex rollout: its first line is not a session_meta record")
+        raise SourceError(where, NOT_A_ROLLOUT)
     if root.meta.thread_id != data.rollout.thread_id:
         raise SourceError(where, f"session_meta names thread {root.meta.thread_id}, the file name another")
     if root.meta.is_child:
@@ -151,11 +152,7 @@ def _check_root(root: ThreadFold, data: RolloutData) -> None:
 def _child_problem(fold: ThreadFold, data: RolloutData, session_id: str) -> SourceError | None:
     where = str(data.rollout.path)
     if fold.meta is None:
-        return (
-            SourceError(where, "not a Codex rollout: its first line is not a session_meta record")
-            if fold.count
-            else None
-        )
+        return SourceError(where, NOT_A_ROLLOUT) if fold.count else None
     if fold.meta.thread_id != data.rollout.thread_id:
         return SourceError(where, f"session_meta names thread {fold.meta.thread_id}, the file name another")
     if not fold.meta.is_child:

@@ -8,6 +8,7 @@ from typing import Any
 from postrun.agents.codex.values import mapping, text, timestamp
 
 GUARDIAN = "guardian"
+NOT_A_ROLLOUT = "not a Codex rollout: its first line is not a session_meta record"
 # Codex wrote items (``item_completed``) from this version on; older rollouts hold only the
 # model-facing history, whose messages are then the only record of what was said.
 ITEMS_SINCE = (0, 148)

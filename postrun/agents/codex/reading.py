@@ -12,7 +12,7 @@ from postrun.agents.codex.layout import Rollout, SessionLocation
 from postrun.agents.codex.lines import first_line
 from postrun.agents.codex.locate import ARCHIVE, rollout_at, waiting_reason
 from postrun.agents.codex.mapping import MappingCache
-from postrun.agents.codex.meta import ThreadMeta, thread_meta
+from postrun.agents.codex.meta import NOT_A_ROLLOUT, ThreadMeta, thread_meta
 from postrun.appendonly import Appended
 from postrun.errors import NotFound, SourceError
 from postrun.records import RawFile
@@ -20,24 +20,28 @@ from postrun.records import RawFile
 
 def read_meta(rollout: Rollout, *, max_bytes: int) -> ThreadMeta | None:
     """The thread a rollout's ``session_meta`` describes; None while its first line is not
-    written (or is not a ``session_meta``). Raises ``SourceError`` when it cannot be read."""
-    line = first_line(head(rollout, max_bytes=max_bytes))
-    if line is None or line.type != "session_meta":
-        return None
-    return thread_meta(line.payload, line.timestamp)
+    written. Raises ``SourceError`` when it cannot be read, or its first line is written and
+    is no ``session_meta`` (a line is written whole with its newline: a JSON line holds none)."""
+    data = head(rollout, max_bytes=max_bytes)
+    line = first_line(data)
+    meta = thread_meta(line.payload, line.timestamp) if line is not None and line.type == "session_meta" else None
+    if meta is None and data.endswith(b"\n"):
+        raise SourceError(str(rollout.path), NOT_A_ROLLOUT)
+    return meta
 
 
-def read_metas(rollouts: Iterable[Rollout], *, max_bytes: int) -> tuple[dict[str, ThreadMeta], list[SourceError]]:
-    """Each readable rollout's thread (by thread id), and the rollouts that could not be read."""
+def read_metas(rollouts: Iterable[Rollout], *, max_bytes: int) -> tuple[dict[str, ThreadMeta], dict[str, SourceError]]:
+    """Each readable rollout's thread, and why each of the others could not be read (both by
+    thread id)."""
     metas: dict[str, ThreadMeta] = {}
-    problems: list[SourceError] = []
+    problems: dict[str, SourceError] = {}
     for rollout in rollouts:
         try:
             meta = read_meta(rollout, max_bytes=max_bytes)
         except NotFound:
             continue  # gone since it was listed
         except SourceError as exc:
-            problems.append(exc)
+            problems[rollout.thread_id] = exc
             continue
         if meta is not None:
             metas[rollout.thread_id] = meta

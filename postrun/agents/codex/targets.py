@@ -29,7 +29,7 @@ _DAY = (re.compile(r"\d{4}"), re.compile(r"\d{2}"), re.compile(r"\d{2}"))
 class _Tree:
     sessions: tuple[SessionLocation, ...]
     skipped: tuple[Skipped, ...]
-    problems: tuple[SourceError, ...]
+    problems: tuple[tuple[Path, SourceError], ...]  # the rollouts that cannot be read, and why
 
     def of_thread(self, thread_id: str) -> SessionLocation | None:
         for session in self.sessions:
@@ -47,12 +47,23 @@ def resolve_targets(targets: Iterable[str | os.PathLike[str]], sessions_folder: 
         if folder not in trees:
             listing = list_rollouts(folder)
             metas, problems = read_metas(listing.rollouts, max_bytes=max_bytes)
-            trees[folder] = _Tree(tuple(group_sessions(listing.rollouts, metas)), listing.skipped, tuple(problems))
+            # An unreadable rollout is reported once, here; it is no session to read again.
+            readable = [rollout for rollout in listing.rollouts if rollout.thread_id not in problems]
+            unreadable = tuple((r.path, problems[r.thread_id]) for r in listing.rollouts if r.thread_id in problems)
+            trees[folder] = _Tree(tuple(group_sessions(readable, metas)), listing.skipped, unreadable)
         return trees[folder]
+
+    # The folders named as targets (in the sessions folder they are of): their unreadable
+    # rollouts and odd entries are reported; a thread's target reads only its own.
+    reported: dict[tuple[Path, Path], None] = {}
+
+    def folder_tree(folder: Path, named: Path) -> _Tree:
+        reported.setdefault((folder, named))
+        return tree(folder)
 
     def resolve(target: str) -> Listing:
         where = printable(target) or "''"
-        sessions, note = _resolve(target, where, sessions_folder, tree)
+        sessions, note = _resolve(target, where, sessions_folder, tree, folder_tree)
         if len(sessions) == 1 and sessions[0].root is None and not os.path.isdir(target):  # noqa: PTH112
             raise NotFound(where, waiting_reason(sessions[0]))  # a child's rollout, named alone
         found = tuple(session for session in sessions if session.root is not None)
@@ -61,23 +72,31 @@ def resolve_targets(targets: Iterable[str | os.PathLike[str]], sessions_folder: 
         return Listing(found, skipped, notes=(note,) if note else ())
 
     listing = listing_of_targets(targets, resolve)
-    skipped = [*listing.skipped, *(entry for folder in trees.values() for entry in folder.skipped)]
-    failures = [*listing.failures, *(problem for folder in trees.values() for problem in folder.problems)]
-    return replace(listing, skipped=tuple(skipped), failures=tuple(failures))
+    skipped = {entry.path: entry for entry in listing.skipped}
+    unreadable: dict[Path, SourceError] = {}  # once, whichever targets hold it
+    for folder, named in reported:
+        skipped.update((e.path, e) for e in trees[folder].skipped if e.path.is_relative_to(named))
+        unreadable.update((path, e) for path, e in trees[folder].problems if path.is_relative_to(named))
+    return replace(listing, skipped=tuple(skipped.values()), failures=(*listing.failures, *unreadable.values()))
 
 
 def _resolve(
-    target: str, where: str, sessions_folder: Path, of: Callable[[Path], _Tree]
+    target: str,
+    where: str,
+    sessions_folder: Path,
+    of: Callable[[Path], _Tree],
+    listed: Callable[[Path, Path], _Tree],
 ) -> tuple[list[SessionLocation], str]:
+    """``of``: a sessions folder's tree; ``listed``: the same, for a folder named as a target."""
     path = Path(target).expanduser()
     if target and path.exists():
         path = path.absolute()
         if path.is_dir():
             if _is_day(path):
-                whole = of(path.parents[2])
+                whole = listed(path.parents[2], path)
                 ids = {rollout.thread_id for rollout in list_rollouts(path).rollouts if path in rollout.path.parents}
                 return [session for session in whole.sessions if _holds(session, ids)], ""
-            return list(of(path).sessions), ""
+            return list(listed(path, path.parent).sessions), ""  # its archive beside it too
         rollout = rollout_at(path, archived=path.parent.name == ARCHIVE)
         if rollout is None:
             raise UsageError(

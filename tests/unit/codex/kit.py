@@ -25,7 +25,7 @@ def map_sessions_dir(sessions: Path) -> tuple[dict[str, MappedSession], list[str
     log: list[str] = []
     listing = list_rollouts(sessions)
     metas, problems = read_metas(listing.rollouts, max_bytes=MAX_BYTES)
-    log.extend(str(problem) for problem in problems)
+    log.extend(str(problem) for problem in problems.values())
     for location in group_sessions(listing.rollouts, metas):
         try:
             files = read_session(location, max_bytes=MAX_BYTES)

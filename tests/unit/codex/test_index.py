@@ -45,3 +45,21 @@ def test_each_first_line_is_read_once_and_a_child_names_its_session(
     index.sessions(list_rollouts(sessions))
     assert sorted(reads) == sorted([CHILD, CHILD, CHILD, ROOT])  # the child until its first line came
     assert index.folders(ROOT) == (root_path.parent,)
+
+
+def test_a_rollout_whose_first_line_is_no_session_meta_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    root = RolloutWriter(ROOT)
+    root.begin("t1")
+    root.write(sessions)
+    day = next(sessions.rglob("*.jsonl")).parent
+    junk = day / f"rollout-2026-12-02T10-00-00-{CHILD}.jsonl"
+    junk.write_bytes(b'{"type":"event_msg","payload":{}}')  # not written whole yet: it waits
+    first = ThreadIndex(MAX_BYTES).sessions(list_rollouts(sessions))
+    assert [r.path for r in first.unwritten] == [junk] and first.unreadable == ()
+    junk.write_bytes(b'{"type":"event_msg","payload":{}}\n')  # written: never a rollout
+    second = ThreadIndex(MAX_BYTES).sessions(list_rollouts(sessions))
+    assert [s.session_id for s in second.sessions] == [ROOT] and second.unwritten == ()
+    assert [(e.path, e.reason, e.warn) for e in second.unreadable] == [
+        (junk, "not a Codex rollout: its first line is not a session_meta record", True)
+    ]

@@ -108,3 +108,23 @@ def test_a_target_naming_nothing_fails_alone(tmp_path: Path) -> None:
     kinds = [type(failure) for failure in found.failures]
     assert kinds == [NotFound, UsageError, UsageError, NotFound]
     assert "no rollout of that thread" in str(found.failures[0])
+
+
+def test_an_unreadable_rollout_is_one_failure_of_the_folder_named_and_none_of_a_thread(tmp_path: Path) -> None:
+    sessions = _tree(tmp_path)
+    day = next(sessions.rglob(f"*{ROOT}.jsonl")).parent
+    junk = day / "rollout-2026-12-02T10-00-00-0badbad0-0000-7000-8000-000000000003.jsonl"
+    junk.write_bytes(b"hello\nworld\n")  # its first line is written, and is no session_meta
+    whole = resolve_targets([str(sessions), str(day)], sessions, max_bytes=MAX_BYTES)
+    assert [session.session_id for session in whole.sessions] == [ROOT]  # not a session of its own
+    assert [str(failure) for failure in whole.failures] == [
+        f"{junk}: not a Codex rollout: its first line is not a session_meta record"
+    ]
+    # A thread, its rollout, another day: the junk beside them is not theirs to report.
+    for target in (
+        ROOT,
+        str(next(sessions.rglob(f"*{ROOT}.jsonl"))),
+        str(next(sessions.rglob(f"*{CHILD}.jsonl")).parent),
+    ):
+        found = resolve_targets([target], sessions, max_bytes=MAX_BYTES)
+        assert [s.session_id for s in found.sessions] == [ROOT] and found.failures == (), target
