@@ -34,16 +34,26 @@ class SessionIndex:
 
     def refresh(self, database: Database) -> None:
         with self._lock:
-            since, known = self._seen, len(self._updated)
+            since = self._seen
         if since:
             # Writers stamp updated_at before they wait for the write lock: one may commit a
             # stamp a little older than one already seen.
             since = utc_iso(datetime.fromisoformat(since.replace("Z", "+00:00")) - _STAMP_SLACK)
-        if int(database.execute("SELECT count(*) FROM sessions").get) < known:
+        self._read_changed(database, "WHERE updated_at >= ?", (since,))
+        # Every stored session is indexed now, so one more in the index is a forgotten one (or
+        # a store put back from a backup): then every session is looked at again. One
+        # committed meanwhile is indexed at the next refresh, which sees the difference then.
+        if int(database.execute("SELECT count(*) FROM sessions").get) != len(self):
             self._drop_forgotten(database)
-        stamps: list[Any] = database.execute(
-            "SELECT id, updated_at FROM sessions WHERE updated_at >= ?", (since,)
-        ).fetchall()
+            self._read_changed(database, "", ())
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._updated)
+
+    def _read_changed(self, database: Database, where: str, bindings: tuple[str, ...]) -> None:
+        """Index the sessions ``where`` picks whose stamp differs from the indexed one."""
+        stamps: list[Any] = database.execute(f"SELECT id, updated_at FROM sessions {where}", bindings).fetchall()
         with self._lock:
             changed = [session_id for session_id, updated in stamps if self._updated.get(session_id) != updated]
         if not changed:

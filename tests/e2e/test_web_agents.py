@@ -11,6 +11,7 @@ import json
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -195,3 +196,47 @@ def test_every_agents_pages_fit_a_phone(browser: Any, server: ServeProcess) -> N
         shot(page, "agents-phone-ambiguous")
     finally:
         watched.close()
+
+
+def _workspace_options(page: Any) -> list[str]:
+    return [
+        str(value)
+        for value in page.locator("select[name=workspace] option").evaluate_all("(os) => os.map((o) => o.value)")
+    ]
+
+
+def test_a_running_serve_drops_a_forgotten_session_from_its_lists(browser: Any, tmp_path: Path) -> None:
+    """Forgotten while `serve` runs, and another session stored before the next page: the
+    session, its workspace and its agent leave every list and dropdown without a restart."""
+    environ = isolated_environ(tmp_path)
+    forgotten, kept, new = CASES[0], CASES[5], CASES[7]  # claude-code, codex, cline
+    assert len({forgotten.agent, kept.agent, new.agent}) == 3
+
+    def ingest(case: Case) -> None:
+        root = tmp_path / "agents" / case.fixture
+        shutil.copytree(FIXTURES / case.fixture / _FOLDER[case.agent], root)
+        assert run_postrun("ingest", "--agent", case.agent, str(root), env=environ).returncode == 0
+
+    ingest(forgotten)
+    ingest(kept)
+    served = ServeProcess(environ, tmp_path)
+    watched = open_signed_in(browser, served)
+    page = watched.page
+    try:
+        workspace = {case.session: f"/home/dev/work/{case.fixture.rsplit('/', 1)[1]}" for case in CASES}
+        assert _workspace_options(page) == ["", *sorted([workspace[forgotten.session], workspace[kept.session]])]
+        assert sorted(_listed(page)) == sorted([forgotten.session, kept.session])
+        page.goto("about:blank")  # no live page asks meanwhile
+        result = run_postrun("forget", forgotten.session, "--yes", env=environ)
+        assert result.returncode == 0, result.stderr
+        ingest(new)  # one more session: the store holds as many as the page saw
+        page.goto(served.url)
+        assert sorted(_listed(page)) == sorted([kept.session, new.session])
+        assert _workspace_options(page) == ["", *sorted([workspace[kept.session], workspace[new.session]])]
+        page.goto(f"{served.url}?q={forgotten.session[:8]}")
+        assert _listed(page) == []
+        page.goto(f"{served.url}?q=a_read_edit_write")
+        assert _listed(page) == []
+    finally:
+        watched.close()
+        served.kill()
