@@ -48,6 +48,8 @@ PROCESSES_FROM_BYTES = 16 * 2**20
 # replies wait in the socket's buffer or, one that does not fit, in its process, which maps
 # nothing more until the writer has read it.
 _AHEAD = 6
+# Sessions the writer prepares itself while a process it waits for has not answered, at most.
+_HERE_AHEAD = 3
 # The socket's buffer (the kernel's, capped by net.core.wmem_max): a reply holds the session's
 # raw files for the vault, often more than the default ~200 KB, and a process that waits to
 # send stops preparing; room for a few sessions keeps it preparing while the writer stores a slow one.
@@ -161,8 +163,8 @@ def packed_reply(found: Mapped) -> memoryview:
 
 class _Pool:
     """Ingest processes; each session goes to the process with the fewest bytes of source given
-    and not yet given back (a few large sessions spread as many small ones do), and the
-    replies are read in order from the process each session went to."""
+    and not yet given back (a few large sessions spread as many small ones do), or to the
+    writer while it would wait, and the results come out in order."""
 
     def __init__(self, count: int, store: Path, rules: MapRules) -> None:
         self.pipes: list[Connection] = []
@@ -199,18 +201,35 @@ class _Pool:
     ) -> Iterator[Mapped]:
         count = len(self.pipes)
         given = [0] * count  # bytes each process was given and has not given back
-        went: list[int] = []  # the process each session sent went to
+        went: list[int | None] = []  # the process each session went to; None: prepared here
+        kept: dict[int, Mapped] = {}  # sessions prepared here, until their turn
         for position, (location, known) in enumerate(tasks):
             while self.working and len(went) < min(len(tasks), position + count * _AHEAD):
-                number = min(range(count), key=given.__getitem__)
-                self._send(number, tasks[len(went)])
-                given[number] += sizes[len(went)]
-                went.append(number)
-            found = None
-            if self.working:
-                found = self._receive(went[position])
-                given[went[position]] -= sizes[position]
+                least = min(range(count), key=given.__getitem__)
+                self._send(least, tasks[len(went)])
+                given[least] += sizes[len(went)]
+                went.append(least)
+            if position in kept:
+                yield kept.pop(position)
+                continue
+            number = went[position] if position < len(went) else None
+            if not self.working or number is None:
+                yield here(location, known)
+                continue
+            # While its process has not answered (starting up, or slower than the writer stores),
+            # the writer prepares the next session no process was given, rather than wait idle.
+            while len(kept) < _HERE_AHEAD and len(went) < len(tasks) and not self._ready(number):
+                kept[len(went)] = here(*tasks[len(went)])
+                went.append(None)
+            found = self._receive(number)
+            given[number] -= sizes[position]
             yield found if found is not None else here(location, known)
+
+    def _ready(self, number: int) -> bool:
+        try:
+            return self.pipes[number].poll(0)
+        except OSError:
+            return True  # its receive says what went wrong
 
     # A process that failed (killed, out of memory) stops the pool: the sessions it had not
     # given back are mapped in line.

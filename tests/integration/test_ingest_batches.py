@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -174,6 +175,51 @@ def test_few_large_sessions_are_prepared_in_processes_and_stored_as_in_line(
         next(results)
         assert mapping_processes() == []
         list(results)
+
+
+def test_the_writer_prepares_sessions_while_its_processes_do_not_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ingest processes stopped for a second after they start (as slow to start as a loaded
+    machine makes them): the writer prepares the next sessions no process was given meanwhile,
+    and every session is stored, in order, as preparing all in line stores them."""
+    monkeypatch.setattr(catchup, "BATCH_SECONDS", 60.0)
+    root = tmp_path / "cline" / "sessions"
+    for index in range(12):
+        session = Synthetic(synthetic_id(index), seed=index)
+        for _ in range(3):
+            session.grow()
+        session.write(root)
+    real_init = pool._Pool.__init__
+    stopped: list[psutil.Process] = []
+
+    def stopped_at_start(self: Any, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        stopped.extend(psutil.Process(process.pid) for process in self.processes)
+        for process in stopped:
+            process.suspend()
+        threading.Timer(1.0, lambda: [process.resume() for process in stopped]).start()
+
+    monkeypatch.setattr(pool._Pool, "__init__", stopped_at_start)
+    in_line_here: list[str] = []
+    real_prepare = pool.prepare_location
+
+    def counted(location: Any, *args: Any) -> Any:
+        in_line_here.append(location.session_id)
+        return real_prepare(location, *args)
+
+    monkeypatch.setattr(pool, "prepare_location", counted)
+    with Database.open(tmp_path / "helped.db") as database:
+        ingester = Ingester(database, max_bytes=MAX_BYTES, mapping_processes=Processes(1, from_sessions=2))
+        helped = list(ingest_all(ingester, list_sessions(root).sessions))
+    assert len(stopped) == 1
+    # Session 0 went to the process, with the five after it; the writer took the next three.
+    assert in_line_here == [synthetic_id(i) for i in (6, 7, 8)]
+    assert [r.session_id for r in helped] == [synthetic_id(i) for i in range(12)]
+    with Database.open(tmp_path / "in-line.db") as database:
+        in_line = list(ingest_all(Ingester(database, max_bytes=MAX_BYTES), list_sessions(root).sessions))
+    assert summary(helped) == summary(in_line)
+    assert differences(read_records(tmp_path / "helped.db"), read_records(tmp_path / "in-line.db")) == []
 
 
 def test_a_bug_met_mapping_one_session_is_that_sessions_failure_alone(
