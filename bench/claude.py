@@ -6,7 +6,8 @@ Three figures, each against its target:
    bytes metadata, sub-agents, persisted outputs, resumed sessions): ``postrun ingest --agent
    claude-code <projects>``, whole-process wall and CPU time; with ``--peer agentsview``, its
    ``sync`` of a copy of the same files (``CLAUDE_PROJECTS_DIR``), same isolation as the Cline
-   bench's peer. Target: at most half agentsview's time.
+   bench's peer. Target: at most half agentsview's time. Beside it, the work floor of the same
+   history and the store's size (``bench/agentcold.py``).
 2. **One appended line in a 50 MB transcript**, live: a running ``postrun capture`` that has
    the session stored; each line appended is timed by capture's own ``in <ms> ms`` (read, map,
    flag, store) and set against the parse of that line alone (``orjson.loads``, median of many).
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import re
 import shutil
 import sys
@@ -36,10 +36,10 @@ from pathlib import Path
 
 import orjson
 
-from bench import sections
+from bench import agentcold, sections
 from bench.claude_history import open_claude_session, write_claude_history, write_small_sessions
-from bench.peer import AGENTSVIEW, AGENTSVIEW_VERSION, ensure_agentsview
-from bench.proc import Capture, Finished, isolated_env, postrun_command, run
+from bench.peer import AGENTSVIEW, AGENTSVIEW_VERSION
+from bench.proc import Capture, isolated_env, postrun_command, run
 from bench.stats import median
 from bench.warm import measure_warm
 
@@ -48,7 +48,6 @@ APPEND_TARGET_FIXED_MS = 20.0
 WARM_TARGET_SECONDS = 1.0
 COLD_TARGET_SHARE = 0.5
 _UPDATED = re.compile(r"INFO claude-code (?:updated|unchanged) (?P<id>\S+) \(.*\) on (?:event|poll) in (?P<ms>\d+) ms$")
-_SYNCED = re.compile(r"Sync complete: (?P<sessions>\d+) sessions synced")
 
 
 @dataclass(frozen=True)
@@ -72,8 +71,7 @@ class Figures:
     history_sessions: int
     history_subagents: int
     message_share: float
-    cold: Finished
-    peer: Finished | None
+    cold: agentcold.AgentCold
     append_ms: tuple[int, ...]
     append_cpu_ms: tuple[float, ...]  # the capture process's CPU over each append, all threads
     line_parse_ms: float
@@ -102,54 +100,23 @@ def measure_cold(workdir: Path, profile: Profile, seed: int, with_peer: bool) ->
     totals = write_claude_history(projects, seed=seed, sessions=profile.sessions, mean_turns=profile.turns)
     log(f"history: {totals.bytes / 2**20:.0f} MB, {totals.sessions} sessions, {totals.subagents} sub-agents")
     env = _env(workdir / "cold-home", workdir / "cold.db", projects)
-    os.sync()
-    cold = run([*postrun_command(), "ingest", "--agent", "claude-code", str(projects)], env, timeout=7200)
-    stored = sum(1 for line in cold.stdout.splitlines() if line.startswith("ingested claude-code session "))
-    if cold.returncode != 0 or stored != totals.sessions:
-        raise RuntimeError(f"cold ingest: exit {cold.returncode}, {stored} of {totals.sessions}: {cold.stderr[-2000:]}")
-    log(f"cold ingest: {cold.wall_seconds:.1f} s wall, {cold.cpu_seconds:.1f} s CPU")
-    peer = _peer(workdir, projects, totals.sessions) if with_peer else None
+    cold = agentcold.measure(
+        "claude-code",
+        projects,
+        env,
+        sessions=totals.sessions,
+        source_bytes=totals.bytes,
+        peer_variable="CLAUDE_PROJECTS_DIR" if with_peer else None,
+        workdir=workdir,
+    )
+    log(f"cold ingest: {cold.cold.wall_seconds:.1f} s wall, {cold.cold.cpu_seconds:.1f} s CPU")
     return {
         "history_bytes": totals.bytes,
         "history_sessions": totals.sessions,
         "history_subagents": totals.subagents,
         "message_share": totals.message_bytes / totals.bytes,
         "cold": cold,
-        "peer": peer,
     }
-
-
-def _peer(workdir: Path, projects: Path, sessions: int) -> Finished:
-    binary = ensure_agentsview()
-    copy = workdir / "peer" / "projects"
-    shutil.copytree(projects, copy, copy_function=shutil.copy2)
-    home = workdir / "peer" / "home"
-    for name in ("config", "data", "state", "cache"):
-        (home / f".{name}").mkdir(parents=True, exist_ok=True)
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("POSTRUN_", "XDG_", "AGENTSVIEW_"))}
-    env |= {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(home / ".data"),
-        "XDG_STATE_HOME": str(home / ".state"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "AGENTSVIEW_DATA_DIR": str(workdir / "peer" / "data"),
-        "CLAUDE_PROJECTS_DIR": str(copy),
-        "AGENTSVIEW_NO_DAEMON": "1",
-        "AGENTSVIEW_NO_BROWSER": "1",
-        "AGENTSVIEW_DISABLE_UPDATE_CHECK": "1",
-        "AGENTSVIEW_TELEMETRY_ENABLED": "0",
-        "DO_NOT_TRACK": "1",
-    }
-    os.sync()
-    finished = run([str(binary), "sync"], env, timeout=7200)
-    found = _SYNCED.search(finished.stdout + finished.stderr)
-    if finished.returncode != 0 or found is None or int(found["sessions"]) < sessions:
-        raise RuntimeError(
-            f"{AGENTSVIEW} sync: exit {finished.returncode}: {(finished.stdout + finished.stderr)[-2000:]}"
-        )
-    log(f"{AGENTSVIEW} {AGENTSVIEW_VERSION} sync: {finished.wall_seconds:.1f} s wall ({found['sessions']} synced)")
-    return finished
 
 
 def measure_append(workdir: Path, profile: Profile, seed: int) -> dict[str, object]:
@@ -217,7 +184,6 @@ def measure_warm_start(workdir: Path, profile: Profile, seed: int) -> dict[str, 
 
 
 def section(figures: Figures) -> list[str]:
-    cold, peer = figures.cold, figures.peer
     appended = median(figures.append_ms)
     allowed = APPEND_TARGET_FACTOR * figures.line_parse_ms + APPEND_TARGET_FIXED_MS
     warm = median(figures.warm_wall)
@@ -229,20 +195,7 @@ def section(figures: Figures) -> list[str]:
         "| Figure | Result | Target | |",
         "| --- | --- | --- | --- |",
     ]
-    if peer is not None:
-        share = cold.wall_seconds / peer.wall_seconds
-        verdict = "met" if share <= COLD_TARGET_SHARE else "missed"
-        rows.append(
-            f"| cold ingest | {cold.wall_seconds:.1f} s wall, {cold.cpu_seconds:.1f} s CPU, peak"
-            f" {cold.max_rss_bytes >> 20} MB; {AGENTSVIEW} {AGENTSVIEW_VERSION} sync {peer.wall_seconds:.1f} s wall,"
-            f" {peer.cpu_seconds:.1f} s CPU: {share:.2f}x its time"
-            f" | <= {COLD_TARGET_SHARE}x {AGENTSVIEW}'s | {verdict} |"
-        )
-    else:
-        rows.append(
-            f"| cold ingest | {cold.wall_seconds:.1f} s wall, {cold.cpu_seconds:.1f} s CPU, peak"
-            f" {cold.max_rss_bytes >> 20} MB (no peer run) | <= {COLD_TARGET_SHARE}x {AGENTSVIEW}'s | - |"
-        )
+    rows += agentcold.rows(figures.cold)
     cpu = median(figures.append_cpu_ms)
     rows.append(
         f"| one line appended to a {figures.large_bytes / 2**20:.0f} MB transcript (live) | {appended:.0f} ms median"

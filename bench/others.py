@@ -20,10 +20,12 @@ _ARGUMENTS: dict[str, tuple[list[str], list[str]]] = {
     "review": (["--sessions", "300"], ["--sessions", "1000"]),
     "vault": (["--sessions", "400", "--runs", "3"], []),
     "claude": ([], ["--full"]),
+    "codex": ([], ["--sessions", "1000"]),
     "web": (["--sessions", "2000", "--rounds", "3"], []),
     "mirror": (["--sessions", "300", "--busy-seconds", "15"], []),
 }
 NAMES = tuple(_ARGUMENTS)
+_PEERED = ("claude", "codex")  # the benches that time agentsview too, with --peer
 _TIMEOUT_SECONDS = 1800.0
 
 
@@ -35,7 +37,7 @@ def run_others(
     for name, (quick, complete) in _ARGUMENTS.items():
         if name in skip:
             continue
-        arguments = [*(complete if full else quick), *(["--peer"] if peer and name == "claude" else [])]
+        arguments = [*(complete if full else quick), *(["--peer"] if peer and name in _PEERED else [])]
         command = [sys.executable, "-m", f"bench.{name}", *arguments, "--output", str(output)]
         log(f"bench.{name}: {' '.join(command[1:])}")
         try:

@@ -29,13 +29,13 @@ import orjson
 _TIMER = """
 import sys, time, orjson, zstandard
 from pathlib import Path
-from postrun.agents.cline import resolve_targets
+from postrun.agents.registry import adapter
 from postrun.ingest.prepare import Known, MapRules, Prepared, prepare_location
 from postrun.store import dictionary
 from postrun.store.codec import pack
 from postrun.store.vault import blob_hash
-root, max_bytes = Path(sys.argv[1]), int(sys.argv[2])
-listing = resolve_targets([str(root / i) for i in sys.stdin.read().split()], root)
+root, max_bytes, kind = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+listing = adapter(kind).resolve_targets([str(root / i) for i in sys.stdin.read().split()], [root])
 rules = MapRules(max_bytes)
 raw = zstandard.ZstdCompressor(level=dictionary.LEVEL)
 mapping = records = copies = 0.0
@@ -45,7 +45,7 @@ for location in listing.sessions:
     _, prepared, _ = prepare_location(location, Known(None), {}, rules)
     mapped = time.process_time()
     if not isinstance(prepared, Prepared):
-        raise SystemExit(f"{location.messages}: {prepared}")
+        raise SystemExit(f"{location.where}: {prepared}")
     for row in prepared.mapped.steps:
         pack(row.blob)
     packed = time.process_time()
@@ -73,11 +73,13 @@ class WorkFloor:
         return self.mapping_seconds + self.records_seconds + self.copies_seconds
 
 
-def work_floor(root: Path, session_ids: Sequence[str], *, max_bytes: int = 64 * 2**20) -> WorkFloor:
-    """The CPU time of mapping ``session_ids`` (folders of ``root``) and compressing what is kept."""
+def work_floor(root: Path, targets: Sequence[str], *, kind: str = "cline", max_bytes: int = 64 * 2**20) -> WorkFloor:
+    """The CPU time of mapping the sessions of ``targets`` (paths relative to ``root``, as
+    ``postrun ingest`` takes them; "." is every session under it) of agent ``kind``, and
+    compressing what is kept."""
     finished = subprocess.run(
-        [sys.executable, "-c", _TIMER, str(root), str(max_bytes)],
-        input="\n".join(session_ids).encode(),
+        [sys.executable, "-c", _TIMER, str(root), str(max_bytes), kind],
+        input="\n".join(targets).encode(),
         capture_output=True,
         check=True,
     )

@@ -1,0 +1,153 @@
+"""Cold ingest of another agent's history (Claude Code, Codex): against agentsview, its work floor, its store.
+
+One ``postrun ingest --agent <kind> <root>`` of the whole history (whole process: wall and
+CPU from ``wait4``, its ingest processes included), then, with a peer, one ``agentsview
+sync`` of a copy of the same files (the agent's folder named by agentsview's own variable,
+the rest as the Cline bench's peer: its own HOME, XDG folders and data dir, no daemon, no
+update check or telemetry). The work floor is the same files mapped and their records and
+raw copies compressed in a fresh process (``bench/workfloor.py``) plus SQLite writing the
+stored steps (``bench/sqlitefloor.py``), spread over the cores: the least wall time any
+design of the ingest could take here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+
+from bench.peer import AGENTSVIEW, AGENTSVIEW_VERSION, ensure_agentsview
+from bench.proc import Finished, postrun_command, run
+from bench.sqlitefloor import sqlite_floor
+from bench.storesize import StoreSize, measure_store
+from bench.workfloor import WorkFloor, work_floor
+
+PEER_RATIO_TARGET = 0.5
+WORK_FLOOR_RATIO_TARGET = 1.3
+STORE_WITH_RAW_MB_PER_MB_TARGET = 0.5
+_SYNCED = re.compile(r"Sync complete: (?P<sessions>\d+) sessions synced")
+
+
+@dataclass(frozen=True)
+class AgentCold:
+    kind: str
+    sessions: int
+    source_bytes: int
+    cold: Finished
+    peer: Finished | None
+    work: WorkFloor
+    sqlite_seconds: float
+    store: StoreSize
+    cores: int
+
+    @property
+    def floor_seconds(self) -> float:
+        return (self.work.cpu_seconds + self.sqlite_seconds) / self.cores
+
+
+def measure(
+    kind: str,
+    root: Path,
+    env: Mapping[str, str],
+    *,
+    sessions: int,
+    source_bytes: int,
+    peer_variable: str | None,
+    workdir: Path,
+) -> AgentCold:
+    """``sessions`` sessions of ``kind`` under ``root`` ingested cold (``env`` names the store);
+    with ``peer_variable`` (agentsview's variable for that agent's folder), agentsview's sync too."""
+    os.sync()  # the generator's writeback is not the ingest's cost
+    cold = run([*postrun_command(), "ingest", "--agent", kind, str(root)], env, timeout=7200)
+    stored = sum(1 for line in cold.stdout.splitlines() if line.startswith(f"ingested {kind} session "))
+    if cold.returncode != 0 or stored != sessions:
+        raise RuntimeError(f"cold ingest: exit {cold.returncode}, {stored} of {sessions}: {cold.stderr[-2000:]}")
+    peer = None if peer_variable is None else _peer(workdir / "peer", root, peer_variable, sessions)
+    db = Path(env["POSTRUN_DB"])
+    connection = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        ids = [str(row[0]) for row in connection.execute("SELECT id FROM sessions")]
+    finally:
+        connection.close()
+    return AgentCold(
+        kind=kind,
+        sessions=sessions,
+        source_bytes=source_bytes,
+        cold=cold,
+        peer=peer,
+        work=work_floor(root, ["."], kind=kind),
+        sqlite_seconds=sqlite_floor(db, ids, scratch=workdir / "sqlite-floor"),
+        store=measure_store(db, source_bytes=source_bytes),
+        cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
+    )
+
+
+def _peer(workdir: Path, root: Path, variable: str, sessions: int) -> Finished:
+    binary = ensure_agentsview()
+    copy = workdir / root.name
+    shutil.copytree(root, copy, copy_function=shutil.copy2)
+    home = workdir / "home"
+    for name in ("config", "data", "state", "cache"):
+        (home / f".{name}").mkdir(parents=True, exist_ok=True)
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("POSTRUN_", "XDG_", "AGENTSVIEW_"))}
+    env |= {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".data"),
+        "XDG_STATE_HOME": str(home / ".state"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "AGENTSVIEW_DATA_DIR": str(workdir / "data"),
+        variable: str(copy),
+        "AGENTSVIEW_NO_DAEMON": "1",
+        "AGENTSVIEW_NO_BROWSER": "1",
+        "AGENTSVIEW_DISABLE_UPDATE_CHECK": "1",
+        "AGENTSVIEW_TELEMETRY_ENABLED": "0",
+        "DO_NOT_TRACK": "1",
+    }
+    os.sync()
+    finished = run([str(binary), "sync"], env, timeout=7200)
+    found = _SYNCED.search(finished.stdout + finished.stderr)
+    if finished.returncode != 0 or found is None or int(found["sessions"]) < sessions:
+        raise RuntimeError(
+            f"{AGENTSVIEW} sync: exit {finished.returncode}: {(finished.stdout + finished.stderr)[-2000:]}"
+        )
+    return finished
+
+
+def rows(figures: AgentCold) -> list[str]:
+    """The cold-ingest rows of a section's table (| Figure | Result | Target | |)."""
+    cold, work, store = figures.cold, figures.work, figures.store
+    floor = figures.floor_seconds
+    mb = 2**20
+    out = []
+    if figures.peer is not None:
+        share = cold.wall_seconds / figures.peer.wall_seconds
+        out.append(
+            f"| cold ingest vs {AGENTSVIEW} {AGENTSVIEW_VERSION} sync | {cold.wall_seconds:.1f} s wall,"
+            f" {cold.cpu_seconds:.1f} s CPU, peak {cold.tree_rss_bytes >> 20} MB; {AGENTSVIEW}"
+            f" {figures.peer.wall_seconds:.1f} s wall, {figures.peer.cpu_seconds:.1f} s CPU: **{share:.2f}× its time**"
+            f" | ≤ {PEER_RATIO_TARGET}× | {'met' if share <= PEER_RATIO_TARGET else 'missed'} |"
+        )
+    else:
+        out.append(
+            f"| cold ingest | {cold.wall_seconds:.1f} s wall, {cold.cpu_seconds:.1f} s CPU,"
+            f" peak {cold.tree_rss_bytes >> 20} MB (no peer run) | ≤ {PEER_RATIO_TARGET}× {AGENTSVIEW}'s | — |"
+        )
+    ratio = cold.wall_seconds / floor
+    out += [
+        f"| work floor (CPU: mapping {work.mapping_seconds:.2f} s, records {work.records_seconds:.2f} s,"
+        f" raw copies {work.copies_seconds:.2f} s, SQLite {figures.sqlite_seconds:.2f} s; ÷ {figures.cores} cores)"
+        f" | {floor:.2f} s; wall **{ratio:.2f}× the floor**; cores used {cold.cpu_seconds / cold.wall_seconds:.2f}"
+        f" | ≤ {WORK_FLOOR_RATIO_TARGET}× | {'met' if ratio <= WORK_FLOOR_RATIO_TARGET else 'missed'} |",
+        f"| store with the vault's raw copies ({store.store_bytes / mb:,.0f} MB for"
+        f" {figures.source_bytes / mb:,.0f} MB of source)"
+        f" | {store.bytes_per_source_mb / mb:.2f} MB per source MB (records and index"
+        f" {store.records_bytes_per_source_mb / mb:.2f}) | ≤ {STORE_WITH_RAW_MB_PER_MB_TARGET} MB |"
+        f" {'met' if store.bytes_per_source_mb / mb <= STORE_WITH_RAW_MB_PER_MB_TARGET else 'missed'} |",
+    ]
+    return out
