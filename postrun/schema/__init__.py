@@ -11,12 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from postrun.schema.models import (
-    SCHEMA_VERSION,
-    SchemaError,
-    check_timestamp,
-    model_problems,
-)
+from postrun.schema.base import SCHEMA_VERSION, SchemaError, check_timestamp
 from postrun.schema.plain import PLAIN_FIELDS, is_timestamp, plainly_valid, plainly_valid_step
 
 __all__ = [
@@ -34,6 +29,13 @@ __all__ = [
     "validate_envelope",
     "validate_record",
 ]
+
+
+def model_problems(kind: str, data: Any, path: str | None = None) -> list[str]:
+    """``record_problems`` as the models alone find them (built the first time they are asked)."""
+    from postrun.schema import models
+
+    return models.model_problems(kind, data, path)
 
 
 def record_problems(kind: str, data: Any, path: str | None = None) -> list[str]:

@@ -17,37 +17,12 @@ dicts, so what is validated is exactly what is written.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-SCHEMA_VERSION = "1.2"
-
-_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
-_TIMESTAMP_MESSAGE = "expected ISO 8601 date-time with timezone"
-
-
-class SchemaError(ValueError):
-    """One or more records break the schema; ``problems`` are ``path: message`` lines."""
-
-    def __init__(self, problems: Sequence[str]) -> None:
-        super().__init__("; ".join(problems))
-        self.problems = list(problems)
-
-
-def check_timestamp(value: str) -> str:
-    if not _TIMESTAMP.fullmatch(value):
-        raise ValueError(_TIMESTAMP_MESSAGE)
-    try:
-        # A time whose UTC form falls outside years 1 to 9999 cannot be stored (times are kept in UTC).
-        datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
-    except (ValueError, OverflowError):
-        raise ValueError(_TIMESTAMP_MESSAGE) from None
-    return value
-
+from postrun.schema.base import check_timestamp
 
 Timestamp = Annotated[str, AfterValidator(check_timestamp)]
 NonEmpty = Annotated[str, Field(min_length=1)]

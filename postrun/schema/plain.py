@@ -1,5 +1,8 @@
 """A shortcut for the records an adapter maps by the thousand: plain type checks that accept
-only what the models of ``postrun.schema.models`` accept, and leave every doubt to them."""
+only what the models of ``postrun.schema.models`` accept, and leave every doubt to them.
+
+The fields are named here, not read from the models, so that checking plainly never builds
+them (a unit test holds the two to the same fields)."""
 
 from __future__ import annotations
 
@@ -8,32 +11,24 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from postrun.schema.models import (
-    Actor,
-    Agent,
-    Flag,
-    Metrics,
-    Record,
-    Segment,
-    Session,
-    Step,
-    StepError,
-    Tokens,
-    Turn,
-    Workspace,
-    check_timestamp,
-)
+from postrun.schema.base import check_timestamp
 
 # A shortcut for the steps an adapter maps by the thousand: plain checks that accept only
 # steps the models accept (every doubt is left to the models, which then name the problem).
 # The models run a Python callback per field (the null check), about 6 µs a step.
-_STEP_KEYS = frozenset(Step.model_fields) - {"error"}
-_STEP_KEYS_WITH_ERROR = frozenset(Step.model_fields)
+STEP_FIELDS = frozenset(
+    {"id", "session_id", "segment_index", "turn_id", "actor_id", "seq", "at", "type", "decision", "outcome"}
+    | {"content_status", "error", "channels", "flags", "payload"}
+)
+FLAG_FIELDS = frozenset(("kind", "severity", "reason"))
+ERROR_FIELDS = frozenset(("type", "message"))
+_STEP_KEYS = STEP_FIELDS - {"error"}
+_STEP_KEYS_WITH_ERROR = STEP_FIELDS
 _NAMES = ("id", "session_id", "turn_id", "actor_id", "decision", "outcome")
 _SEVERITIES = frozenset({"info", "warn", "danger"})
 _CONTENT_STATUSES = frozenset({"inline", "reference_only"})
-_FLAG_KEYS = frozenset(Flag.model_fields)
-_ERROR_KEYS = frozenset(StepError.model_fields)
+_FLAG_KEYS = FLAG_FIELDS
+_ERROR_KEYS = ERROR_FIELDS
 _COMMAND_TEXTS = frozenset({"command", "stdout", "stderr", "cwd", "output_ref"})
 _EDIT_TEXTS = frozenset({"old_string", "new_string"})
 
@@ -253,32 +248,33 @@ def _plain_record(required: dict[str, _Check], optional: dict[str, _Check]) -> _
 
 
 _TOKENS = _plain_record(dict.fromkeys(("input", "output", "cache_read", "cache_creation"), _count), {})
-PLAIN_FIELDS: dict[type[Record], tuple[dict[str, _Check], dict[str, _Check]]] = {
-    Agent: ({"kind": _name, "version": _text}, {"format_version": _text}),
-    Workspace: ({"root": _text}, {"repo": _text}),
-    Tokens: (dict.fromkeys(("input", "output", "cache_read", "cache_creation"), _count), {}),
-    Metrics: ({"cost_usd": _cost, "api_requests": _count, "tokens": _TOKENS}, {}),
-    Segment: (
+# By model name (``postrun.schema.models``): its required fields' checks, then its optional ones'.
+PLAIN_FIELDS: dict[str, tuple[dict[str, _Check], dict[str, _Check]]] = {
+    "Agent": ({"kind": _name, "version": _text}, {"format_version": _text}),
+    "Workspace": ({"root": _text}, {"repo": _text}),
+    "Tokens": (dict.fromkeys(("input", "output", "cache_read", "cache_creation"), _count), {}),
+    "Metrics": ({"cost_usd": _cost, "api_requests": _count, "tokens": _TOKENS}, {}),
+    "Segment": (
         {"index": _count, "start_reason": _name, "started_at": _time, "source_files": _texts},
         {"ended_at": _time},
     ),
-    Actor: ({"id": _name, "type": _name}, {"parent_id": _name, "label": _text}),
-    Turn: (
+    "Actor": ({"id": _name, "type": _name}, {"parent_id": _name, "label": _text}),
+    "Turn": (
         {"id": _name, "session_id": _name, "segment_index": _count, "actor_id": _name, "index": _count}
         | {"started_at": _time, "step_ids": _texts},
         {"prompt_id": _text, "mode": _text},
     ),
 }
-PLAIN_FIELDS[Session] = (
+PLAIN_FIELDS["Session"] = (
     {"id": _name, "started_at": _time}
-    | {"agent": _plain_record(*PLAIN_FIELDS[Agent]), "workspace": _plain_record(*PLAIN_FIELDS[Workspace])},
-    {"ended_at": _time, "source": _text, "metrics": _plain_record(*PLAIN_FIELDS[Metrics])},
+    | {"agent": _plain_record(*PLAIN_FIELDS["Agent"]), "workspace": _plain_record(*PLAIN_FIELDS["Workspace"])},
+    {"ended_at": _time, "source": _text, "metrics": _plain_record(*PLAIN_FIELDS["Metrics"])},
 )
 _PLAINLY_VALID: dict[str, _Check] = {
-    "session": _plain_record(*PLAIN_FIELDS[Session]),
-    "segment": _plain_record(*PLAIN_FIELDS[Segment]),
-    "actor": _plain_record(*PLAIN_FIELDS[Actor]),
-    "turn": _plain_record(*PLAIN_FIELDS[Turn]),
+    "session": _plain_record(*PLAIN_FIELDS["Session"]),
+    "segment": _plain_record(*PLAIN_FIELDS["Segment"]),
+    "actor": _plain_record(*PLAIN_FIELDS["Actor"]),
+    "turn": _plain_record(*PLAIN_FIELDS["Turn"]),
     "step": plainly_valid_step,
 }
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from postrun import schema
+from postrun.schema import models, plain
 from tests.support.builders import command_step, message_step, session_record
 from tests.unit.cline.kit import CASES, map_case_dir
 
@@ -160,11 +163,28 @@ def test_a_record_the_plain_checks_accept_is_one_the_models_accept(drawn: tuple[
 
 def test_the_plain_checks_know_every_field_of_every_model() -> None:
     for model, (required, optional) in schema.PLAIN_FIELDS.items():
-        fields = model.model_fields
+        fields = getattr(models, model).model_fields
         assert set(required) == {name for name, field in fields.items() if field.is_required()}, model
         assert set(optional) == {name for name, field in fields.items() if not field.is_required()}, model
     for kind, record in _RECORDS.items():
         assert schema.plainly_valid(kind, record), kind
+    assert set(models.Step.model_fields) == plain.STEP_FIELDS
+    assert set(models.Flag.model_fields) == plain.FLAG_FIELDS
+    assert set(models.StepError.model_fields) == plain.ERROR_FIELDS
+
+
+def test_checking_records_plainly_builds_no_model() -> None:
+    """An ingest process maps and checks records without pydantic (building the models is most
+    of its start-up); the models are built the first time a record needs them."""
+    code = (
+        "import sys; from postrun import schema; import postrun.ingest.pool_process, postrun.agents.cline.adapter;"
+        " assert 'pydantic' not in sys.modules, 'pydantic imported';"
+        " print(schema.record_problems('actor', {'id': '', 'type': 'root'}));"
+        " assert 'pydantic' in sys.modules"
+    )
+    checked = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=False)
+    assert checked.returncode == 0, checked.stderr
+    assert "actor.id" in checked.stdout
 
 
 def test_every_reference_problem_of_the_steps_is_named() -> None:
