@@ -30,7 +30,7 @@ from bench import cold, daemon, live, mcp, others, peer, report, sections, sqlit
 from bench.history import HISTORY_END_MS, MESSAGES_PER_TURN, SessionWriter, open_session, write_history
 from bench.machine import describe
 from bench.noise import CpuMark, others_share
-from bench.proc import isolated_env
+from bench.proc import isolated_env, postrun_command
 
 REPO = Path(__file__).resolve().parent.parent
 MB = 2**20
@@ -226,6 +226,8 @@ def measure(profile: Profile, seed: int, workdir: Path, command: str, *, peer_na
     if peer_name is not None:
         with phase(f"installing {peer.AGENTSVIEW}=={peer.AGENTSVIEW_VERSION} when missing"):
             binary = peer.ensure_agentsview()
+    with phase("1 start-up: postrun --version and an ingest process's imports, CPU"):
+        startup = workfloor.startup_floor(postrun_command())
     mark = CpuMark.now()
     logs = workdir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -302,6 +304,7 @@ def measure(profile: Profile, seed: int, workdir: Path, command: str, *, peer_na
         profile=f"profile {profile.name}: "
         + ", ".join(f"{k} {v}" for k, v in dataclasses.asdict(profile).items() if k not in ("name", "shapes")),
         shapes=tuple(shapes),
+        startup=startup,
         cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
         warm=warm_result,
         live_events=live_results[0],

@@ -18,6 +18,7 @@ spreads over processes, so on ``cores`` cores a cold ingest cannot take less wal
 
 from __future__ import annotations
 
+import resource
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -85,3 +86,27 @@ def work_floor(root: Path, targets: Sequence[str], *, kind: str = "cline", max_b
     )
     found = orjson.loads(finished.stdout)
     return WorkFloor(found["steps"], found["mapping"], found["records"], found["copies"])
+
+
+@dataclass(frozen=True, slots=True)
+class Startup:
+    """What starting an ingest costs before any session is read, CPU time, best of a few."""
+
+    writer_seconds: float  # the ``postrun`` process: interpreter and the CLI's imports
+    process_seconds: float  # each ingest process: interpreter and what preparing imports
+
+
+def startup_floor(postrun: Sequence[str], *, repeats: int = 5) -> Startup:
+    """The CPU time of ``postrun --version`` and of an ingest process's imports (fresh processes)."""
+    process = [sys.executable, "-P", "-c", "import postrun.ingest.pool_process, postrun.agents.cline.adapter"]
+    return Startup(_child_cpu([*postrun, "--version"], repeats), _child_cpu(process, repeats))
+
+
+def _child_cpu(command: Sequence[str], repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(list(command), capture_output=True, check=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        best = min(best, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return best
