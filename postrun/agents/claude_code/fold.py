@@ -25,6 +25,7 @@ from postrun.agents.claude_code.results import MISSING, Call, Result
 from postrun.agents.claude_code.text import has_tool_results, is_prompt, text_field, text_of, timestamp
 from postrun.agents.claude_code.tools import read_text
 from postrun.records import StepRow
+from postrun.review.secrets import may_hold_secrets
 
 ROOT_ACTOR = "root"
 Usage = tuple[int, int, int, int]  # input, output, cache read, cache creation tokens
@@ -95,7 +96,7 @@ class Fold:
     usage: dict[str, Usage | None] = field(default_factory=dict)  # message.id -> its last usage
     tokens: Usage = _NO_USAGE  # the sum of ``usage``
     facts: Facts = field(default_factory=lambda: Facts())
-    read_texts: dict[str, str] = field(default_factory=dict)  # step id -> what a Read returned
+    read_texts: dict[str, str] = field(default_factory=dict)  # step id -> a Read's text, if a secret rule may match it
     skipped: int = 0  # lines that are not JSON objects
     records: int = 0  # lines that are records (objects with a ``type``)
     touched: tuple[int, ...] = ()  # entries of the fold it extended that it changed (a result came)
@@ -310,7 +311,7 @@ class _Work:
         if index < self.before:
             self.touched.append(index)
         text = read_text(answered)
-        if text is not None:
+        if text and may_hold_secrets(text):  # a text no secret rule can match gives no flag: not kept
             self.read_texts[entry.id] = text
 
     # -- steps --------------------------------------------------------------------------

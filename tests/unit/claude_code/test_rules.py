@@ -58,7 +58,9 @@ def test_a_hook_s_yes_is_automatic_and_a_person_s_is_accepted(tmp_path: Path) ->
     ]
 
 
-def test_read_texts_hold_what_each_read_returned_in_main_and_sub_agent_files(tmp_path: Path) -> None:
+def test_read_texts_hold_what_each_read_returned_in_main_and_sub_agent_files_that_may_hold_a_secret(
+    tmp_path: Path,
+) -> None:
     t = _started()
     t.call("msg_1", "toolu_read", "Read", {"file_path": f"{CWD}/.env"})
     read = {"filePath": f"{CWD}/.env", "content": "TOKEN=abc\n", "numLines": 1, "startLine": 1, "totalLines": 1}
@@ -69,12 +71,14 @@ def test_read_texts_hold_what_each_read_returned_in_main_and_sub_agent_files(tmp
     sub = Transcript(SID, CWD, agent_id="abc")
     sub.prompt("look")
     sub.call("msg_4", "toolu_sub_read", "Read", {"file_path": f"{CWD}/a.py"})
-    sub.result("toolu_sub_read", "1\tx = 1\n")
+    sub.result("toolu_sub_read", "1\tpassword = 'hunter22'\n")
+    sub.call("msg_5", "toolu_sub_plain", "Read", {"file_path": f"{CWD}/b.py"})
+    sub.result("toolu_sub_plain", "1\tx = 1\n")  # no secret rule can match it: left out
     location = _location(tmp_path)
     sub.write(location.subagents / "agent-abc.jsonl")
     (location.subagents / "agent-abc.meta.json").write_text(json.dumps(meta("toolu_agent", "Look")))
     mapped = _map(tmp_path, t)
-    assert mapped.read_texts == {"toolu_read": "TOKEN=abc\n", "agent-abc/toolu_sub_read": "1\tx = 1\n"}
+    assert mapped.read_texts == {"toolu_read": "TOKEN=abc\n", "agent-abc/toolu_sub_read": "1\tpassword = 'hunter22'\n"}
 
 
 def test_a_line_that_is_not_json_yet_at_the_end_waits_and_junk_before_it_is_skipped(tmp_path: Path) -> None:
