@@ -21,6 +21,7 @@ read step, masked, like a command's output; the text itself is never kept.
 from __future__ import annotations
 
 import functools
+import posixpath
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -28,13 +29,14 @@ from postrun.review import secrets
 from postrun.review.argv import unwrapped
 from postrun.review.command_rules import COMMAND_RULES, QUOTED_CHARS, Severity
 from postrun.review.path_rules import is_sensitive_path, outside_workspace
+from postrun.review.run_rules import files_read
 from postrun.review.shell import split_commands
 from postrun.text import one_line
 
 # Bump when a rule changes (here or in the modules named above); with the secret rules'
 # versions it names the rules a stored step was flagged under (stored sessions are
 # re-flagged when it differs).
-_FLAG_RULES = "2"
+_FLAG_RULES = "3"
 RULES_VERSION = f"flags-{_FLAG_RULES}+secrets-{secrets.RULES_VERSION}+detect-secrets-{secrets.DETECT_SECRETS_VERSION}"
 
 FLAG_KINDS = ("dangerous_command", "secret_in_output", "outside_workspace", "sensitive_read", "rejected", "failed")
@@ -54,7 +56,9 @@ def step_flags(
     payload = step["payload"]
     kind = step["type"]
     if kind == "command" and isinstance(payload.get("command"), str):
-        found += _command_flags(payload["command"])
+        flags, reads = _command_facts(payload["command"])
+        found += flags
+        found += _reads_outside(reads, payload.get("cwd"), workspace_root)
     if kind in ("read", "edit"):
         path = payload["path"]
         shown = one_line(path, QUOTED_CHARS)
@@ -75,30 +79,47 @@ def step_flags(
     return _unique(found)
 
 
-def _command_flags(line: str) -> list[Flag]:
-    found = _line_flags(line) if len(line) <= _CACHED_LINE_CHARS else _flags_of_line(line)
-    return [_flag(kind, severity, reason) for kind, severity, reason in found]
+def _command_facts(line: str) -> tuple[list[Flag], tuple[str, ...]]:
+    """The flags of a command line's own rules, and the files it reads."""
+    found, reads = _line_facts(line) if len(line) <= _CACHED_LINE_CHARS else _facts_of_line(line)
+    return [_flag(kind, severity, reason) for kind, severity, reason in found], reads
 
 
 # Agents run the same commands again and again (tests, builds, git status); parsing and
 # testing one costs about 15 µs. Longer lines (heredocs, scripts) rarely repeat.
 _CACHED_LINE_CHARS = 1024
+_LineFacts = tuple[tuple[tuple[str, Severity, str], ...], tuple[str, ...]]
 
 
 @functools.lru_cache(maxsize=1024)
-def _line_flags(line: str) -> tuple[tuple[str, Severity, str], ...]:
-    return _flags_of_line(line)
+def _line_facts(line: str) -> _LineFacts:
+    return _facts_of_line(line)
 
 
-def _flags_of_line(line: str) -> tuple[tuple[str, Severity, str], ...]:
+def _facts_of_line(line: str) -> _LineFacts:
     found = []
+    reads: list[str] = []
     for command in split_commands(line):
         argv = unwrapped(command.argv)
         for rule in COMMAND_RULES:
             matched = rule.test(command, argv)
             if matched is not None:
                 found.append((rule.kind, rule.severity, f"{rule.name}: {matched}"))
-    return tuple(found)
+        reads += files_read(command, argv)
+    return tuple(found), tuple(reads)
+
+
+def _reads_outside(reads: tuple[str, ...], cwd: Any, workspace_root: str) -> list[Flag]:
+    """A command's reads outside the workspace, as a read step's are (a relative path is the
+    command's own folder's); a device (``/dev/null``) is no file read."""
+    here = cwd if isinstance(cwd, str) and cwd.startswith("/") else workspace_root
+    found = []
+    for path in reads:
+        full = path if path.startswith(("/", "~")) or not here else posixpath.join(here, path)
+        if not full.startswith("/dev/") and outside_workspace(full, workspace_root):
+            reason = f"command reads outside the workspace {workspace_root}: {one_line(path, QUOTED_CHARS)}"
+            found.append(_flag("outside_workspace", "warn", reason))
+    return found
 
 
 def _failure(step: Mapping[str, Any]) -> str:

@@ -21,10 +21,12 @@ _DOWNLOADERS = frozenset({"curl", "wget", "fetch", "http", "https", "aria2c"})
 _FILE_READERS = frozenset(
     {
         *("cat", "less", "more", "head", "tail", "bat", "nl", "xxd", "od", "hexdump", "strings", "base64"),
-        *("source", ".", "grep", "egrep", "fgrep", "rg", "ag", "ack", "awk", "gawk", "mawk", "sed", "cut"),
+        *("grep", "egrep", "fgrep", "rg", "ag", "ack", "awk", "gawk", "mawk", "sed", "cut"),
         *("sort", "uniq", "tac", "jq", "yq", "diff", "vim", "vi", "nano", "emacs", "code", "openssl", "gpg"),
     }
 )
+# Their first operand is a pattern or a program (``grep KEY .env``, ``sed -n 1p f``), not a file.
+_PATTERN_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "awk", "gawk", "mawk", "sed", "jq", "yq"})
 _COPIERS = frozenset({"cp", "mv", "scp", "rsync", "tar", "zip", "7z", "install"})  # their sources are read
 _PACKAGE_SOURCES = ("http://", "https://", "git+", "git://", "file://", "github:", "gitlab:", "bitbucket:")
 _PIP_INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links", "--trusted-host")
@@ -130,16 +132,25 @@ def prints_environment(command: Command, argv: tuple[str, ...]) -> str | None:
     return None
 
 
-def reads_sensitive_file(command: Command, argv: tuple[str, ...]) -> str | None:
-    """``cat .env``, ``grep KEY .env``, ``cp .env /tmp``, ``cmd < .env``: a credentials file read."""
+def files_read(command: Command, argv: tuple[str, ...]) -> list[str]:
+    """The files a simple command reads: ``< file``, a file reader's operands, a copier's sources."""
     name = base(argv[0]) if argv else ""
     read: list[str] = list(command.reads)
     operands = positionals(argv[1:])
     if name in _FILE_READERS:
-        read += operands
+        read += operands[1:] if name in _PATTERN_FIRST else operands
     elif name in _COPIERS:
         read += operands[:-1] if name != "tar" else operands
+    return read
+
+
+def reads_sensitive_file(command: Command, argv: tuple[str, ...]) -> str | None:
+    """``cat .env``, ``grep KEY .env``, ``cp .env /tmp``, ``cmd < .env``, ``source .env``: a
+    credentials file read."""
+    read = files_read(command, argv)
+    if argv and base(argv[0]) in ("source", "."):
+        read += positionals(argv[1:])
     found = next((path for path in read if is_sensitive_path(path)), None)
     if found is None:
         return None
-    return quoted(argv) + (f" < {found}" if found in command.reads and found not in operands else "")
+    return quoted(argv) + (f" < {found}" if found in command.reads and found not in argv else "")

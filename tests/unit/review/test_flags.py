@@ -405,6 +405,34 @@ def test_outside_workspace() -> None:
     assert not outside_workspace("/etc/hosts", "")  # no known workspace: nothing to compare
 
 
+def test_a_command_reading_outside_the_workspace() -> None:
+    # Codex reads every file through its shell: its reads are flagged as a read step's are.
+    for line, path in (
+        ("cat /etc/hosts", "/etc/hosts"),
+        ("sudo head -n 5 /var/log/syslog", "/var/log/syslog"),
+        ("grep -n TODO ../other/notes.md", "../other/notes.md"),
+        ("sed -n 1,5p ~/notes.txt", "~/notes.txt"),
+        ("cp /home/dev/other/x.py src/", "/home/dev/other/x.py"),
+        ("wc -l < /etc/passwd", "/etc/passwd"),
+    ):
+        assert reasons(command_step(line), "outside_workspace") == [
+            ("warn", f"command reads outside the workspace {WORKSPACE}: {path}")
+        ], line
+    inside = (
+        "cat src/app.py", f"cat {WORKSPACE}/README.md", "grep -r /api/v1 src", "cat /tmp/build.log",
+        "cat x > /dev/null", "sed -n '/DROP TABLE/p' schema.sql", "ls /etc", "echo /etc/hosts", "cat",
+    )  # fmt: skip
+    for line in inside:
+        assert not reasons(command_step(line), "outside_workspace"), line
+    # A relative path is the command's own folder's.
+    in_other = command_step("cat notes.md", payload={"command": "cat notes.md", "cwd": "/home/dev/other"})
+    assert reasons(in_other, "outside_workspace") == [
+        ("warn", f"command reads outside the workspace {WORKSPACE}: notes.md")
+    ]
+    in_sub = command_step("cat ../README.md", payload={"command": "cat ../README.md", "cwd": f"{WORKSPACE}/src"})
+    assert not reasons(in_sub, "outside_workspace")
+
+
 def test_secret_in_output_masks_the_match() -> None:
     token = "ghp_" + "A1b2C3d4" * 4 + "Zz9Y"
     step = command_step("gh auth token", payload={"command": "gh auth token", "stdout": f"{token}\n"})
