@@ -13,17 +13,15 @@ import pytest
 from postrun.agents.cline import SessionLocation
 from postrun.ingest.ingester import Ingester
 from postrun.ingest.reflag import refresh_flags
-from postrun.store import codec
 from postrun.store.db import Database
 from postrun.store.flags import set_rules_version
 from postrun.store.query import load_envelope
 from tests.support.capture_process import copy_data
 from tests.support.secret_corpus import SECRETS
+from tests.support.stored_texts import stored_texts
 
 SESSION = "1790000000000_basic"
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-# The vault keeps the agent's own files, which hold what it read: the one place a read's text may be.
-VAULT_TABLES = ("raw_blobs", "raw_files", "raw_dictionaries")
 READ_SECRETS = [case for case in SECRETS if case.name in ("Stripe live key", "DB_PASS", "Postgres URL password")]
 
 
@@ -59,20 +57,6 @@ def _read_step(database: Database) -> dict[str, object]:
     return steps["toolu_read1#0"]
 
 
-def _stored_texts(database: Database, *, vault: bool) -> Iterator[bytes]:
-    """Every value of every table (records decompressed), the vault's but when ``vault``."""
-    tables = [name for (name,) in database.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    for table in tables:
-        if table in VAULT_TABLES and not vault:
-            continue
-        for row in database.execute(f'SELECT * FROM "{table}"'):
-            for value in row:
-                if isinstance(value, bytes):
-                    yield codec.unpack(value)
-                elif isinstance(value, str):
-                    yield value.encode()
-
-
 @pytest.mark.parametrize("keep_raw", [False, True])
 def test_a_read_secret_is_flagged_masked_and_never_stored(database: Database, root: Path, keep_raw: bool) -> None:
     Ingester(database, max_bytes=2**26, keep_raw=keep_raw).ingest(SessionLocation.in_root(root, SESSION))
@@ -88,11 +72,11 @@ def test_a_read_secret_is_flagged_masked_and_never_stored(database: Database, ro
     ]
     assert {flag["kind"] for flag in flags} == {"secret_in_output", "sensitive_read"}
     secrets = [case.secret.encode() for case in READ_SECRETS]
-    assert not any(secret in text for text in _stored_texts(database, vault=False) for secret in secrets)
+    assert not any(secret in text for text in stored_texts(database) for secret in secrets)
     files = [Path(f"{database.path}{suffix}") for suffix in ("", "-wal", "-shm")]
     in_files = [secret for secret in secrets for path in files if path.exists() and secret in path.read_bytes()]
     if keep_raw:  # the vault's copy of the agent's file holds it, as the file does
-        assert any(secret in text for text in _stored_texts(database, vault=True) for secret in secrets)
+        assert any(secret in text for text in stored_texts(database, vault=True) for secret in secrets)
     else:
         assert in_files == []
 
