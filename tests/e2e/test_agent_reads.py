@@ -1,6 +1,6 @@
 """What each agent read is flagged the same way, through the real `postrun` over a real session
-file with a planted fake secret: Claude Code's Read of a `.env` (a read step, whose text is
-scanned and never stored) and Codex's shell `cat .env` (a command, whose output is its record's
+file with a planted fake secret: Cline's read_files and Claude Code's Read of a `.env` (a read
+step, whose text is scanned and never stored) and Codex's shell `cat .env` (a command, whose output is its record's
 stdout), each `secret_in_output` with the masked match and `sensitive_read`; a read outside the
 workspace `outside_workspace`; no secret in a redacted export or search."""
 
@@ -13,6 +13,7 @@ from typing import Any
 
 from postrun.store.db import Database
 from tests.conftest import FIXTURES, run_postrun
+from tests.support.capture_process import copy_data
 from tests.support.secret_corpus import SECRETS
 from tests.support.stored_texts import stored_texts
 
@@ -24,6 +25,7 @@ MASKED = [
     "password in a URL (postrun) in {where}: …(12 chars)",
 ]
 
+CLINE_SESSION = "1790000000000_basic"
 CLAUDE_CASE = FIXTURES / "claude-code-real" / "a_read_edit_write"
 CLAUDE_SESSION = "e144040e-bd9b-4030-8647-79a28a2ca005"
 CLAUDE_CWD = "/home/dev/work/a_read_edit_write"
@@ -63,6 +65,44 @@ def _never_shared(env: dict[str, str], session: str, words: str) -> None:
     assert not [secret for secret in secrets if secret in found.stdout]
 
 
+def _text_never_stored(env: dict[str, str]) -> None:
+    """With the vault off, no byte of the store (records, indexes, side files) holds a secret."""
+    reader = Database.open_reader(Path(env["POSTRUN_DB"]))
+    try:
+        held = b"".join(stored_texts(reader, vault=True))
+    finally:
+        reader.close()
+    files = b"".join(path.read_bytes() for path in Path(env["POSTRUN_DB"]).parent.glob("postrun.db*"))
+    for case in PLANTED:
+        assert case.secret.encode() not in held and case.secret.encode() not in files, case.name
+
+
+def test_a_cline_read_is_flagged_masked_and_its_text_never_stored(tmp_path: Path, env: dict[str, str]) -> None:
+    root = copy_data("cline/basic_act", tmp_path / "data")
+    messages = root / CLINE_SESSION / f"{CLINE_SESSION}.messages.json"
+    document = json.loads(messages.read_text())
+    paths = ["/home/dev/app/.env", "/home/dev/notes/todo.md"]  # the workspace is /home/dev/app
+    for message in document["messages"]:
+        for block in message["content"]:
+            if block.get("id") == "toolu_read1":
+                block["input"]["files"] = [{"path": path} for path in paths]
+            if block.get("tool_use_id") == "toolu_read1":
+                for part, path, text in zip(block["content"], paths, (ENV_TEXT, "buy milk\n"), strict=True):
+                    part.update(query=path, result=text)
+    messages.write_text(json.dumps(document))
+    env["POSTRUN_KEEP_RAW"] = "false"
+    ingested = run_postrun("ingest", str(root / CLINE_SESSION), env=env)
+    assert ingested.returncode == 0, ingested.stderr
+    steps = _steps(env, CLINE_SESSION)
+    env_read, outside = steps["toolu_read1#0"], steps["toolu_read1#1"]
+    assert env_read["type"] == "read" and env_read["payload"] == {"path": paths[0]}
+    assert _reasons(env_read, "secret_in_output") == [reason.format(where="the text read") for reason in MASKED]
+    assert {flag["kind"] for flag in env_read["flags"]} == {"secret_in_output", "sensitive_read"}
+    assert [flag["kind"] for flag in outside["flags"]] == ["outside_workspace"]
+    _text_never_stored(env)
+    _never_shared(env, CLINE_SESSION, ".env")
+
+
 def _claude_reads(record: dict[str, Any]) -> None:
     """The session's first Read reads the workspace's `.env`, its second a file outside it."""
     paths = {"toolu_mock_1_1": f"{CLAUDE_CWD}/.env", "toolu_mock_2_0": "/home/dev/notes/todo.md"}
@@ -95,14 +135,7 @@ def test_a_claude_code_read_is_flagged_masked_and_its_text_never_stored(tmp_path
     assert {flag["kind"] for flag in env_read["flags"]} == {"secret_in_output", "sensitive_read"}
     assert [flag["kind"] for flag in outside["flags"]] == ["outside_workspace"]
     assert outside["flags"][0]["severity"] == "warn"
-    reader = Database.open_reader(Path(env["POSTRUN_DB"]))
-    try:
-        held = b"".join(stored_texts(reader, vault=True))
-    finally:
-        reader.close()
-    files = b"".join(path.read_bytes() for path in Path(env["POSTRUN_DB"]).parent.glob("postrun.db*"))
-    for case in PLANTED:
-        assert case.secret.encode() not in held and case.secret.encode() not in files, case.name
+    _text_never_stored(env)
     _never_shared(env, CLAUDE_SESSION, ".env")
 
 
