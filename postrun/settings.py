@@ -33,6 +33,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from postrun.agents.registry import KINDS, check_kinds
 from postrun.errors import ConfigError, UsageError
 from postrun.mirror.target import check_mirror_url, masked_url
+from postrun.otel.target import check_endpoint, masked_headers, shown_endpoint
 from postrun.paths import (
     CONFIG_VARIABLE,
     Paths,
@@ -100,9 +101,14 @@ def _glob_list(value: object) -> object:
 AbsolutePath = Annotated[Path, BeforeValidator(_complete_path), AfterValidator(_require_absolute)]
 PositiveNumber = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 MirrorUrl = Annotated[str, AfterValidator(check_mirror_url)]
+OtelEndpoint = Annotated[str, AfterValidator(check_endpoint)]
 
 # Values shown masked, in ``config show`` and in errors: a URI's user-info is nobody's business.
-_MASKED: dict[str, Callable[[str], str]] = {"mirror_url": masked_url}
+_MASKED: dict[str, Callable[[str], str]] = {
+    "mirror_url": masked_url,
+    "otel_endpoint": shown_endpoint,
+    "otel_headers": masked_headers,
+}
 
 
 class Settings(BaseSettings):
@@ -138,6 +144,9 @@ class Settings(BaseSettings):
     exclude: Annotated[tuple[str, ...], BeforeValidator(_glob_list)] = ()
     # The agents capture watches (every registered one by default), in the registry's order.
     agents: Annotated[tuple[str, ...], BeforeValidator(_agent_list), AfterValidator(_known_agents)] = KINDS
+    # `postrun otel push`: the OTLP/HTTP traces URL and headers (k=v,k2=v2); None: the OTEL_* variables.
+    otel_endpoint: OtelEndpoint | None = None
+    otel_headers: str | None = None
 
     @property
     def max_bytes(self) -> int:

@@ -8,7 +8,7 @@ Command modules attach their commands to ``postrun.cli.app.app`` when imported.
 
 from __future__ import annotations
 
-from postrun.cli import capture, config, mirror, recall, review, service, sessions, vault, web  # noqa: F401 - importing registers the commands
+from postrun.cli import capture, config, mirror, otel, recall, review, service, sessions, vault, web  # noqa: F401 - importing registers the commands
 from postrun.cli.app import app
 
 

@@ -100,7 +100,7 @@ def search_query(
     if step_type is not None and step_type not in STEP_TYPES:
         raise UsageError("--type", f"unknown step type {step_type!r} (known: {', '.join(STEP_TYPES)})")
     match = " ".join('"' + word.replace('"', '""') + '"' for word in words)
-    return SearchQuery(match, step_type, failed, _since(since) if since else None, flag, agent)
+    return SearchQuery(match, step_type, failed, since_utc(since) if since else None, flag, agent)
 
 
 # The step's actor and its label (a helper's task or name).
@@ -173,7 +173,7 @@ def search(database: Database, query: SearchQuery, *, limit: int = 50, window: i
     ]
 
 
-def _since(text: str) -> str:
+def since_utc(text: str) -> str:
     """``--since`` as UTC: a date (local midnight) or an ISO date-time."""
     try:
         return normalize_timestamp(text)

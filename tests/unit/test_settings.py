@@ -394,6 +394,8 @@ def test_describe_lists_every_key_with_value_and_source(home: Path, tmp_path: Pa
         "mirror_url",
         "exclude",
         "agents",
+        "otel_endpoint",
+        "otel_headers",
     ]
     by_key = {row.key: row for row in rows}
     assert by_key["db"] == ConfigValue("db", str(tmp_path / "x.db"), "env POSTRUN_DB")
