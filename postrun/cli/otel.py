@@ -52,6 +52,7 @@ def otel_push(
     from postrun.otel.target import resolve_target
 
     loaded, paths = load()
+    require_sdk("otel")  # before the headers: the SDK's own parser reads them
     target = resolve_target(
         endpoint=endpoint,
         headers=header or (),
@@ -59,6 +60,5 @@ def otel_push(
         setting_headers=loaded.settings.otel_headers,
         environ=os.environ,
     )
-    require_sdk(f"otel {target.label}")
     pushed = push_sessions(paths.db, target, sessions or (), since=since, content=content, home=paths.home)
     typer.echo(f"otel {target.label}: pushed {plural(pushed.sessions, 'session')} ({plural(pushed.spans, 'span')})")
