@@ -15,6 +15,7 @@ from tests.support.cli_cases import facts_through_cli
 CASES = sorted(
     [path for path in (FIXTURES / "claude-code-real").iterdir() if (path / "expect.json").exists()]
     + [path for path in (FIXTURES / "claude-code").iterdir() if (path / "expect.json").exists()]
+    + [path for path in (FIXTURES / "claude-code-gen").iterdir() if (path / "expect.json").exists()]
 )
 NESTED = "c0ffee00-0000-4000-8000-000000000006"
 NESTED_SLUG = "-home-dev-work-nested"

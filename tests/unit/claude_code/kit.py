@@ -20,7 +20,9 @@ REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "tests" / "fixtures"
 REAL_CASES = sorted(path for path in (FIXTURES / "claude-code-real").iterdir() if path.is_dir())
 MADE_CASES = sorted(path for path in (FIXTURES / "claude-code").iterdir() if path.is_dir())
-CASES = REAL_CASES + MADE_CASES
+# Made by the real CLI too, driven by tests/fixtures/claude-code-gen/make.py (read only here).
+GEN_CASES = sorted(path for path in (FIXTURES / "claude-code-gen").iterdir() if (path / "expect.json").exists())
+CASES = REAL_CASES + MADE_CASES + GEN_CASES
 MAX_BYTES = 64 * 2**20
 
 __all__ = ["assert_valid", "check_expect", "envelope"]

@@ -17,6 +17,7 @@ from postrun.appendonly import TAIL_BYTES
 from postrun.errors import NotParseableYet
 from tests.unit.claude_code.kit import (
     CASES,
+    GEN_CASES,
     MADE_CASES,
     MAX_BYTES,
     REAL_CASES,
@@ -145,7 +146,7 @@ def test_a_transcript_that_did_not_only_grow_is_read_again_whole(tmp_path: Path,
     assert same_mapping(mapped, fresh)
 
 
-@pytest.mark.parametrize("case", MADE_CASES, ids=lambda case: case.name)
+@pytest.mark.parametrize("case", MADE_CASES + GEN_CASES, ids=lambda case: case.name)
 def test_hand_made_transcripts_grown_line_by_line_map_as_whole_files(case: Path, tmp_path: Path) -> None:
     """Every transcript of the case grows a line at a time, in turn (sub-agents too, meta files first)."""
     source = case / "claude" / "projects"
