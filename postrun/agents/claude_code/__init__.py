@@ -15,8 +15,12 @@ Where each Claude Code field is mapped (module.function)::
                                                                    (latest, when a cost-state is last); segment times
       cost-state                          fold._Work._cost_state   segments (the next timestamped record resumes);
                                                                    session.metrics.cost_usd (the last one)
-      assistant message.id, usage         fold._Work._usage        metrics.api_requests, tokens (once per id)
-      assistant message.model             fold._Work._assistant    model column
+      queue-operation enqueue, then a     fold._Work._message_line a segment (resume) after a killed invocation
+        repair (an interrupted result,
+        a <synthetic> assistant line)
+      assistant message.id, usage         fold._Work._usage        metrics.api_requests, tokens (once per id;
+                                                                   not <synthetic> lines: Claude Code's own)
+      assistant message.model             fold._Work._assistant    model column; <synthetic>: system messages
       assistant text / thinking blocks    blocks.pieces            message steps (assistant, thinking), runs joined
       assistant other blocks              blocks.pieces            other steps, tool_name block:<type>
       assistant tool_use                  fold._Work._call         command, read, edit and other steps (tools.call_step)

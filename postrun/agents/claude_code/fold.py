@@ -5,8 +5,9 @@ each ingest folds only the new lines, onto the state the last one left (``Fold``
 A fold's entries are the transcript's steps in file order (a line's blocks in order). A
 ``tool_result`` completes the entry of its earlier ``tool_use``; every other record only
 adds. The main transcript's fold also opens turns (each prompt) and segments (each
-invocation: the first timestamped record after a ``cost-state``), and keeps the session's
-times, usage (per API response, ``message.id``) and last reported cost.
+invocation: the first timestamped record after a ``cost-state``, or the queued prompt of a
+resume that repairs a killed invocation's end), and keeps the session's times, usage (per API
+response, ``message.id``) and last reported cost.
 
 A ``Fold`` is never changed once made: folding more copies its lists first, so the state an
 earlier ingest left stays valid whatever happens to the next one.
@@ -71,6 +72,8 @@ class Facts:
     cost_usd: float | None = None  # the last ``cost-state``'s total
     last_is_cost: bool = False  # the last record is a ``cost-state`` (the invocation exited)
     after_cost: bool = False  # a ``cost-state`` came, and no timestamped record since
+    unclosed: bool = False  # a message line came, and no ``cost-state`` since
+    enqueued: tuple[str, str | None] | None = None  # a prompt queued since: its time, the time before
     earliest: tuple[datetime, str] | None = None
     latest: tuple[datetime, str] | None = None
     last_at: str | None = None  # the last timestamp (a step without one takes it)
@@ -171,6 +174,9 @@ class _Work:
             return
         facts["last_is_cost"] = False
         at = timestamp(record)
+        queued = kind == "queue-operation" and record.get("operation") == "enqueue"
+        if queued and at is not None and facts["unclosed"] and facts["enqueued"] is None:
+            facts["enqueued"] = (at, self.segments[-1].get("last_at"))
         if at is not None:
             self._time(at)
         if kind in ("user", "assistant", "attachment", "system"):
@@ -208,6 +214,28 @@ class _Work:
             self.facts["cost_usd"] = float(cost)
         self.facts["last_is_cost"] = True
         self.facts["after_cost"] = True
+        self.facts["unclosed"] = False
+
+    def _message_line(self, repair: bool) -> None:
+        """A message line of the main transcript. A resumed process first repairs what a killed
+        one left open (a call with no result, a turn with no reply) with lines of its own: when
+        no ``cost-state`` closed the last invocation, the prompt queued before the repair opens
+        the next segment (the killed invocation wrote no end)."""
+        facts = self.facts
+        if not self.fold.main:
+            return
+        if repair and facts["unclosed"] and facts["enqueued"] is not None:
+            at, before = facts["enqueued"]
+            last = self.segments[-1]
+            last["ended_at"] = before
+            self.segments.append(
+                {"index": len(self.segments), "start_reason": "resume", "started_at": at, "last_at": last["last_at"]}
+            )
+            last["last_at"] = before
+            facts["unclosed"] = False
+        elif not repair:
+            facts["unclosed"] = True
+        facts["enqueued"] = None
 
     def _user(self, offset: int, record: dict[str, Any], at: str | None) -> None:
         message = record.get("message")
@@ -217,6 +245,7 @@ class _Work:
             facts["cwd"] = text_field(record.get("cwd"))
             facts["branch"] = text_field(record.get("gitBranch"))
         line_id = self._line_id(record, offset)
+        self._message_line(record.get("toolDenialKind") == "interrupted")
         if isinstance(content, list) and has_tool_results(content):
             blocks = [block for block in content if isinstance(block, dict)]
             answers = [block for block in blocks if block.get("type") == "tool_result"]
@@ -249,9 +278,15 @@ class _Work:
         message = record.get("message")
         if not isinstance(message, dict):
             return
-        self._usage(message)
         model = text_field(message.get("model"))
-        if model is not None and model != "<synthetic>":
+        # Written by Claude Code itself (a filler reply, an API error's notice): no API response.
+        synthetic = model == "<synthetic>"
+        self._message_line(synthetic and record.get("isApiErrorMessage") is not True)
+        if synthetic:
+            model = None
+        else:
+            self._usage(message)
+        if model is not None:
             self.facts["model"] = model
         line_id = self._line_id(record, offset)
         cwd = text_field(record.get("cwd"))
@@ -261,7 +296,8 @@ class _Work:
                 self._call(piece.block, line_id, piece.index, cwd, at)
                 continue
             step_id = line_id if first else f"{line_id}#{piece.index}"
-            self._add(step_id, Message(piece.role, piece.text) if piece.role else Block(piece.block), at)
+            role = "system" if synthetic and piece.role == "assistant" else piece.role
+            self._add(step_id, Message(role, piece.text) if role else Block(piece.block), at)
             first = False
 
     def _usage(self, message: dict[str, Any]) -> None:

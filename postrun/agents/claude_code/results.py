@@ -84,6 +84,8 @@ def outcome(result: Result | None, *, closed: bool) -> tuple[str, dict[str, str]
             return "failed", {"type": "tool_error", "message": ENDED_UNANSWERED}
         return "pending", None
     if result.is_error:
-        refused = isinstance(result.denial, str) and bool(result.denial)
+        # A resume writes ``interrupted`` for a call its killed process left without a result:
+        # the call was allowed and ran, and nobody refused it.
+        refused = isinstance(result.denial, str) and result.denial not in ("", "interrupted")
         return "failed", {"type": "permission_denied" if refused else "tool_error", "message": result.text}
     return "ok", None
