@@ -19,7 +19,8 @@ Where each Claude Code field is mapped (module.function)::
         repair (an interrupted result,
         a <synthetic> assistant line)
       assistant message.id, usage         fold._Work._usage        metrics.api_requests, tokens (once per id;
-                                                                   not <synthetic> lines: Claude Code's own)
+                                                                   not <synthetic> lines: Claude Code's own;
+                                                                   not a fork's copies: requestSessionId)
       assistant message.model             fold._Work._assistant    model column; <synthetic>: system messages
       assistant text / thinking blocks    blocks.pieces            message steps (assistant, thinking), runs joined
       assistant other blocks              blocks.pieces            other steps, tool_name block:<type>

@@ -282,9 +282,12 @@ class _Work:
         # Written by Claude Code itself (a filler reply, an API error's notice): no API response.
         synthetic = model == "<synthetic>"
         self._message_line(synthetic and record.get("isApiErrorMessage") is not True)
+        # A forked session begins with copies of its parent's lines: a copied response
+        # (``requestSessionId`` names the parent) is counted in the parent's figures alone.
+        copied = record.get("requestSessionId") not in (None, record.get("sessionId"))
         if synthetic:
             model = None
-        else:
+        elif not copied:
             self._usage(message)
         if model is not None:
             self.facts["model"] = model
