@@ -64,6 +64,12 @@ class StoreTooOldError(StoreError):
     exit_code = ExitCode.CONFIG
 
 
+class ScrubPending(StoreError):
+    """``forget`` removed the sessions, but their bytes are still in the store's files."""
+
+    exit_code = ExitCode.SCRUB_PENDING
+
+
 class SourceError(PostrunError):
     """A source file (an agent's own file) cannot be used."""
 

@@ -11,6 +11,9 @@ class ExitCode(IntEnum):
     USAGE = 2  # bad arguments
     NOT_RUNNING = 3  # `status`: no capture is running
     ALREADY_RUNNING = 75  # another capture holds this store (EX_TEMPFAIL)
+    # `forget`: the sessions are gone from the store's tables, but a reader kept the scrub of the
+    # store's files from finishing (EX_TEMPFAIL: a running capture finishes it; or run it again).
+    SCRUB_PENDING = 75
     # A configuration error, a store a newer Postrun wrote, or one an older Postrun wrote that
     # only reading commands met (a writer upgrades it) (EX_CONFIG).
     CONFIG = 78

@@ -29,6 +29,7 @@ from postrun.capture.notify import Notifier
 from postrun.capture.poller import Poller, root_state
 from postrun.capture.reflag import BackgroundReflag
 from postrun.capture.scheduler import Due, Scheduler
+from postrun.capture.scrub import PendingScrub
 from postrun.capture.signals import Signals
 from postrun.capture.watcher import MAX_FOLDER_WATCHES, SessionWatcher
 from postrun.errors import AlreadyRunning
@@ -90,6 +91,7 @@ class Capture:
             background=self._background,
         )
         self.reflag: BackgroundReflag | None = None
+        self.scrub = PendingScrub(self.logger)
         self._lost_lock = False
         self._info_lock = threading.Lock()
         self._last_ingest: str | None = None
@@ -303,6 +305,7 @@ class Capture:
         if self.job is not None:
             self.job.check_store()
             self.job.copy_behind()
+            self.scrub.finish(self.job.database)  # one a forget could not finish
         with self._info_lock:
             if self.lock.info is None or self.lock.still_in_place():
                 return

@@ -12,6 +12,7 @@ from postrun.capture.caches import MappingCaches
 from postrun.capture.context import CaptureContext, capture_lock, watching_line
 from postrun.capture.job import IngestJob, Outcome
 from postrun.capture.scheduler import Reason
+from postrun.capture.scrub import PendingScrub
 from postrun.capture.signals import Signals
 from postrun.ingest.pool import Processes
 from postrun.review.exclude import Exclusions
@@ -104,6 +105,7 @@ def run_once(context: CaptureContext, signals: Signals | None = None) -> OnceSum
                 summary.unchanged += len(plan.unchanged)
                 changed.extend(plan.changed)
             job.refresh_flags(progress)
+            PendingScrub(logger).finish(job.database)  # one a forget could not finish
             if progress is not None and changed:
                 progress.start(len(changed))
 

@@ -8,6 +8,7 @@ import typer
 
 from postrun.cli.app import app
 from postrun.cli.common import command, load, say
+from postrun.errors import ScrubPending
 from postrun.text import plural
 
 
@@ -24,7 +25,7 @@ def forget(
     from postrun.timestamps import utc_now
 
     _, paths = load()
-    plans = forget_sessions(paths.db, sessions, apply=yes, now=utc_now())
+    plans, left = forget_sessions(paths.db, sessions, apply=yes, now=utc_now())
     verb = "forgot" if yes else "would forget"
     for plan in plans:
         versions = plural(plan.earlier_versions, "earlier version")
@@ -32,3 +33,9 @@ def forget(
         typer.echo(f"{verb} {plan.session_id}: {plural(plan.steps, 'step')}, {versions}, {raw}")
     if not yes:
         say("dry run: nothing was removed; run again with --yes to forget")
+    if left is not None:
+        raise ScrubPending(
+            str(paths.db),
+            f"the scrub is not finished: {left.describe()}; a running capture finishes it when it can,"
+            " as does `postrun capture --once`",
+        )

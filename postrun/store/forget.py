@@ -2,10 +2,10 @@
 
 Forgetting removes a session's rows from every table (records, earlier versions, the
 search index, flags, review verdicts, capture state, the vault's raw copies; the team mirror is sent a
-delete through its outbox) with SQLite's ``secure_delete`` on, so freed pages
-are overwritten with zeros, then checkpoints the WAL with TRUNCATE, so no copy of the
-content is left in ``-wal`` either. A tombstone keeps the id and the time only: capture
-and ``ingest`` skip a tombstoned session unless ``ingest --force`` brings it back.
+delete through its outbox), then scrubs the store (``postrun.store.scrub``: the file rewritten
+and the WAL checkpointed and truncated), so no byte of it is left in ``postrun.db``, ``-wal``
+or ``-shm``. A tombstone keeps the id and the time only: capture and ``ingest`` skip a
+tombstoned session unless ``ingest --force`` brings it back.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import apsw
 
-from postrun.store import outbox, vault
+from postrun.store import outbox, scrub, vault
 from postrun.store.db import Database, StoreMissing
 from postrun.store.query import no_session, resolve_session_id
 
@@ -34,9 +34,12 @@ class ForgetPlan:
     raw_copies: int  # files the vault keeps (every version)
 
 
-def forget(db: Path, references: Sequence[str], *, apply: bool, now: str) -> list[ForgetPlan]:
+def forget(
+    db: Path, references: Sequence[str], *, apply: bool, now: str
+) -> tuple[list[ForgetPlan], scrub.ScrubLeft | None]:
     """``postrun forget``: what forgetting the sessions ``references`` name removes, and (``apply``)
-    forget them. Every reference is resolved before anything is removed."""
+    forget them; with what of the scrub is left, if a reader kept it from finishing. Every
+    reference is resolved before anything is removed."""
     try:
         database = Database.open(db, create=False)
     except StoreMissing:
@@ -44,9 +47,8 @@ def forget(db: Path, references: Sequence[str], *, apply: bool, now: str) -> lis
     with database:
         session_ids = list(dict.fromkeys(resolve_session_id(database, reference) for reference in references))
         plans = [forget_plan(database, session_id) for session_id in session_ids]
-        if apply:
-            forget_sessions(database, session_ids, now=now)
-    return plans
+        left = forget_sessions(database, session_ids, now=now) if apply else None
+    return plans, left
 
 
 def forget_plan(database: Database, session_id: str) -> ForgetPlan:
@@ -56,13 +58,15 @@ def forget_plan(database: Database, session_id: str) -> ForgetPlan:
     return ForgetPlan(session_id, steps, versions, raw)
 
 
-def forget_sessions(database: Database, session_ids: Sequence[str], *, now: str) -> None:
-    """Remove every row of the sessions and tombstone them, in one transaction, then scrub.
+def forget_sessions(database: Database, session_ids: Sequence[str], *, now: str) -> scrub.ScrubLeft | None:
+    """Remove every row of the sessions and tombstone them, in one transaction, then scrub;
+    None when the scrub finished, else what is left of it.
 
     The caller resolved the ids; the capture state of a session is its rows here (the
     session book is rebuilt from them at the next start).
     """
     connection = database.connection
+    # Zeroes what the deletes free, so the WAL's copy of the pages they change holds none of it.
     connection.execute("pragma secure_delete = on")
     try:
         with database.transaction():
@@ -74,12 +78,10 @@ def forget_sessions(database: Database, session_ids: Sequence[str], *, now: str)
                     " ON CONFLICT DO UPDATE SET forgotten_at = excluded.forgotten_at",
                     (session_id, now),
                 )
-        # FTS5 keeps deleted entries in its segments until they are merged away.
-        with database.transaction():
-            connection.execute("INSERT INTO step_search (step_search) VALUES ('optimize')")
-        connection.execute("pragma wal_checkpoint(TRUNCATE)")
+            scrub.mark_pending(connection)
     finally:
         connection.execute("pragma secure_delete = off")
+    return scrub.scrub(database)
 
 
 def _delete_session(connection: apsw.Connection, session_id: str) -> None:

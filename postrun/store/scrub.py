@@ -1,0 +1,137 @@
+"""Scrubbing what removed sessions leave in the store's files, after a forget.
+
+Deleted rows leave their bytes behind: in freed pages, in the unused space of pages still in
+use (``secure_delete`` zeroes a freed cell or page, but a page that a b-tree balance rebuilt
+keeps its old bytes in the gap between its cells, so a session rewritten and re-ingested leaves
+copies no pragma reaches), in FTS5's segments until they are merged, and in the write-ahead log
+until it is checkpointed. So the scrub merges the search index (FTS5 ``optimize``), rebuilds the
+file (``VACUUM``: every page written anew from the rows that remain) and checkpoints the WAL
+into it, truncating it. It costs a rewrite of the store per forget, and nothing on ingest.
+
+A reader's transaction (another process holding an older snapshot) keeps the checkpoint from
+copying the rewrite over the old pages: the scrub waits for readers (bounded), and when one
+stays, the store remembers that the scrub is not finished (``store_meta`` ``scrub_pending``)
+and what is left; a running capture finishes it when it can (``finish_pending``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import apsw
+
+from postrun.store.db import BUSY_TIMEOUT_MS, Database, describe_sqlite_error
+
+PENDING_KEY = "scrub_pending"
+WAIT_SECONDS = 10.0  # how long a forget waits for readers to finish before it says what is left
+_REWRITE = "rewrite"  # the file still holds the removed rows' freed bytes
+_CHECKPOINT = "checkpoint"  # the rewrite is in the WAL; the file's old pages are not overwritten yet
+
+
+@dataclass(frozen=True, slots=True)
+class ScrubLeft:
+    """What a scrub could not finish, and why."""
+
+    part: str  # _REWRITE or _CHECKPOINT
+    why: str
+
+    def describe(self) -> str:
+        if self.part == _REWRITE:
+            return f"the store file and its write-ahead log still hold the removed bytes ({self.why})"
+        return f"the store file still holds the removed bytes; their rewrite waits in the write-ahead log ({self.why})"
+
+
+def mark_pending(connection: apsw.Connection) -> None:
+    """Inside the transaction that removes the rows: the scrub is due, whatever happens next."""
+    _set_pending(connection, _REWRITE)
+
+
+def pending(database: Database) -> bool:
+    row = database.execute("SELECT value FROM store_meta WHERE key = ?", (PENDING_KEY,)).fetchone()
+    return row is not None
+
+
+def scrub(
+    database: Database,
+    *,
+    wait_seconds: float = WAIT_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ScrubLeft | None:
+    """Rewrite the store and checkpoint it, waiting at most ``wait_seconds`` for readers (and
+    writers) to let it; None when done, else what is left (and stays marked as pending)."""
+    connection = database.connection
+    deadline = clock() + wait_seconds
+    row = database.execute("SELECT value FROM store_meta WHERE key = ?", (PENDING_KEY,)).fetchone()
+    if row is None or row[0] == _REWRITE:
+        left = _rewrite(database)
+        if left is not None:
+            return left
+    while True:
+        remaining = deadline - clock()
+        busy = _checkpoint(connection, timeout_ms=int(max(0.0, min(remaining, BUSY_TIMEOUT_MS / 1000)) * 1000))
+        if busy is None:
+            break
+        if clock() >= deadline:
+            return ScrubLeft(_CHECKPOINT, busy)
+        sleep(min(0.05, max(0.0, deadline - clock())))
+    with database.transaction():
+        connection.execute("DELETE FROM store_meta WHERE key = ?", (PENDING_KEY,))
+    _checkpoint(connection, timeout_ms=0)  # the WAL then holds that one change at most
+    return None
+
+
+def finish_pending(database: Database) -> tuple[bool, ScrubLeft | None]:
+    """For a running capture, between its writes: finish a scrub a forget left, without waiting
+    for readers. (whether one was pending, what is still left)."""
+    if not pending(database):
+        return False, None
+    try:
+        return True, scrub(database, wait_seconds=0)
+    except apsw.Error as exc:
+        return True, ScrubLeft(_REWRITE, describe_sqlite_error(exc))
+
+
+def _rewrite(database: Database) -> ScrubLeft | None:
+    connection = database.connection
+    try:
+        with database.transaction():
+            connection.execute("INSERT INTO step_search (step_search) VALUES ('optimize')")
+        connection.execute("VACUUM")
+    except apsw.BusyError:
+        return _still(database, ScrubLeft(_REWRITE, "another process is writing to the store"))
+    except (apsw.FullError, apsw.IOError) as exc:
+        return _still(database, ScrubLeft(_REWRITE, f"cannot rewrite the store: {describe_sqlite_error(exc)}"))
+    with database.transaction():
+        _set_pending(connection, _CHECKPOINT)
+    return None
+
+
+def _still(database: Database, left: ScrubLeft) -> ScrubLeft:
+    with database.transaction():
+        _set_pending(database.connection, left.part)
+    return left
+
+
+def _checkpoint(connection: apsw.Connection, *, timeout_ms: int) -> str | None:
+    """Checkpoint the whole WAL into the file and truncate it; None when done, else why not."""
+    connection.set_busy_timeout(timeout_ms)
+    try:
+        # (busy, frames in the WAL, frames checkpointed): done when not busy and the WAL is empty.
+        row = connection.execute("pragma wal_checkpoint(TRUNCATE)").fetchone()
+    except apsw.BusyError:
+        row = None
+    finally:
+        connection.set_busy_timeout(BUSY_TIMEOUT_MS)
+    if row is not None and row[0] == 0 and row[1] <= 0:
+        return None
+    return "another process holds a read transaction open on an older snapshot of the store"
+
+
+def _set_pending(connection: apsw.Connection, part: str) -> None:
+    connection.execute(
+        "INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT DO UPDATE SET value = excluded.value",
+        (PENDING_KEY, part),
+    )
