@@ -8,7 +8,6 @@ import typer
 
 from postrun.cli.app import app
 from postrun.cli.common import command, load, say
-from postrun.errors import ScrubPending
 from postrun.text import plural
 
 
@@ -34,8 +33,4 @@ def forget(
     if not yes:
         say("dry run: nothing was removed; run again with --yes to forget")
     if left is not None:
-        raise ScrubPending(
-            str(paths.db),
-            f"the scrub is not finished: {left.describe()}; a running capture finishes it when it can,"
-            " as does `postrun capture --once`",
-        )
+        raise left.error(paths.db)

@@ -119,6 +119,7 @@ def restore(
     from postrun.capture.lock import CaptureLock
     from postrun.store.backup import restore as restore_store
     from postrun.store.backup import verify_backup
+    from postrun.timestamps import utc_now
 
     _, paths = load()
     checked = verify_backup(source)
@@ -128,9 +129,13 @@ def restore(
         typer.confirm(
             f"Replace {paths.db} with {source} ({plural(checked.sessions, 'session')})?", abort=True, err=True
         )
-    report = restore_store(paths.db, source, lock=CaptureLock(paths.capture_lock, db=paths.db))
+    report = restore_store(paths.db, source, lock=CaptureLock(paths.capture_lock, db=paths.db), now=utc_now())
     previous = f"; the previous store is {report.previous}" if report.previous else ""
     typer.echo(
         f"restored {source} into {paths.db}: {plural(report.restored.sessions, 'session')},"
         f" {plural(report.restored.steps, 'step')}{previous}"
     )
+    for tombstone in report.forgotten_again:
+        say(f"forgot {tombstone.session_id} again: the backup holds it; it was forgotten at {tombstone.forgotten_at}")
+    if report.scrub_left is not None:
+        raise report.scrub_left.error(paths.db)

@@ -7,7 +7,9 @@ rollback journal so it is one self-contained file, verified, and only then renam
 place: a backup file that exists is complete and was checked.
 
 Restore copies a verified backup into the store through the same API, as one write
-transaction of the store itself: killed half way, the store keeps what it held.
+transaction of the store itself: killed half way, the store keeps what it held. Tombstones
+outlive it: those of the store it replaces are carried over, and a session the backup brings
+back that was forgotten since is forgotten again (``forget.carry_over``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import apsw
 from postrun.errors import AlreadyRunning, PostrunError, StoreError
 from postrun.store import codec
 from postrun.store.db import STORE_VERSION, Database, describe_sqlite_error
+from postrun.store.forget import Tombstone, carry_over, tombstones
+from postrun.store.scrub import ScrubLeft
 
 _FILE_MODE = 0o600
 # Daily backups are named by the UTC time they were taken, so they sort by name.
@@ -58,6 +62,8 @@ class BackupCounts:
 class RestoreReport:
     restored: BackupCounts
     previous: Path | None  # ``<db>.before-restore``; None when there was no store
+    forgotten_again: tuple[Tombstone, ...] = ()  # in the backup, forgotten since it was made
+    scrub_left: ScrubLeft | None = None  # what a reader kept their scrub from finishing
 
 
 def verify_backup(path: Path) -> BackupCounts:
@@ -207,8 +213,8 @@ def before_restore_path(db: Path) -> Path:
     return db.with_name(db.name + ".before-restore")
 
 
-def restore(db: Path, backup: Path, *, lock: StoreLock) -> RestoreReport:
-    """Replace the store's content with ``backup`` after verifying it.
+def restore(db: Path, backup: Path, *, lock: StoreLock, now: str) -> RestoreReport:
+    """Replace the store's content with ``backup`` after verifying it, keeping the tombstones.
 
     Refused (AlreadyRunning) while another holds ``lock`` (a capture); it is held meanwhile so
     none starts. The current store is first backed up to ``<db>.before-restore``.
@@ -222,8 +228,11 @@ def restore(db: Path, backup: Path, *, lock: StoreLock) -> RestoreReport:
         raise AlreadyRunning(str(db), f"{exc.reason}; stop it before restoring") from None
     try:
         previous = None
+        carried: list[Tombstone] = []
         if db.exists():
             previous = back_up(db, before_restore_path(db), replace=True).path
+            with Database.open(db) as current:
+                carried = tombstones(current)
         with Database.open(db) as database:
             source = apsw.Connection(
                 f"file:{_uri_path(backup)}?mode=ro&immutable=1", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
@@ -235,7 +244,8 @@ def restore(db: Path, backup: Path, *, lock: StoreLock) -> RestoreReport:
                 raise StoreError(str(db), f"cannot restore ({describe_sqlite_error(exc)})") from None
             finally:
                 source.close()
-        Database.open(db).close()  # a backup from an older Postrun is migrated now
+        with Database.open(db) as restored:  # a backup from an older Postrun is migrated now
+            again, left = carry_over(restored, carried, now=now)
     finally:
         lock.release()
-    return RestoreReport(counts, previous)
+    return RestoreReport(counts, previous, tuple(again), left)

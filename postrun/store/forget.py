@@ -73,9 +73,9 @@ def forget_sessions(database: Database, session_ids: Sequence[str], *, now: str)
             for session_id in session_ids:
                 _delete_session(connection, session_id)
                 outbox.enqueue(connection, session_id, now, "delete")  # the team mirror forgets it too
+                # A tombstone carried over from before a restore keeps its time.
                 connection.execute(
-                    "INSERT INTO tombstones (session_id, forgotten_at) VALUES (?, ?)"
-                    " ON CONFLICT DO UPDATE SET forgotten_at = excluded.forgotten_at",
+                    "INSERT INTO tombstones (session_id, forgotten_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
                     (session_id, now),
                 )
             scrub.mark_pending(connection)
@@ -92,6 +92,37 @@ def _delete_session(connection: apsw.Connection, session_id: str) -> None:
         column = "id" if table == "sessions" else "session_id"
         connection.execute(f"DELETE FROM {table} WHERE {column} = ?", (session_id,))
     vault.forget_raw(connection, session_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    session_id: str
+    forgotten_at: str
+
+
+def tombstones(database: Database) -> list[Tombstone]:
+    rows = database.execute("SELECT session_id, forgotten_at FROM tombstones ORDER BY 1")
+    return [Tombstone(str(session_id), str(at)) for session_id, at in rows]
+
+
+def carry_over(
+    database: Database, carried: Sequence[Tombstone], *, now: str
+) -> tuple[list[Tombstone], scrub.ScrubLeft | None]:
+    """After a restore: the tombstones the store held before it, kept, and the sessions the
+    backup brought back that were forgotten since, forgotten again (returned, with what is
+    left of the scrub)."""
+    with database.transaction() as connection:
+        connection.executemany(
+            "INSERT INTO tombstones (session_id, forgotten_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+            [(tombstone.session_id, tombstone.forgotten_at) for tombstone in carried],
+        )
+    back = [
+        tombstone
+        for tombstone in carried
+        if database.execute("SELECT 1 FROM sessions WHERE id = ?", (tombstone.session_id,)).fetchone()
+    ]
+    left = forget_sessions(database, [tombstone.session_id for tombstone in back], now=now) if back else None
+    return back, left
 
 
 def is_forgotten(database: Database, session_id: str) -> bool:

@@ -19,9 +19,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import apsw
 
+from postrun.errors import ScrubPending
 from postrun.store.db import BUSY_TIMEOUT_MS, Database, describe_sqlite_error
 
 PENDING_KEY = "scrub_pending"
@@ -36,6 +38,14 @@ class ScrubLeft:
 
     part: str  # _REWRITE or _CHECKPOINT
     why: str
+
+    def error(self, db: Path) -> ScrubPending:
+        """What the command that removed the rows says (and exits 75 with)."""
+        return ScrubPending(
+            str(db),
+            f"the scrub is not finished: {self.describe()}; a running capture finishes it when it can,"
+            " as does `postrun capture --once`",
+        )
 
     def describe(self) -> str:
         if self.part == _REWRITE:
