@@ -105,7 +105,6 @@ def run_once(context: CaptureContext, signals: Signals | None = None) -> OnceSum
                 summary.unchanged += len(plan.unchanged)
                 changed.extend(plan.changed)
             job.refresh_flags(progress)
-            PendingScrub(logger).finish(job.database)  # one a forget could not finish
             if progress is not None and changed:
                 progress.start(len(changed))
 
@@ -126,6 +125,8 @@ def run_once(context: CaptureContext, signals: Signals | None = None) -> OnceSum
                     logger.info("capture: interrupted; the sessions not read yet are read on the next run")
                 else:
                     summary.failed += len(changed) - handled  # not stored: the store failed (said once)
+            # One a forget could not finish, or of a session that turned out excluded just now.
+            PendingScrub(logger).finish(job.database)
         finally:
             if progress is not None:
                 progress.finish()

@@ -15,6 +15,7 @@ from postrun.doctor.check import Check
 from postrun.errors import PostrunError, StoreTooNewError, StoreTooOldError
 from postrun.review.exclude import Exclusions
 from postrun.store.db import STORE_VERSION, Database, StoreMissing
+from postrun.store.forget import EXCLUDED, tombstones
 from postrun.store.query import lead_files, session_workspaces
 
 
@@ -73,8 +74,13 @@ def check_exclude(exclusions: Exclusions, db: Path) -> Check:
     try:
         with Database.open_reader(db) as database:
             stored = session_workspaces(database)
+            removed = [tombstone.session_id for tombstone in tombstones(database, EXCLUDED)]
     except PostrunError:
-        stored = []
+        stored, removed = [], []
+    if removed:
+        # Stored before their workspace was known (a manifest that came after the transcript).
+        listed = ", ".join(removed[:5]) + (f" and {len(removed) - 5} more" if len(removed) > 5 else "")
+        shown += f"; {len(removed)} session(s) removed when their workspace turned out excluded: {listed}"
     matched = [(session_id, root) for session_id, root in stored if exclusions.matching(root) is not None]
     if matched:
         listed = ", ".join(f"{session_id} ({root})" for session_id, root in matched[:5])

@@ -18,7 +18,7 @@ from typing import Any
 import apsw
 
 from postrun.agents.registry import Location, Skipped, adapter, default_kind
-from postrun.errors import NotRecorded, PostrunError, StoreError
+from postrun.errors import Excluded, NotRecorded, PostrunError, StoreError
 from postrun.ingest.guard import forgotten_refusal
 from postrun.ingest.ingester import Ingester, IngestFailure, IngestOutcome, Progress, collector_paused
 from postrun.ingest.pool import Processes, prepared_in_order
@@ -28,6 +28,7 @@ from postrun.review.exclude import Exclusions
 from postrun.store.actors import StoredHelpers
 from postrun.store.db import Database, describe_sqlite_error
 from postrun.store.forget import tombstone_ids
+from postrun.store.scrub import finish_pending
 from postrun.store.write import StoredState
 
 # A batched ingest stores many sessions per transaction (one commit, and one flush of the search
@@ -150,6 +151,8 @@ def _store_mapped(
     started = ingester.timer() - mapped_ms / 1000
     session_id = location.session_id
     try:
+        if isinstance(mapped, Excluded):
+            raise ingester.drop_excluded(mapped)
         if isinstance(mapped, PostrunError):
             raise mapped
         outcome = ingester.store(location, mapped, started, force=force, basis=before)
@@ -273,4 +276,8 @@ def ingest_targets(
                 report.not_recorded.append(result.error)
             else:
                 report.failures.append(result)
+        # A session that turned out excluded was removed: its bytes are scrubbed now.
+        _, left = finish_pending(database)
+        if left is not None:
+            report.notes.append(f"{database.path}: the scrub is not finished: {left.describe()}")
     return report

@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar
 import apsw
 
 from postrun.agents.registry import Location
-from postrun.errors import NotParseableYet, PostrunError, SourceError, StoreError
+from postrun.errors import Excluded, NotParseableYet, PostrunError, SourceError, StoreError
 from postrun.ingest.guard import Guarded, forgotten_refusal, guarded, vault_copies
 from postrun.ingest.kept import reingest_session
 from postrun.ingest.prepare import MapRules, Prepared, prepare, read_admitted
@@ -30,7 +30,7 @@ from postrun.review.exclude import Exclusions
 from postrun.store import vault
 from postrun.store.actors import StoredHelpers
 from postrun.store.db import Database, describe_sqlite_error
-from postrun.store.forget import is_forgotten, lift_tombstone
+from postrun.store.forget import is_forgotten, lift_tombstone, remove_excluded
 from postrun.store.write import StoredState, UpsertResult, stored_state, upsert_session
 from postrun.timestamps import utc_iso
 
@@ -159,7 +159,10 @@ class Ingester:
         # Only to spare the read: the write checks the tombstone again, inside its transaction.
         if not force and self.read(lambda database: is_forgotten(database, session_id)):
             raise forgotten_refusal(session_id)
-        files = read_admitted(location, self.rules, cache)
+        try:
+            files = read_admitted(location, self.rules, cache)
+        except Excluded as exc:
+            raise self.drop_excluded(exc) from None
         helpers = StoredHelpers(self.database, session_id)
         basis = self.stored_state(session_id)
         prepared, cache = prepare(files, None if basis is None else basis.approvals, helpers, self.rules, cache)
@@ -197,6 +200,8 @@ class Ingester:
                 outcome = self._write(location, checked, started, live)
                 if checked.forgotten:
                     outcome = replace(outcome, revived=lift_tombstone(self.database, session_id))
+        except Excluded as exc:  # its part of the transaction was rolled back
+            raise self.drop_excluded(exc) from None
         except apsw.TooBigError:
             # This session's own content is beyond SQLite's limits: a fault of the session
             # (logged once, retried when it changes), not of the store.
@@ -204,6 +209,19 @@ class Ingester:
         except apsw.Error as exc:
             raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
         return outcome
+
+    def drop_excluded(self, refusal: Excluded) -> Excluded:
+        """An excluded session is never kept, whatever order its files appeared in: one stored
+        before its workspace was known is removed now (``forget.remove_excluded``). The refusal
+        to report (saying so when it removed one)."""
+        session_id = refusal.where
+        try:
+            removed = remove_excluded(self.database, session_id, now=utc_iso(self.clock()))
+        except apsw.Error as exc:
+            raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+        if not removed:
+            return refusal
+        return Excluded(session_id, f"{refusal.reason}; removed what was stored of it before its workspace was known")
 
     def _write(self, location: Location, checked: Guarded, started: float, live: bool) -> IngestOutcome:
         prepared, state = checked.prepared, checked.state

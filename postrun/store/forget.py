@@ -24,6 +24,10 @@ from postrun.store.query import no_session, resolve_session_id
 _SESSION_TABLES = ("step_flags", "verdicts", "history", "turns", "segments", "actors", "steps", "sessions")
 
 
+FORGOTTEN = "forgotten"  # a tombstone's kind: ``postrun forget``
+EXCLUDED = "excluded"  # removed when its workspace turned out excluded
+
+
 @dataclass(frozen=True, slots=True)
 class ForgetPlan:
     """What forgetting a session removes (for the dry run)."""
@@ -59,12 +63,30 @@ def forget_plan(database: Database, session_id: str) -> ForgetPlan:
 
 
 def forget_sessions(database: Database, session_ids: Sequence[str], *, now: str) -> scrub.ScrubLeft | None:
-    """Remove every row of the sessions and tombstone them, in one transaction, then scrub;
-    None when the scrub finished, else what is left of it.
+    """Remove the sessions (``remove_sessions``) in one transaction, then scrub; None when the
+    scrub finished, else what is left of it.
 
     The caller resolved the ids; the capture state of a session is its rows here (the
     session book is rebuilt from them at the next start).
     """
+    remove_sessions(database, session_ids, now=now)
+    return scrub.scrub(database)
+
+
+def remove_excluded(database: Database, session_id: str, *, now: str) -> bool:
+    """A stored session that turns out to be in an excluded workspace (its workspace known only
+    now: its manifest came after its transcript) is removed as a forget removes it, with a
+    tombstone of kind ``excluded``; False when it is not stored. Its scrub is left pending, for
+    whoever finishes one (capture's housekeeping, the end of ``postrun ingest``)."""
+    if database.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+        return False
+    remove_sessions(database, [session_id], now=now, kind=EXCLUDED)
+    return True
+
+
+def remove_sessions(database: Database, session_ids: Sequence[str], *, now: str, kind: str = FORGOTTEN) -> None:
+    """Every row of the sessions removed, each tombstoned, the team mirror sent a delete and the
+    scrub marked due, in one transaction (a part of the caller's, inside one)."""
     connection = database.connection
     # Zeroes what the deletes free, so the WAL's copy of the pages they change holds none of it.
     connection.execute("pragma secure_delete = on")
@@ -75,13 +97,12 @@ def forget_sessions(database: Database, session_ids: Sequence[str], *, now: str)
                 outbox.enqueue(connection, session_id, now, "delete")  # the team mirror forgets it too
                 # A tombstone carried over from before a restore keeps its time.
                 connection.execute(
-                    "INSERT INTO tombstones (session_id, forgotten_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                    (session_id, now),
+                    "INSERT INTO tombstones (session_id, forgotten_at, kind) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                    (session_id, now, kind),
                 )
             scrub.mark_pending(connection)
     finally:
         connection.execute("pragma secure_delete = off")
-    return scrub.scrub(database)
 
 
 def _delete_session(connection: apsw.Connection, session_id: str) -> None:
@@ -98,11 +119,15 @@ def _delete_session(connection: apsw.Connection, session_id: str) -> None:
 class Tombstone:
     session_id: str
     forgotten_at: str
+    kind: str = FORGOTTEN
 
 
-def tombstones(database: Database) -> list[Tombstone]:
-    rows = database.execute("SELECT session_id, forgotten_at FROM tombstones ORDER BY 1")
-    return [Tombstone(str(session_id), str(at)) for session_id, at in rows]
+def tombstones(database: Database, kind: str | None = None) -> list[Tombstone]:
+    """The store's tombstones (of one ``kind``), by id."""
+    rows = database.execute(
+        "SELECT session_id, forgotten_at, kind FROM tombstones WHERE ?1 IS NULL OR kind = ?1 ORDER BY 1", (kind,)
+    )
+    return [Tombstone(str(session_id), str(at), str(kind)) for session_id, at, kind in rows]
 
 
 def carry_over(
@@ -113,8 +138,8 @@ def carry_over(
     left of the scrub)."""
     with database.transaction() as connection:
         connection.executemany(
-            "INSERT INTO tombstones (session_id, forgotten_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
-            [(tombstone.session_id, tombstone.forgotten_at) for tombstone in carried],
+            "INSERT INTO tombstones (session_id, forgotten_at, kind) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            [(tombstone.session_id, tombstone.forgotten_at, tombstone.kind) for tombstone in carried],
         )
     back = [
         tombstone

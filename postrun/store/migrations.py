@@ -242,6 +242,12 @@ CREATE INDEX IF NOT EXISTS steps_failed_commands ON steps (session_id) WHERE out
 CREATE INDEX IF NOT EXISTS sessions_by_agent ON sessions (agent, started_at DESC, id);
 """
 
+# Why a session was tombstoned: ``forgotten`` (postrun forget) or ``excluded`` (stored before its
+# workspace was known, removed when it turned out excluded).
+_TOMBSTONE_KINDS = """
+ALTER TABLE tombstones ADD COLUMN kind TEXT NOT NULL DEFAULT 'forgotten';
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     _V1,
     _V2,
@@ -253,4 +259,5 @@ MIGRATIONS: tuple[str, ...] = (
     _FLAGS,
     _COMPACT_STEPS,
     _REVIEW_INDEXES,
+    _TOMBSTONE_KINDS,
 )
