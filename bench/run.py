@@ -332,8 +332,8 @@ def _measure_shape(
         history = write_history(root, seed=seed, sessions=shape.sessions, mean_turns=shape.turns, exact=shape.exact)
     described = (
         f"{history.sessions:,} finished sessions, {history.messages:,} messages, {history.tool_calls:,} tool calls,"
-        f" {history.bytes / MB:,.0f} MB ({'' if shape.exact else 'mean '}{shape.turns:g} turns of"
-        f" {MESSAGES_PER_TURN} messages)"
+        f" {history.bytes / MB:,.0f} MB ({'' if shape.exact else 'mean '}{shape.turns:g}"
+        f" turn{'' if shape.turns == 1 else 's'} of {MESSAGES_PER_TURN} messages{' each' if shape.exact else ''})"
     )
     then_peer = f", each then {peer_name} sync" if peer_name else ""
     with phase(f"1 cold ingest, {shape.name}: {described}; {profile.cold_runs} runs{then_peer}"):
