@@ -21,7 +21,7 @@ from pathlib import Path
 
 import apsw
 
-from bench.peer import AGENTSVIEW, AGENTSVIEW_VERSION, ensure_agentsview
+from bench.peer import AGENTSVIEW, AGENTSVIEW_VERSION, ensure_agentsview, peer_env
 from bench.proc import Finished, postrun_command, run
 from bench.sqlitefloor import sqlite_floor
 from bench.storesize import StoreSize, measure_store
@@ -98,24 +98,7 @@ def _peer(workdir: Path, root: Path, variable: str, sessions: int) -> Finished:
     binary = ensure_agentsview()
     copy = workdir / root.name
     shutil.copytree(root, copy, copy_function=shutil.copy2)
-    home = workdir / "home"
-    for name in ("config", "data", "state", "cache"):
-        (home / f".{name}").mkdir(parents=True, exist_ok=True)
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("POSTRUN_", "XDG_", "AGENTSVIEW_"))}
-    env |= {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(home / ".data"),
-        "XDG_STATE_HOME": str(home / ".state"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "AGENTSVIEW_DATA_DIR": str(workdir / "data"),
-        variable: str(copy),
-        "AGENTSVIEW_NO_DAEMON": "1",
-        "AGENTSVIEW_NO_BROWSER": "1",
-        "AGENTSVIEW_DISABLE_UPDATE_CHECK": "1",
-        "AGENTSVIEW_TELEMETRY_ENABLED": "0",
-        "DO_NOT_TRACK": "1",
-    }
+    env = peer_env(workdir, os.environ, {variable: str(copy)})
     os.sync()
     finished = run([str(binary), "sync"], env, timeout=7200)
     found = _SYNCED.search(finished.stdout + finished.stderr)

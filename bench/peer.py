@@ -66,6 +66,31 @@ def ensure_agentsview() -> Path:
     return binary
 
 
+def peer_env(workdir: Path, env: Mapping[str, str], folders: Mapping[str, str]) -> dict[str, str]:
+    """agentsview's environment: ``env`` without Postrun's, XDG's or agentsview's own variables,
+    its HOME, XDG folders and data dir under ``workdir``, the agent folders ``folders`` names
+    (``CLINE_DIR``, ``CLAUDE_PROJECTS_DIR``, ``CODEX_SESSIONS_DIR``), no daemon, browser,
+    update check or telemetry."""
+    home = workdir / "home"
+    for name in ("config", "data", "state", "cache"):
+        (home / f".{name}").mkdir(parents=True, exist_ok=True)
+    kept = {k: v for k, v in env.items() if not k.startswith(("POSTRUN_", "XDG_", "AGENTSVIEW_")) and k != "HOME"}
+    return kept | {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".data"),
+        "XDG_STATE_HOME": str(home / ".state"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "AGENTSVIEW_DATA_DIR": str(workdir / "data"),
+        **folders,
+        "AGENTSVIEW_NO_DAEMON": "1",
+        "AGENTSVIEW_NO_BROWSER": "1",
+        "AGENTSVIEW_DISABLE_UPDATE_CHECK": "1",
+        "AGENTSVIEW_TELEMETRY_ENABLED": "0",
+        "DO_NOT_TRACK": "1",
+    }
+
+
 class Agentsview:
     """One agentsview data dir and sessions copy that the cold-ingest slices are added to."""
 
@@ -73,28 +98,7 @@ class Agentsview:
         self.binary = binary
         self.sessions_root = workdir / "cline" / "sessions"
         self.sessions_root.mkdir(parents=True)
-        home = workdir / "home"
-        self.env = {
-            key: value
-            for key, value in env.items()
-            if not key.startswith(("POSTRUN_", "XDG_", "AGENTSVIEW_")) and key != "HOME"
-        }
-        for name in ("config", "data", "state", "cache"):
-            (home / f".{name}").mkdir(parents=True, exist_ok=True)
-        self.env |= {
-            "HOME": str(home),
-            "XDG_CONFIG_HOME": str(home / ".config"),
-            "XDG_DATA_HOME": str(home / ".data"),
-            "XDG_STATE_HOME": str(home / ".state"),
-            "XDG_CACHE_HOME": str(home / ".cache"),
-            "AGENTSVIEW_DATA_DIR": str(workdir / "data"),
-            "CLINE_DIR": str(self.sessions_root),
-            "AGENTSVIEW_NO_DAEMON": "1",
-            "AGENTSVIEW_NO_BROWSER": "1",
-            "AGENTSVIEW_DISABLE_UPDATE_CHECK": "1",
-            "AGENTSVIEW_TELEMETRY_ENABLED": "0",
-            "DO_NOT_TRACK": "1",
-        }
+        self.env = peer_env(workdir, env, {"CLINE_DIR": str(self.sessions_root)})
 
     def sync(self, part: Sequence[WrittenSession]) -> PeerRun:
         """Copy ``part`` into the peer's sessions folder, then time one ``agentsview sync``."""
