@@ -230,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         warm_sessions=args.warm_sessions or profile.warm_sessions,
     )
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="postrun-bench-claude-"))
-    command = "python -m bench.claude " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = sections.command_line("python -m bench.claude", sys.argv[1:] if argv is None else argv)
     try:
         facts = measure_cold(workdir, profile, args.seed, args.peer)
         facts |= measure_append(workdir, profile, args.seed)

@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             figures = measure(server, workdir, args)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    command = "python -m bench.mirror " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = sections.command_line("python -m bench.mirror", sys.argv[1:] if argv is None else argv)
     lines = section(figures, command.strip(), describe(REPO))
     print("\n".join(lines))
     if not args.no_write:

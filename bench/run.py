@@ -15,7 +15,6 @@ import contextlib
 import dataclasses
 import math
 import os
-import shlex
 import shutil
 import sys
 import tempfile
@@ -179,7 +178,7 @@ def log(message: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args, profile = parse_args(sys.argv[1:] if argv is None else argv)
-    command = "python -m bench " + shlex.join(sys.argv[1:] if argv is None else argv)
+    command = sections.command_line("python -m bench", sys.argv[1:] if argv is None else argv)
     if args.workdir is not None and args.workdir.exists() and any(args.workdir.iterdir()):
         log(f"{args.workdir} is not empty: give an empty or new folder")
         return 2

@@ -10,6 +10,7 @@ section with the same commit.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,6 +27,21 @@ def markers(name: str) -> tuple[str, str]:
         f"<!-- bench.{name}: begin (written by `python -m bench.{name}`; edit outside these markers) -->",
         f"<!-- bench.{name}: end -->",
     )
+
+
+def command_line(program: str, argv: Sequence[str]) -> str:
+    """``program`` and its arguments as a section shows them: without where the section was
+    written (``--output FILE``, ``--no-write``), which is no part of what was measured."""
+    shown: list[str] = []
+    skip = False
+    for argument in argv:
+        if skip:
+            skip = False
+        elif argument == "--output":
+            skip = True
+        elif not argument.startswith(("--output=", "--no-write")):
+            shown.append(argument)
+    return shlex.join([*program.split(), *shown])
 
 
 def stamped(command: str, body: Sequence[str], machine: Machine | None = None) -> list[str]:
