@@ -57,7 +57,7 @@ class Shape:
 
 SHAPES = {
     "small": Shape("small", 4_000, 1, exact=True),  # many one-turn sessions
-    "large": Shape("large", 60, 10, exact=True),  # few large ones: ~1.2 MB and 260 steps each
+    "large": Shape("large", 120, 10, exact=True),  # few large ones: ~1.2 MB and 260 steps each, 50 MB a run
     "mix": Shape("mix", 400, 4),  # most short, a long tail of large ones
 }
 FULL_SHAPES = {
