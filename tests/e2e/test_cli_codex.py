@@ -14,6 +14,7 @@ from tests.support.cli_cases import facts_through_cli
 
 CASES = sorted(
     [path for path in (FIXTURES / "codex-real").iterdir() if (path / "expect.json").exists()]
+    + [path for path in (FIXTURES / "codex-gen").iterdir() if (path / "expect.json").exists()]
     + [path for path in (FIXTURES / "codex").iterdir() if (path / "expect.json").exists()]
 )
 NESTED = "01a2330d-0000-7000-8000-00000000000a"

@@ -17,8 +17,10 @@ from postrun.agents.codex.values import command_text, decoded, joined_texts, loc
 # Tools that run a shell command: the unified exec tool, and the shell tools of older Codex.
 EXEC_TOOL = "exec_command"
 SHELL_TOOLS = frozenset({"shell", "shell_command", "container.exec", "local_shell"})
-# A tool's output saying it did not run (the wording of the corpus, two cases).
+# A tool's output saying it did not run (the wording of the real rollouts).
 FAILURE_PREFIXES = ("unsupported call:", "unable to ", "failed to parse")
+# A tool the current collaboration mode does not offer: "<tool> is unavailable in Default mode".
+_UNAVAILABLE = re.compile(r"^\S+ is unavailable in \S+ mode")
 # Codex refused the call: the policy forbids asking, or the reviewer said no.
 REFUSALS = ("approval policy is Never; reject command", 'CreateProcess { message: "Rejected(')
 NO_RESULT = "no result recorded; turn ended"
@@ -78,7 +80,8 @@ def call_parts(name: str, arguments: Any, output: Any, answered: bool, turn_cwd:
         return _unanswered(Parts("other", {"tool_name": name, "raw": raw}), ended)
     raw["output"] = output
     found = output_text(output)
-    failed = (found is not None and found.startswith(FAILURE_PREFIXES)) or mapping(output).get("success") is False
+    did_not_run = found is not None and (found.startswith(FAILURE_PREFIXES) or _UNAVAILABLE.match(found) is not None)
+    failed = did_not_run or mapping(output).get("success") is False
     if failed:
         return Parts("other", {"tool_name": name, "raw": raw}, "failed", error=tool_error(found or ""))
     return Parts("other", {"tool_name": name, "raw": raw})

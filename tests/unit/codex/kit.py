@@ -14,7 +14,10 @@ __all__ = ["assert_valid", "check_expect", "envelope", "same_mapping"]
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "tests" / "fixtures"
-REAL_CASES = sorted(path for path in (FIXTURES / "codex-real").iterdir() if path.is_dir())
+# Real rollouts: the shared ones, and the ones tests/fixtures/codex-gen/make.py drove the real CLI to write.
+REAL_CASES = sorted(path for path in (FIXTURES / "codex-real").iterdir() if path.is_dir()) + sorted(
+    path for path in (FIXTURES / "codex-gen").iterdir() if (path / "expect.json").exists()
+)
 HAND_CASES = sorted(path for path in (FIXTURES / "codex").iterdir() if path.is_dir())
 MAX_BYTES = 512 * 2**20
 
