@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,8 +99,10 @@ def crash_env(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
     return crash
 
 
-def test_kill_9_while_claude_code_transcripts_grow(tmp_path: Path, crash_env: dict[str, str]) -> None:
-    history = History(tmp_path, crash_env, sessions=40)
+def kill_until_converged(history: Any, tmp_path: Path, *, agent: str, ingest_line: str) -> None:
+    """Rounds of changes and kills (see the module's doc) over ``history`` (``versions``,
+    ``on_disk``, ``write``, ``stored_variants``, ``db``, ``env``, ``root``), then a restart
+    that must converge to a one-shot ingest of ``agent``'s files."""
     seed = random.SystemRandom().randrange(2**32)
     print(f"crash-safety seed {seed}")
     rng = random.Random(seed)
@@ -115,7 +118,7 @@ def test_kill_9_while_claude_code_transcripts_grow(tmp_path: Path, crash_env: di
                 history.write(session_id, (history.on_disk[session_id] + 1) % VARIANTS)
         changed = [s for s in history.versions if stored[s] != history.on_disk[s]]
         before = dict(stored)
-        killed = kill_at_random(history, rng, tmp_path, len(changed), live=rounds % 2 == 1, ingest_line=INGEST_LINE)
+        killed = kill_at_random(history, rng, tmp_path, len(changed), live=rounds % 2 == 1, ingest_line=ingest_line)
         kills += killed
         if history.db.exists():
             assert store_problems(history.db) == [], f"round {rounds}"
@@ -127,6 +130,11 @@ def test_kill_9_while_claude_code_transcripts_grow(tmp_path: Path, crash_env: di
     print(f"{kills} kills in {rounds} rounds, {partial} inside a catch-up")
     restart = run_postrun("capture", "--once", env=history.env, timeout=120)
     assert restart.returncode == 0, restart.stderr
-    clean = one_shot(history.root, tmp_path / "clean" / "postrun.db", history.env, agent="claude-code")
+    clean = one_shot(history.root, tmp_path / "clean" / "postrun.db", history.env, agent=agent)
     assert differences(read_records(history.db), clean) == []
     assert store_problems(history.db) == []
+
+
+def test_kill_9_while_claude_code_transcripts_grow(tmp_path: Path, crash_env: dict[str, str]) -> None:
+    history = History(tmp_path, crash_env, sessions=40)
+    kill_until_converged(history, tmp_path, agent="claude-code", ingest_line=INGEST_LINE)

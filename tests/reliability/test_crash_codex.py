@@ -14,7 +14,6 @@ with the root's of another); after the last, a restart converges to a one-shot i
 
 from __future__ import annotations
 
-import random
 import shutil
 from pathlib import Path
 
@@ -25,19 +24,10 @@ from postrun.agents.codex import SessionLocation, group_sessions, list_rollouts
 from postrun.agents.codex.reading import read_metas
 from postrun.ingest.ingester import Ingester
 from postrun.store.db import Database
-from tests.conftest import run_postrun
-from tests.reliability.kit import (
-    StoredRecords,
-    differences,
-    install_sitecustomize,
-    one_shot,
-    read_records,
-    store_problems,
-    stored_variants,
-)
-from tests.reliability.test_crash_safety import SHORT_BATCHES, kill_at_random
+from tests.reliability.kit import StoredRecords, install_sitecustomize, read_records, stored_variants
+from tests.reliability.test_crash_claude_code import VARIANTS, kill_until_converged
+from tests.reliability.test_crash_safety import SHORT_BATCHES
 
-VARIANTS = 3
 MAX_BYTES = 2**28
 INGEST_LINE = r" (DEBUG|INFO) codex (ingested|updated|unchanged) "
 
@@ -108,33 +98,4 @@ def crash_env(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
 
 def test_kill_9_while_codex_rollouts_grow(tmp_path: Path, crash_env: dict[str, str]) -> None:
     history = History(tmp_path, crash_env, sessions=30)
-    seed = random.SystemRandom().randrange(2**32)
-    print(f"crash-safety seed {seed}")
-    rng = random.Random(seed)
-    stored: dict[str, int | None] = dict.fromkeys(history.versions)
-    kills = rounds = partial = 0
-    # Kill until ten kills landed and at least two of them inside a catch-up: where a kill
-    # lands is up to the machine's load, so the rounds are bounded, not fixed.
-    while kills < 10 or partial < 2:
-        rounds += 1
-        assert rounds <= 40, f"capture kept finishing before the kill ({kills} kills, {partial} inside a catch-up)"
-        if rounds > 1:
-            for session_id in rng.sample(sorted(history.versions), k=len(history.versions) * 2 // 5):
-                history.write(session_id, (history.on_disk[session_id] + 1) % VARIANTS)
-        changed = [s for s in history.versions if stored[s] != history.on_disk[s]]
-        before = dict(stored)
-        killed = kill_at_random(history, rng, tmp_path, len(changed), live=rounds % 2 == 1, ingest_line=INGEST_LINE)
-        kills += killed
-        if history.db.exists():
-            assert store_problems(history.db) == [], f"round {rounds}"
-            stored = history.stored_variants()
-        for session_id, variant in stored.items():
-            assert variant in (before[session_id], history.on_disk[session_id]), (rounds, session_id, variant)
-        moved = sum(stored[s] != before[s] for s in changed)
-        partial += killed and 0 < moved < len(changed)
-    print(f"{kills} kills in {rounds} rounds, {partial} inside a catch-up")
-    restart = run_postrun("capture", "--once", env=history.env, timeout=120)
-    assert restart.returncode == 0, restart.stderr
-    clean = one_shot(history.root, tmp_path / "clean" / "postrun.db", history.env, agent="codex")
-    assert differences(read_records(history.db), clean) == []
-    assert store_problems(history.db) == []
+    kill_until_converged(history, tmp_path, agent="codex", ingest_line=INGEST_LINE)

@@ -74,7 +74,7 @@ class Series:
         self.location = SessionLocation(self.root, self.location.slug, self.location.session_id)
         shutil.copytree(self.source, self.root, ignore=shutil.ignore_patterns("*.jsonl"))
         # The main transcript first (a sub-agent is part of a session that exists).
-        self.transcripts = sorted((path.relative_to(self.source) for path in self.source.rglob("*.jsonl")), key=str)
+        self.files = sorted((path.relative_to(self.source) for path in self.source.rglob("*.jsonl")), key=str)
         self.database = Database.open(tmp_path / "store" / "postrun.db")
         self.ingester = Ingester(self.database, max_bytes=MAX_BYTES)
         self.cache: MappingCache | None = None
@@ -97,8 +97,8 @@ class Series:
         return read_records(db)
 
     def run(self, offsets: Offsets, *, check_every: int) -> None:
-        """Each transcript grows cut by cut (the others complete before it, in order)."""
-        for number, relative in enumerate(self.transcripts):
+        """Each file grows cut by cut (the others complete before it, in order; the lead first)."""
+        for number, relative in enumerate(self.files):
             complete = (self.source / relative).read_bytes()
             for count, offset in enumerate(offsets(complete)):
                 self.write(relative, complete[:offset])
