@@ -85,18 +85,26 @@ class History:
         return stored_variants(self.db, self.versions)
 
 
-@pytest.fixture
-def crash_env(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
-    crash = env | {
-        "POSTRUN_AGENTS": "claude-code",
-        "POSTRUN_CLAUDE_DIR": str(tmp_path / "claude" / "projects"),
-        "POSTRUN_DEBOUNCE_SECONDS": "0.1",
-        "POSTRUN_POLL_SECONDS": "0.5",
-        "POSTRUN_LOG_LEVEL": "DEBUG",  # the kills are timed by the ingest lines
-        "POSTRUN_INGEST_PROCESSES": "1",
-    }
+def killed_capture_env(env: dict[str, str], tmp_path: Path, agent: dict[str, str]) -> dict[str, str]:
+    """The capture's environment for the kills: ``agent``'s settings, short batches, quick polls."""
+    crash = (
+        env
+        | agent
+        | {
+            "POSTRUN_DEBOUNCE_SECONDS": "0.1",
+            "POSTRUN_POLL_SECONDS": "0.5",
+            "POSTRUN_LOG_LEVEL": "DEBUG",  # the kills are timed by the ingest lines
+            "POSTRUN_INGEST_PROCESSES": "1",
+        }
+    )
     install_sitecustomize(tmp_path / "site", SHORT_BATCHES, crash)
     return crash
+
+
+@pytest.fixture
+def crash_env(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    folder = str(tmp_path / "claude" / "projects")
+    return killed_capture_env(env, tmp_path, {"POSTRUN_AGENTS": "claude-code", "POSTRUN_CLAUDE_DIR": folder})
 
 
 def kill_until_converged(history: Any, tmp_path: Path, *, agent: str, ingest_line: str) -> None:

@@ -24,9 +24,8 @@ from postrun.agents.codex import SessionLocation, group_sessions, list_rollouts
 from postrun.agents.codex.reading import read_metas
 from postrun.ingest.ingester import Ingester
 from postrun.store.db import Database
-from tests.reliability.kit import StoredRecords, install_sitecustomize, read_records, stored_variants
-from tests.reliability.test_crash_claude_code import VARIANTS, kill_until_converged
-from tests.reliability.test_crash_safety import SHORT_BATCHES
+from tests.reliability.kit import StoredRecords, read_records, stored_variants
+from tests.reliability.test_crash_claude_code import VARIANTS, kill_until_converged, killed_capture_env
 
 MAX_BYTES = 2**28
 INGEST_LINE = r" (DEBUG|INFO) codex (ingested|updated|unchanged) "
@@ -84,16 +83,8 @@ class History:
 
 @pytest.fixture
 def crash_env(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
-    crash = env | {
-        "POSTRUN_AGENTS": "codex",
-        "POSTRUN_CODEX_DIR": str(tmp_path / "codex" / "sessions"),
-        "POSTRUN_DEBOUNCE_SECONDS": "0.1",
-        "POSTRUN_POLL_SECONDS": "0.5",
-        "POSTRUN_LOG_LEVEL": "DEBUG",  # the kills are timed by the ingest lines
-        "POSTRUN_INGEST_PROCESSES": "1",
-    }
-    install_sitecustomize(tmp_path / "site", SHORT_BATCHES, crash)
-    return crash
+    folder = str(tmp_path / "codex" / "sessions")
+    return killed_capture_env(env, tmp_path, {"POSTRUN_AGENTS": "codex", "POSTRUN_CODEX_DIR": folder})
 
 
 def test_kill_9_while_codex_rollouts_grow(tmp_path: Path, crash_env: dict[str, str]) -> None:
