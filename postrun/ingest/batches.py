@@ -27,7 +27,7 @@ from postrun.ingest.reflag import refresh_flags
 from postrun.review.exclude import Exclusions
 from postrun.store.actors import StoredHelpers
 from postrun.store.db import Database, describe_sqlite_error
-from postrun.store.forget import tombstone_ids
+from postrun.store.forget import tombstone_kinds
 from postrun.store.scrub import finish_pending
 from postrun.store.write import StoredState
 
@@ -80,12 +80,12 @@ def committed_batches(
 
     def known(session_id: str) -> Known:
         if session_id in forgotten and not force:
-            return Known(None, forgotten_refusal(session_id))
+            return Known(None, forgotten_refusal(session_id, forgotten[session_id]))
         state = stored_before[session_id] = ingester.stored_state(session_id)
         return Known(None if state is None else state.approvals)
 
     try:
-        forgotten = set(ingester.read(tombstone_ids))
+        forgotten = ingester.read(tombstone_kinds)
         with (
             contextlib.closing(Database.open_reader(ingester.database.path)) as reader,
             prepared_in_order(

@@ -28,7 +28,7 @@ from postrun.records import RawFile
 from postrun.store import vault
 from postrun.store.actors import StoredHelpers
 from postrun.store.db import Database
-from postrun.store.forget import is_forgotten
+from postrun.store.forget import EXCLUDED, FORGOTTEN, tombstone_kind
 from postrun.store.write import StoredState, stored_state
 
 if TYPE_CHECKING:
@@ -51,9 +51,10 @@ def guarded(
     """The checks, in the caller's write transaction; raises Forgotten or Excluded to refuse."""
     database = ingester.database
     session_id = location.session_id
-    forgotten = is_forgotten(database, session_id)
-    if forgotten and not force:
-        raise forgotten_refusal(session_id)
+    kind = tombstone_kind(database, session_id)
+    forgotten = kind is not None
+    if kind is not None and not force:
+        raise forgotten_refusal(session_id, kind)
     state = stored_state(database, session_id)
     if state != basis or (state is not None and prepared.mapped.approvals != state.approvals):
         files = read_admitted(location, ingester.rules)
@@ -74,5 +75,6 @@ def vault_copies(database: Database, session_id: str, paths: Iterable[str]) -> l
     return [RawFile(f.name, vault.read_blob(database, f.hash), f.fingerprint, f.settings) for f in kept]
 
 
-def forgotten_refusal(session_id: str) -> Forgotten:
-    return Forgotten(session_id, "forgotten (postrun forget); `postrun ingest --force` brings it back")
+def forgotten_refusal(session_id: str, kind: str = FORGOTTEN) -> Forgotten:
+    why = "removed when its workspace turned out excluded" if kind == EXCLUDED else "forgotten (postrun forget)"
+    return Forgotten(session_id, f"{why}; `postrun ingest --force` brings it back")

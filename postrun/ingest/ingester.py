@@ -30,7 +30,7 @@ from postrun.review.exclude import Exclusions
 from postrun.store import vault
 from postrun.store.actors import StoredHelpers
 from postrun.store.db import Database, describe_sqlite_error
-from postrun.store.forget import is_forgotten, lift_tombstone, remove_excluded
+from postrun.store.forget import lift_tombstone, remove_excluded, tombstone_kind
 from postrun.store.write import StoredState, UpsertResult, stored_state, upsert_session
 from postrun.timestamps import utc_iso
 
@@ -157,8 +157,9 @@ class Ingester:
         started = self.timer()
         session_id = location.session_id
         # Only to spare the read: the write checks the tombstone again, inside its transaction.
-        if not force and self.read(lambda database: is_forgotten(database, session_id)):
-            raise forgotten_refusal(session_id)
+        kind = None if force else self.read(lambda database: tombstone_kind(database, session_id))
+        if kind is not None:
+            raise forgotten_refusal(session_id, kind)
         try:
             files = read_admitted(location, self.rules, cache)
         except Excluded as exc:

@@ -151,11 +151,19 @@ def carry_over(
 
 
 def is_forgotten(database: Database, session_id: str) -> bool:
-    return database.execute("SELECT 1 FROM tombstones WHERE session_id = ?", (session_id,)).fetchone() is not None
+    return tombstone_kind(database, session_id) is not None
 
 
-def tombstone_ids(database: Database) -> list[str]:
-    return [str(session_id) for (session_id,) in database.execute("SELECT session_id FROM tombstones ORDER BY 1")]
+def tombstone_kind(database: Database, session_id: str) -> str | None:
+    """Why the session is tombstoned (``FORGOTTEN``, ``EXCLUDED``); None when it is not."""
+    row = database.execute("SELECT kind FROM tombstones WHERE session_id = ?", (session_id,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def tombstone_kinds(database: Database) -> dict[str, str]:
+    return {
+        str(session_id): str(kind) for session_id, kind in database.execute("SELECT session_id, kind FROM tombstones")
+    }
 
 
 def lift_tombstone(database: Database, session_id: str) -> bool:

@@ -59,7 +59,8 @@ def test_a_session_stored_before_its_manifest_is_removed_when_it_shows_it_exclud
     assert f"1 session(s) removed when their workspace turned out excluded: {SESSION}" in doctor
 
     again = run_postrun("ingest", str(manifest.parent), env=env)  # never stored again
-    assert SESSION not in run_postrun("sessions", env=env).stdout and "removed" not in again.stderr
+    assert SESSION not in run_postrun("sessions", env=env).stdout
+    assert f"{SESSION}: removed when its workspace turned out excluded; `postrun ingest --force`" in again.stderr
 
 
 def test_a_capture_removes_it_too(env: dict[str, str], tmp_path: Path) -> None:
