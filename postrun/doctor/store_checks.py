@@ -14,6 +14,7 @@ from pathlib import Path
 from postrun.doctor.check import Check
 from postrun.errors import PostrunError, StoreTooNewError, StoreTooOldError
 from postrun.review.exclude import Exclusions
+from postrun.store import scrub
 from postrun.store.db import STORE_VERSION, Database, StoreMissing
 from postrun.store.forget import EXCLUDED, tombstones
 from postrun.store.query import lead_files, session_workspaces
@@ -36,6 +37,7 @@ def check_store(db: Path) -> Check:
         with Database.open_reader(db) as database:
             problems = database.integrity_problems()
             version = database.user_version()
+            unscrubbed = scrub.pending(database)
     except StoreTooNewError as exc:
         return Check("store", "fail", str(exc), "upgrade Postrun", configuration=True)
     except StoreTooOldError as exc:
@@ -54,6 +56,13 @@ def check_store(db: Path) -> Check:
             "stop capture, move the file aside and run `postrun capture --once` to rebuild it from Cline's files",
         )
     detail = f"{db} (schema version {version} of {STORE_VERSION}, integrity ok)"
+    if unscrubbed:
+        return Check(
+            "store",
+            "warn",
+            f"{detail}; a forget's scrub is not finished: the file still holds bytes of the sessions it removed",
+            "a running capture finishes it once no other process holds a read open; or run `postrun capture --once`",
+        )
     loose = [f"{path} was {mode:04o}" for path, mode in modes if mode & 0o077]
     if loose:
         return Check(

@@ -113,6 +113,7 @@ def test_a_reader_that_stays_keeps_the_scrub_from_finishing_and_forget_says_so(
     )
     assert "Traceback" not in done.stderr
     assert everywhere(db, found)  # honest: the bytes are there
+    assert "a forget's scrub is not finished" in run_postrun("doctor", env=env).stdout
     assert SESSION not in run_postrun("sessions", env=env).stdout
 
     # A running capture finishes it once the reader is gone, and says so.
