@@ -39,6 +39,9 @@ from bench.noise import CpuMark, others_share
 from bench.proc import isolated_env, postrun_command, run
 from bench.review_mix import add_review_mix
 from bench.stats import median
+from postrun.store.activity import EDITS_PAGE, file_edits
+from postrun.store.browse import PAGE_SIZE
+from postrun.store.db import Database
 
 MB = 2**20
 TARGETS_MS = {"sessions": 100.0, "search": 200.0, "session": 500.0, "turn": 500.0, "range": 1000.0}
@@ -50,7 +53,6 @@ SESSION_FILTERS = (
     "/",
     "/?order=newest",
     "/?page=2",
-    "/?page=40",
     "/?needs=1",
     "/?agent=codex",
     "/?flag=dangerous_command",
@@ -190,6 +192,9 @@ def _measure(args: argparse.Namespace, workdir: Path) -> int:
     big_steps = int(re.search(rf"session {big.session_id}: (\d+) steps", ingested.stdout).group(1))  # type: ignore[union-attr]
     reviewed = add_review_mix(db, seed=args.seed)
     print(f"added the review mix: {reviewed:,} sessions with a verdict", file=sys.stderr, flush=True)
+    with Database.open_reader(db) as database:
+        total = int(database.execute("SELECT count(*) FROM sessions").get)
+        edits = file_edits(database, "/home/dev/work/project", since_utc="0000", per_page=1).total
     command = [*postrun_command(), "serve", "--port", "0"]
     server = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
@@ -199,14 +204,16 @@ def _measure(args: argparse.Namespace, workdir: Path) -> int:
         today = datetime.now(UTC).date()
         widest = f"from={today - timedelta(days=3649)}&to={today}"
         groups = {
-            "sessions": list(SESSION_FILTERS),
+            # A deep page: the 40th, or the last of a smaller store (one past it is a 400).
+            "sessions": [*SESSION_FILTERS, f"/?page={max(1, min(40, -(-total // PAGE_SIZE)))}"],
             "search": list(SEARCHES),
             "session": [f"/s/{urllib.parse.quote(big.session_id)}"],
             "turn": [f"/s/{urllib.parse.quote(big.session_id)}/turn?id=turn:{big.turns // 2}"],
             "range": [
                 f"/activity?{widest}",
                 "/files?workspace=/home/dev/work/project&days=3650",
-                "/files?workspace=/home/dev/work/project&days=3650&page=3",
+                # The third page, or the last of a smaller store.
+                f"/files?workspace=/home/dev/work/project&days=3650&page={max(1, min(3, -(-edits // EDITS_PAGE)))}",
             ],
         }
         timings: dict[str, list[float]] = {name: [] for name in groups}
@@ -243,11 +250,11 @@ def _report(
     args: argparse.Namespace, timings: dict[str, list[float]], rss: float, peak: float, big_steps: int, others: float
 ) -> None:
     labels = {
-        "sessions": f"Sessions page (the review inbox), {len(SESSION_FILTERS)} filter combinations",
+        "sessions": f"Sessions page (the review inbox), {len(SESSION_FILTERS) + 1} filter combinations",
         "search": f"Search, {len(SEARCHES)} queries (two of 50 and 200 words)",
         "session": f"Session page, {big_steps:,} steps (bodies load on demand)",
         "turn": "One turn of that session, opened",
-        "range": "Activity and files over their widest range (3,650 days), files pages 1 and 3",
+        "range": "Activity and files over their widest range (3,650 days), files pages 1 and 3 (or its last)",
     }
     print(f"\n`python -m bench.web --sessions {args.sessions} --rounds {args.rounds}` on {platform.node()},"
           f" {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}, {os.cpu_count()} cores;"
