@@ -18,8 +18,11 @@ def forget(
     yes: Annotated[bool, typer.Option("--yes", help="Really forget them (without: list what would go).")] = False,
 ) -> None:
     """Remove sessions with every earlier version, search entry and capture state, leaving no byte
-    of them in the store's files; a tombstone keeps them from being recorded again
-    (`postrun ingest --force ID` is the only way back)."""
+    of them in the store's files (it rewrites the store); a tombstone keeps them from being recorded
+    again (`postrun ingest --force ID` is the only way back), also through a restore.
+
+    Exits 75 when another process's open read kept the rewrite from reaching the file: the
+    sessions are gone from every table, and a running capture finishes the scrub."""
     from postrun.store.forget import forget as forget_sessions
     from postrun.timestamps import utc_now
 
