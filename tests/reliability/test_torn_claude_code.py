@@ -29,7 +29,12 @@ from tests.conftest import FIXTURES
 from tests.reliability.kit import StoredRecords, differences, read_records, store_problems
 
 MAX_BYTES = 512 * 2**20
-CASES = sorted(path for path in (FIXTURES / "claude-code-real").iterdir() if path.is_dir())
+# The real cases, and the generated ones whose later lines change earlier facts: a resume that
+# repairs a killed invocation (a new segment, a call's result, a sub-agent's call closed).
+GENERATED = ("i_killed_resumed", "j_killed_tool_resumed", "k_subagent_killed")
+CASES = sorted(path for path in (FIXTURES / "claude-code-real").iterdir() if path.is_dir()) + [
+    FIXTURES / "claude-code-gen" / name for name in GENERATED
+]
 Offsets = Callable[[bytes], Iterator[int]]
 
 
