@@ -46,8 +46,10 @@ PROCESSES_FROM_SESSIONS = 200
 PROCESSES_FROM_BYTES = 16 * 2**20
 # Sessions each process is given ahead of the writer. Memory stays bounded whatever their size:
 # replies wait in the socket's buffer or, one that does not fit, in its process, which maps
-# nothing more until the writer has read it.
-_AHEAD = 6
+# nothing more until the writer has read it. With 6, a process ran out of work whenever the
+# writer paused (a commit, a large session): over 1,000 one-turn sessions it waited for work
+# 3.5 s of its 25 s, 0.7 s with 48.
+_AHEAD = 32
 # Sessions the writer prepares itself while a process it waits for has not answered, at most.
 _HERE_AHEAD = 3
 # The socket's buffer (the kernel's, capped by net.core.wmem_max): a reply holds the session's

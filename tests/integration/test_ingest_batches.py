@@ -184,6 +184,7 @@ def test_the_writer_prepares_sessions_while_its_processes_do_not_answer(
     machine makes them): the writer prepares the next sessions no process was given meanwhile,
     and every session is stored, in order, as preparing all in line stores them."""
     monkeypatch.setattr(catchup, "BATCH_SECONDS", 60.0)
+    monkeypatch.setattr(pool, "_AHEAD", 6)  # sessions given to a process ahead of the writer
     root = tmp_path / "cline" / "sessions"
     for index in range(12):
         session = Synthetic(synthetic_id(index), seed=index)
