@@ -30,16 +30,16 @@ def markers(name: str) -> tuple[str, str]:
 
 
 def command_line(program: str, argv: Sequence[str]) -> str:
-    """``program`` and its arguments as a section shows them: without where the section was
-    written (``--output FILE``, ``--no-write``), which is no part of what was measured."""
+    """``program`` and its arguments as a section shows them: without where its figures were
+    written (``--output FILE``, ``--json FILE``, ``--no-write``), which is no part of what was measured."""
     shown: list[str] = []
     skip = False
     for argument in argv:
         if skip:
             skip = False
-        elif argument == "--output":
+        elif argument in ("--output", "--json"):
             skip = True
-        elif not argument.startswith(("--output=", "--no-write")):
+        elif not argument.startswith(("--output=", "--json=", "--no-write")):
             shown.append(argument)
     return shlex.join([*program.split(), *shown])
 

@@ -37,7 +37,7 @@ def test_a_section_written_before_the_markers_named_their_bench_is_replaced(tmp_
 
 
 def test_the_command_shown_is_what_was_measured() -> None:
-    argv = ["--peer", "agentsview", "--output", "/tmp/B.md", "--no-write", "--shape", "large"]
+    argv = ["--peer", "agentsview", "--output", "/tmp/B.md", "--no-write", "--json", "/tmp/f.json", "--shape", "large"]
     assert sections.command_line("python -m bench", argv) == "python -m bench --peer agentsview --shape large"
     assert sections.command_line("python -m bench.claude", ["--output=/x", "--sessions", "200"]) == (
         "python -m bench.claude --sessions 200"
