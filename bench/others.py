@@ -19,9 +19,9 @@ from bench import sections
 _ARGUMENTS: dict[str, tuple[list[str], list[str]]] = {
     "review": (["--sessions", "300"], ["--sessions", "1000"]),
     "vault": (["--sessions", "400", "--runs", "3"], []),
-    # Histories of some 200 MB, so that a cold ingest's start-up is not most of what is timed.
-    "claude": (["--sessions", "200"], ["--full"]),
-    "codex": (["--sessions", "400"], ["--sessions", "1000"]),
+    # Histories of 100-200 MB, so that a cold ingest's start-up is not most of what is timed.
+    "claude": (["--sessions", "150"], ["--full"]),
+    "codex": (["--sessions", "300"], ["--sessions", "1000"]),
     "web": (["--sessions", "2000", "--rounds", "3"], []),
     "mirror": (["--sessions", "300", "--busy-seconds", "15"], []),
 }
