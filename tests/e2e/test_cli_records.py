@@ -117,7 +117,7 @@ def test_read_commands_leave_a_file_that_is_not_a_store_as_it_was(tmp_path: Path
         before = path.read_bytes()
         for command in (("sessions",), ("search", "x"), ("show", "1790000000000_basic"), ("export", "17900")):
             result = run_postrun("--db", str(path), *command, env=env)
-            assert result.returncode != 0, (path, command)
+            assert result.returncode == 1, (path, command)
             assert result.stderr.startswith(f"error: {path}: ") and reason in result.stderr, result.stderr
             assert result.stderr.count("\n") == 1, result.stderr
         assert (oct(path.stat().st_mode & 0o777), path.read_bytes() == before) == ("0o644", True), path

@@ -125,6 +125,6 @@ def test_deb_installs_runs_and_removes_cleanly(deb: Path, tmp_path: Path) -> Non
         assert not Path(folder).exists(), folder
     purge = run("dpkg", "--purge", PACKAGE)
     assert purge.returncode == 0, purge.stderr
-    assert run("dpkg-query", "-W", PACKAGE).returncode != 0
+    assert run("dpkg-query", "-W", PACKAGE).returncode == 1  # dpkg-query: no such package
     # The user's data is theirs: removal leaves it.
     assert (home / ".local" / "share" / "postrun" / "postrun.db").is_file()

@@ -168,9 +168,11 @@ def test_forget_leaves_no_byte_and_ingest_force_brings_it_back(stored: dict[str,
     assert done.returncode == 0, done.stderr
     assert f"forgot {SESSION}: 12 steps, 0 earlier versions, 3 raw copies of Cline's files" in done.stdout
     raw = run_postrun("raw", SESSION, "--to", str(root.parent / "raw"), env=stored)
-    assert raw.returncode != 0  # the vault keeps nothing of it either
+    assert (raw.returncode, raw.stderr.count("\n")) == (1, 1), raw.stderr  # the vault keeps nothing of it either
+    assert f"no session {SESSION} in " in raw.stderr, raw.stderr
     reingest = run_postrun("reingest", SESSION, env=stored)
-    assert reingest.returncode != 0 and SESSION not in run_postrun("sessions", env=stored).stdout
+    assert (reingest.returncode, reingest.stderr.count("\n")) == (1, 1), reingest.stderr
+    assert f"no session {SESSION} in " in reingest.stderr, reingest.stderr
     assert SESSION not in run_postrun("sessions", env=stored).stdout
     with apsw.Connection(stored["POSTRUN_DB"]) as connection:
         queued = connection.execute("SELECT op FROM mirror_outbox WHERE session_id = ?", (SESSION,)).fetchall()
