@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Annotated, Any, Literal
@@ -192,6 +192,8 @@ class LoadedSettings:
     config_found: bool
     sources: Mapping[str, str]  # key -> "flag", "env POSTRUN_X", "file <path>", "default", "default, from VAR"
     warnings: tuple[str, ...]  # one line each, for the CLI to print as ``warning: ...``
+    # key -> the file, variable or flag that set it, as errors name it (no entry: the default)
+    set_in: Mapping[str, str] = field(default_factory=dict)
 
 
 def paths_for(loaded: LoadedSettings, environ: Mapping[str, str]) -> Paths:
@@ -245,6 +247,7 @@ def load_settings(
     cline_dir, cline_variable = cline_sessions_root(environ, base=cwd)
     values: dict[str, Any] = {"db": default_db_path(), "cline_dir": cline_dir}
     sources = dict.fromkeys(SETTING_KEYS, "default")
+    set_in: dict[str, str] = {}
     if cline_variable is not None:
         sources["cline_dir"] = f"default, from {cline_variable}"
 
@@ -276,12 +279,14 @@ def load_settings(
         for key, raw in layer.values.items():
             values[key] = _check(key, raw, layer)
             sources[key] = layer.describe[key]
+            set_in[key] = layer.where[key]
     return LoadedSettings(
         settings=Settings(**values),
         config_path=config_path,
         config_found=file_values is not None,
         sources=MappingProxyType(sources),
         warnings=warnings,
+        set_in=MappingProxyType(set_in),
     )
 
 

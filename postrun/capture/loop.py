@@ -35,6 +35,7 @@ from postrun.capture.watcher import MAX_FOLDER_WATCHES, SessionWatcher
 from postrun.errors import AlreadyRunning
 from postrun.ingest.pool import Processes
 from postrun.mirror import start_mirror
+from postrun.mirror.target import mirror_target
 from postrun.review.exclude import Exclusions
 from postrun.store.db import Database
 from postrun.text import plural
@@ -149,7 +150,7 @@ class Capture:
             running.poller.start()
         if settings.mirror_url is not None:
             self.mirror = start_mirror(
-                settings.mirror_url, self.context.paths.db, self.context.paths.mirror_lock, self.logger
+                mirror_target(settings.mirror_url), self.context.paths.db, self.context.paths.mirror_lock, self.logger
             )
         self._update_lock_info()
 

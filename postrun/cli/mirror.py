@@ -10,6 +10,7 @@ from postrun.cli.app import app
 from postrun.cli.common import command, load, say
 from postrun.errors import ConfigError
 from postrun.exitcodes import ExitCode
+from postrun.mirror.target import MirrorTarget, mirror_target
 from postrun.settings import LoadedSettings
 from postrun.text import plural
 
@@ -17,26 +18,27 @@ mirror_app = typer.Typer(help="The team mirror: this store's sessions pushed to 
 app.add_typer(mirror_app, name="mirror")
 
 
-def _mirror_url(loaded: LoadedSettings) -> str:
-    from postrun.mirror import require_driver
+def _target(loaded: LoadedSettings) -> MirrorTarget:
+    """The configured mirror, its driver there and its options ones libpq accepts (else 78)."""
+    from postrun.mirror import usable_target
 
     url = loaded.settings.mirror_url
     if url is None:
         raise ConfigError("mirror_url", f"not set (POSTRUN_MIRROR_URL, or mirror_url in {loaded.config_path})")
-    require_driver("mirror")
-    return url
+    return usable_target(mirror_target(url, loaded.set_in.get("mirror_url", "mirror_url")))
 
 
 @mirror_app.command("status")
 @command
 def mirror_status() -> None:
     """The mirror, whether it answers, sessions waiting, last push: exit 0 caught up, 1 behind or failing."""
-    from postrun.mirror.commands import mirror_status as status_of
-
     loaded, paths = load()
-    status = status_of(_mirror_url(loaded), paths.db)
+    target = _target(loaded)
+    from postrun.mirror.commands import mirror_status as status_of  # psycopg: once it is known to be there
+
+    status = status_of(target, paths.db)
     typer.echo(f"mirror: {status.target.label} ({status.shown_url})")
-    typer.echo(f"server: {'reachable' if status.reach.ok else 'unreachable'}: {status.reach.detail}")
+    typer.echo(f"server: {status.reach.state}: {status.reach.detail}")
     since = f" (waiting since {status.waiting_since})" if status.waiting_since else ""
     typer.echo(f"waiting: {plural(status.waiting, 'session')}{since}")
     typer.echo(f"last push: {status.last_push or 'never'}")
@@ -52,13 +54,15 @@ def mirror_status() -> None:
 def mirror_push() -> None:
     """Push what is waiting once, then exit (machines that do not run capture: CI runners, cron)."""
     from postrun.capture.log import ProgressBar
-    from postrun.mirror.commands import push_once
 
     loaded, paths = load()
+    target = _target(loaded)
+    from postrun.mirror.commands import push_once
+
     progress = ProgressBar(sys.stderr, label="pushing") if sys.stderr.isatty() else None
     try:
         report = push_once(
-            _mirror_url(loaded),
+            target,
             paths.db,
             paths.mirror_lock,
             on_start=progress.start if progress is not None else lambda total: None,

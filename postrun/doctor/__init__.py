@@ -24,6 +24,7 @@ from postrun.doctor.service_checks import check_capture, check_mirror, check_ser
 from postrun.doctor.store_checks import check_exclude, check_sources, check_store
 from postrun.errors import ConfigError
 from postrun.exitcodes import ExitCode
+from postrun.mirror.target import mirror_target
 from postrun.paths import Paths, cline_sessions_root, default_db_path
 from postrun.review.exclude import Exclusions
 from postrun.settings import LoadedSettings, load_settings, paths_for
@@ -110,7 +111,8 @@ def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
         )
     )
     if loaded.settings.mirror_url is not None:
-        checks.append(check_mirror(loaded.settings.mirror_url, paths.db))
+        target = mirror_target(loaded.settings.mirror_url, loaded.set_in.get("mirror_url", "mirror_url"))
+        checks.append(check_mirror(target, paths.db))
     return tuple(checks)
 
 

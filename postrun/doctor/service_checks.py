@@ -7,8 +7,9 @@ from pathlib import Path
 
 from postrun.capture.lock import read_capture_info
 from postrun.doctor.check import Check
-from postrun.errors import PostrunError
-from postrun.mirror import require_driver
+from postrun.errors import ConfigError, PostrunError
+from postrun.mirror import DriverMissing, usable_target
+from postrun.mirror.target import MirrorTarget
 from postrun.paths import Paths
 from postrun.text import plural
 from postrun.units import NO_USER_MANAGER, WEB, ServiceStatus, unreachable_variables
@@ -87,17 +88,19 @@ def _stale_unit(name: str, status: ServiceStatus, detail: str, reinstall: str) -
     return None
 
 
-def check_mirror(url: str, db: Path) -> Check:
+def check_mirror(target: MirrorTarget, db: Path) -> Check:
     """The team mirror answers, at a schema this Postrun knows; a warning otherwise (recording
-    never depends on it)."""
+    never depends on it), and a failure for a ``mirror_url`` libpq refuses (a typo is no outage)."""
     try:
-        require_driver("mirror")
-    except PostrunError as exc:
-        return Check("mirror", "warn", str(exc), "the mirror needs the postgres extra")
+        usable_target(target)
+    except DriverMissing as exc:
+        return Check("mirror", "warn", str(exc), "without it capture records, and pushes nothing")
+    except ConfigError as exc:
+        return Check("mirror", "fail", str(exc), "fix mirror_url; `postrun config show` shows it", configuration=True)
     from postrun.mirror.commands import mirror_status  # psycopg: only when a mirror is configured
 
     try:
-        status = mirror_status(url, db)
+        status = mirror_status(target, db)
     except PostrunError as exc:  # the store itself: its own check says what is wrong
         return Check("mirror", "warn", f"not checked: {exc}")
     where = f"{status.target.label} ({status.shown_url})"
@@ -105,10 +108,17 @@ def check_mirror(url: str, db: Path) -> Check:
         return Check(
             "mirror",
             "warn",
-            f"{where}: {status.reach.detail}; {plural(status.waiting, 'session')} waiting",
-            "check the server, the role and its password (~/.pgpass or PGPASSFILE); `postrun mirror status`",
+            f"{where}: {status.reach.state}: {status.reach.detail}; {plural(status.waiting, 'session')} waiting",
+            _REACH_HINTS.get(status.reach.state, _REACH_HINTS["unreachable"]),
         )
     if status.too_new:
         return Check("mirror", "warn", f"{where}: {status.reach.detail}", "upgrade Postrun on this machine")
     last = f", last push {status.last_push}" if status.last_push else ", never pushed"
     return Check("mirror", "ok", f"{where}: {status.reach.detail}; {plural(status.waiting, 'session')} waiting{last}")
+
+
+_REACH_HINTS = {
+    "unreachable": "check the server is up and reachable from here; `postrun mirror status`",
+    "refused the login": "check the role and its password (~/.pgpass or PGPASSFILE); `postrun mirror status`",
+    "refused a permission": "the role needs CONNECT on the database and CREATE (or the schema's grants)",
+}

@@ -10,30 +10,43 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from postrun.errors import PostrunError
-from postrun.mirror.target import mirror_target
+from postrun.errors import ConfigError, PostrunError
+from postrun.mirror.target import MirrorTarget
 
 if TYPE_CHECKING:
     from postrun.mirror.worker import MirrorWorker
 
-DRIVER_MISSING = "psycopg is not installed (install postrun[postgres], e.g. `pipx install 'postrun[postgres]'`)"
+DRIVER_MISSING = "the team mirror needs the postgres extra: pip install 'postrun[postgres]'"
 
 
-def require_driver(where: str) -> None:
-    """Raise PostrunError naming ``where`` when psycopg cannot be imported."""
+class DriverMissing(ConfigError):
+    """psycopg cannot be imported: an installation without the ``postgres`` extra (exit 78)."""
+
+
+def require_driver() -> None:
+    """Raise DriverMissing when psycopg cannot be imported."""
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        raise PostrunError(where, DRIVER_MISSING) from None
+        raise DriverMissing("", DRIVER_MISSING) from None
 
 
-def start_mirror(url: str, db: Path, lock: Path, logger: logging.Logger) -> MirrorWorker | None:
-    """The capture's mirror thread, started; None (said once in the log) without psycopg."""
-    target = mirror_target(url)
+def usable_target(target: MirrorTarget) -> MirrorTarget:
+    """``target`` once the driver is there and libpq accepts its options; ConfigError otherwise."""
+    require_driver()
+    from postrun.mirror.push import conninfo
+
+    conninfo(target)
+    return target
+
+
+def start_mirror(target: MirrorTarget, db: Path, lock: Path, logger: logging.Logger) -> MirrorWorker | None:
+    """The capture's mirror thread, started; None (said once in the log) without psycopg or
+    with a ``mirror_url`` libpq refuses."""
     try:
-        require_driver(f"mirror {target.label}")
+        usable_target(target)
     except PostrunError as exc:
-        logger.error(f"{exc}; capture records without the mirror")
+        logger.error(f"mirror {target.label}: {exc}; capture records without the mirror")
         return None
     from postrun.mirror.worker import MirrorWorker
 

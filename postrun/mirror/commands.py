@@ -13,32 +13,47 @@ from pathlib import Path
 
 import psycopg
 
-from postrun.errors import PostrunError
-from postrun.mirror.push import Pushed, Pusher, connect, describe_pg_error, local_origin, push_lock
+from postrun.mirror.pgerrors import Refusal, describe_pg_error, refusal
+from postrun.mirror.push import MirrorError, Pushed, Pusher, connect, local_origin, push_lock
 from postrun.mirror.schema import SCHEMA_VERSION
-from postrun.mirror.target import MirrorTarget, masked_url, mirror_target
+from postrun.mirror.target import MirrorTarget
 from postrun.store import outbox
 from postrun.store.db import Database, StoreMissing
+
+# How ``mirror status`` and ``doctor`` name what the server did.
+SERVER_STATES: dict[Refusal, str] = {
+    "unreachable": "unreachable",
+    "login": "refused the login",
+    "permission": "refused a permission",
+    "answered": "answered with an error",
+}
 
 
 @dataclass(frozen=True, slots=True)
 class Reach:
     """Whether the server answers, and at which schema version (0: not created yet)."""
 
-    ok: bool
+    state: str  # "reachable", or one of SERVER_STATES' values
     detail: str  # "schema postrun version 1" or why not
     version: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "reachable"
 
 
 @dataclass(frozen=True, slots=True)
 class MirrorStatus:
     target: MirrorTarget
-    shown_url: str  # with the user-info masked
     reach: Reach
     waiting: int
     waiting_since: str | None
     last_push: str | None
     machine_id: str | None  # None: no store yet
+
+    @property
+    def shown_url(self) -> str:  # with the user-info and secret options masked
+        return self.target.shown_url
 
     @property
     def too_new(self) -> bool:
@@ -50,10 +65,11 @@ class MirrorStatus:
 
 
 def reach(target: MirrorTarget) -> Reach:
+    """Raises ConfigError for options libpq refuses (a typo is not an outage)."""
     try:
         connection = connect(target)
-    except PostrunError as exc:
-        return Reach(False, exc.reason)
+    except MirrorError as exc:
+        return Reach(SERVER_STATES[exc.refusal], exc.reason)
     try:
         with connection:
             exists = connection.execute("SELECT to_regclass('postrun.schema_version') IS NOT NULL").fetchone()
@@ -63,19 +79,20 @@ def reach(target: MirrorTarget) -> Reach:
                 else None
             )
     except psycopg.Error as exc:
-        return Reach(False, describe_pg_error(exc))
+        return Reach(SERVER_STATES[refusal(exc)], describe_pg_error(exc))
     version = int(row[0] or 0) if row is not None else 0
     if version == 0:
-        return Reach(True, "schema postrun not created yet (the first push creates it)", 0)
+        return Reach("reachable", "schema postrun not created yet (the first push creates it)", 0)
     if version > SCHEMA_VERSION:
         return Reach(
-            True, f"schema postrun version {version}, newer than this Postrun knows ({SCHEMA_VERSION})", version
+            "reachable",
+            f"schema postrun version {version}, newer than this Postrun knows ({SCHEMA_VERSION})",
+            version,
         )
-    return Reach(True, f"schema postrun version {version}", version)
+    return Reach("reachable", f"schema postrun version {version}", version)
 
 
-def mirror_status(url: str, db: Path) -> MirrorStatus:
-    target = mirror_target(url)
+def mirror_status(target: MirrorTarget, db: Path) -> MirrorStatus:
     found = reach(target)
     try:
         with Database.open(db, create=False) as database:
@@ -83,8 +100,8 @@ def mirror_status(url: str, db: Path) -> MirrorStatus:
             last_push = outbox.state(database, "last_push")
             machine = outbox.machine_id(database)
     except StoreMissing:
-        return MirrorStatus(target, masked_url(url), found, 0, None, None, None)
-    return MirrorStatus(target, masked_url(url), found, backlog.sessions, backlog.oldest, last_push, machine)
+        return MirrorStatus(target, found, 0, None, None, None)
+    return MirrorStatus(target, found, backlog.sessions, backlog.oldest, last_push, machine)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +113,7 @@ class PushReport:
 
 
 def push_once(
-    url: str,
+    target: MirrorTarget,
     db: Path,
     lock: Path,
     *,
@@ -106,7 +123,6 @@ def push_once(
     """Drain the outbox once. ``on_start`` hears how many sessions wait (after connecting: a
     first push to a database queues the whole store). Raises AlreadyRunning (75) while another
     push of this store runs, MirrorError when the server cannot be used, MirrorSchemaTooNew."""
-    target = mirror_target(url)
     started = time.monotonic()
     with push_lock(lock), Database.open(db, create=False) as database:
         pusher = Pusher(target, database, local_origin(database))

@@ -22,9 +22,10 @@ import psycopg
 from psycopg import sql
 
 from postrun.errors import AlreadyRunning, PostrunError, StoreError
+from postrun.mirror.pgerrors import Refusal, describe_pg_error, refusal
 from postrun.mirror.rows import Origin, history_values, pg_json, session_values, step_values
 from postrun.mirror.schema import ensure_schema
-from postrun.mirror.target import MirrorTarget
+from postrun.mirror.target import MirrorTarget, check_options
 from postrun.store import outbox
 from postrun.store.db import Database, describe_sqlite_error
 from postrun.store.outbox import Change, Keyed, Known
@@ -45,34 +46,41 @@ Connection = psycopg.Connection[tuple[Any, ...]]
 
 
 class MirrorError(PostrunError):
-    """The mirror cannot be reached or written now (``reason`` says why); retried later."""
+    """The mirror cannot be reached or written now (``reason`` says why); retried later.
+    ``refusal``: whether the server answered and refused the login or a permission."""
+
+    def __init__(self, where: str, reason: str, refusal: Refusal = "unreachable") -> None:
+        super().__init__(where, reason)
+        self.refusal = refusal
 
 
-def describe_pg_error(exc: psycopg.Error) -> str:
-    """libpq's reason, without its multi-line hints and connection preamble."""
-    text = str(exc).strip() or type(exc).__name__
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    line = next((entry for entry in lines if not entry.startswith(("HINT", "DETAIL", "CONTEXT", "Is the"))), text)
-    for prefix in ("connection failed: ", "FATAL:  ", "FATAL: ", "ERROR:  "):
-        line = line.removeprefix(prefix)
-    _, marker, rest = line.partition(" failed: ")
-    if marker and line.startswith("connection to server"):
-        line = rest
-    return line.removeprefix("FATAL:  ").strip() or type(exc).__name__
+def mirror_error(where: str, exc: psycopg.Error) -> MirrorError:
+    return MirrorError(where, describe_pg_error(exc), refusal(exc))
+
+
+def conninfo(target: MirrorTarget) -> str:
+    """The URI with Postrun's defaults added; ConfigError (78) for an option libpq refuses."""
+    check_options(target)
+    try:
+        given = psycopg.conninfo.conninfo_to_dict(target.url)
+    except psycopg.ProgrammingError as exc:  # an unknown option: libpq's own list decides
+        raise target.config_error(
+            describe_pg_error(exc).replace("invalid URI query parameter:", "unknown option")
+        ) from None
+    options = {key: value for key, value in _CONNECTION_DEFAULTS.items() if key not in given}
+    return psycopg.conninfo.make_conninfo(target.url, **options)
 
 
 def connect(target: MirrorTarget) -> Connection:
-    """A connection in autocommit mode (transactions are explicit); raises MirrorError."""
-    given = psycopg.conninfo.conninfo_to_dict(target.url)
-    options = {key: value for key, value in _CONNECTION_DEFAULTS.items() if key not in given}
+    """A connection in autocommit mode (transactions are explicit); raises MirrorError, or
+    ConfigError for options libpq refuses."""
+    info = conninfo(target)
     try:
         # No server-side prepared statements: a pooler in transaction mode (PgBouncer, managed
         # poolers) would hand them to another connection.
-        return psycopg.connect(
-            psycopg.conninfo.make_conninfo(target.url, **options), autocommit=True, prepare_threshold=None
-        )
+        return psycopg.connect(info, autocommit=True, prepare_threshold=None)
     except psycopg.Error as exc:
-        raise MirrorError(f"mirror {target.label}", describe_pg_error(exc)) from None
+        raise mirror_error(f"mirror {target.label}", exc) from None
 
 
 @contextlib.contextmanager
@@ -121,7 +129,7 @@ class Pusher:
             database_id = ensure_schema(connection, self.where)
         except psycopg.Error as exc:
             connection.close()
-            raise MirrorError(self.where, describe_pg_error(exc)) from None
+            raise mirror_error(self.where, exc) from None
         except PostrunError:
             connection.close()
             raise
@@ -172,7 +180,7 @@ class Pusher:
             )
         except psycopg.Error as exc:
             self.disconnect()
-            raise MirrorError(self.where, describe_pg_error(exc)) from None
+            raise mirror_error(self.where, exc) from None
         except apsw.Error as exc:
             # Pushed but not marked (the store is locked or full): it is pushed again, to no effect.
             raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None

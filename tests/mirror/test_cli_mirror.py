@@ -13,6 +13,7 @@ from tests.mirror.conftest import Mirror
 from tests.reliability.kit import Synthetic, synthetic_id
 from tests.support import mirror_check
 from tests.support.capture_process import CaptureProcess, copy_data
+from tests.support.postgres import APP_USER
 
 SECRET = "pw-that-must-never-print"
 
@@ -157,3 +158,68 @@ def test_doctor_checks_the_mirror_when_one_is_configured(
     line = next(line for line in down.stdout.splitlines() if " mirror: " in line)
     assert line.startswith("warn  mirror: ") and "Connection refused" in line
     assert down.returncode == healthy.returncode  # recording never depends on the mirror
+
+
+def checks_of(doctor: str) -> list[str]:
+    """The names of the checks doctor printed (``ok    store: ...`` -> ``store``), in order."""
+    return [line[6:].partition(":")[0] for line in doctor.splitlines() if not line.startswith(" ")]
+
+
+def test_an_option_libpq_refuses_is_a_configuration_error_and_doctor_runs_every_check(
+    tmp_path: Path, mirror_env: dict[str, str], mirror: Mirror
+) -> None:
+    env = store_with_fixtures(tmp_path, mirror_env)
+    healthy = checks_of(run_postrun("doctor", env=env).stdout)
+    for option, problem in (
+        ("sslmod=require", 'unknown option "sslmod"'),
+        (
+            "sslmode=bogus",
+            "invalid sslmode value 'bogus' (expected one of: disable, allow, prefer, require, verify-ca, verify-full)",
+        ),
+        ("port=99999", "invalid port number '99999'"),
+    ):
+        wrong = env | {"POSTRUN_MIRROR_URL": f"{mirror.url}?{option}"}
+        for args in (("mirror", "status"), ("mirror", "push")):
+            refused = run_postrun(*args, env=wrong)
+            assert (refused.returncode, refused.stdout) == (78, ""), (args, refused.stdout + refused.stderr)
+            assert refused.stderr.splitlines() == [f"error: POSTRUN_MIRROR_URL: mirror_url: {problem}"], args
+        doctor = run_postrun("doctor", env=wrong)
+        assert doctor.returncode == 78, doctor.stdout + doctor.stderr
+        assert "internal error" not in doctor.stdout + doctor.stderr
+        assert checks_of(doctor.stdout) == healthy  # every check ran
+        assert f"fail  mirror: POSTRUN_MIRROR_URL: mirror_url: {problem}" in doctor.stdout
+
+
+def test_without_psycopg_the_mirror_commands_say_what_to_install(tmp_path: Path, mirror_env: dict[str, str]) -> None:
+    blocked = tmp_path / "no-psycopg" / "psycopg"
+    blocked.mkdir(parents=True)
+    (blocked / "__init__.py").write_text("raise ImportError('psycopg is not installed here')\n")
+    env = mirror_env | {"PYTHONPATH": str(blocked.parent)}
+    for args in (("mirror", "status"), ("mirror", "push")):
+        result = run_postrun(*args, env=env)
+        assert (result.returncode, result.stdout) == (78, ""), (args, result.stderr)
+        assert result.stderr == "error: the team mirror needs the postgres extra: pip install 'postrun[postgres]'\n"
+    doctor = run_postrun("doctor", env=env)
+    assert "warn  mirror: the team mirror needs the postgres extra: pip install 'postrun[postgres]'" in doctor.stdout
+
+
+def test_status_says_whether_the_server_refused_the_login_or_a_permission(
+    tmp_path: Path, mirror_env: dict[str, str], mirror: Mirror
+) -> None:
+    env = store_with_fixtures(tmp_path, mirror_env)
+    passfile = Path(env["PGPASSFILE"])
+    mirror.server.write_passfile(passfile, "not-the-password-x7")
+    login = run_postrun("mirror", "status", env=env)
+    assert login.returncode == 1
+    assert f'server: refused the login: password authentication failed for user "{APP_USER}"' in login.stdout
+    mirror.server.write_passfile(passfile)
+    with mirror.server.admin() as admin:
+        admin.execute(f"REVOKE CONNECT ON DATABASE {mirror.database} FROM PUBLIC, {APP_USER}")
+    permission = run_postrun("mirror", "status", env=env)
+    assert permission.returncode == 1
+    assert f'server: refused a permission: permission denied for database "{mirror.database}"' in permission.stdout
+    doctor = run_postrun("doctor", env=env)
+    assert "refused a permission" in doctor.stdout and "needs CONNECT on the database" in doctor.stdout
+    mirror.server.stop()
+    down = run_postrun("mirror", "status", env=env)
+    assert "server: unreachable: Connection refused" in down.stdout

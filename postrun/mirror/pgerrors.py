@@ -1,0 +1,56 @@
+"""What a PostgreSQL error means for the mirror: its reason in one line, and who said no.
+
+A server that does not answer is an outage (retried); one that answered and refused the login
+or a permission needs a person (the role, its password, a GRANT). libpq reports a refused
+connection as text only (no SQLSTATE before the session starts), so its own fixed wording is
+read; an error from a statement carries its SQLSTATE.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import psycopg
+
+Refusal = Literal["unreachable", "login", "permission", "answered"]
+
+# libpq's and the server's wording of a refused authentication (client and server side).
+_LOGIN = (
+    "authentication failed",
+    "no password supplied",
+    "no pg_hba.conf entry",
+)
+_PERMISSION = ("permission denied", "must be owner")
+
+
+def describe_pg_error(exc: psycopg.Error) -> str:
+    """libpq's reason, without its multi-line hints and connection preamble."""
+    text = str(exc).strip() or type(exc).__name__
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    line = next((entry for entry in lines if not entry.startswith(("HINT", "DETAIL", "CONTEXT", "Is the"))), text)
+    for prefix in ("connection failed: ", "FATAL:  ", "FATAL: ", "ERROR:  "):
+        line = line.removeprefix(prefix)
+    _, marker, rest = line.partition(" failed: ")
+    if marker and line.startswith("connection to server"):
+        line = rest
+    return line.removeprefix("FATAL:  ").strip() or type(exc).__name__
+
+
+def refusal(exc: psycopg.Error) -> Refusal:
+    """Who said no: nobody (``unreachable``), the server refusing the ``login`` or a
+    ``permission``, or the server with another error (``answered``)."""
+    state = exc.sqlstate or ""
+    if state.startswith("28"):  # invalid authorization specification, invalid password
+        return "login"
+    if state == "42501":  # insufficient privilege
+        return "permission"
+    if state:
+        return "answered"
+    text = str(exc)
+    if 'role "' in text and "does not exist" in text:
+        return "login"
+    if any(marker in text for marker in _LOGIN):
+        return "login"
+    if any(marker in text for marker in _PERMISSION):
+        return "permission"
+    return "answered" if "FATAL:" in text else "unreachable"
