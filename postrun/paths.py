@@ -23,7 +23,7 @@ from pathlib import Path
 
 import platformdirs
 
-from postrun.errors import PostrunError
+from postrun.errors import ConfigError, PostrunError
 
 APP_NAME = "postrun"
 CONFIG_VARIABLE = "POSTRUN_CONFIG"
@@ -49,10 +49,13 @@ def env_value(environ: Mapping[str, str], name: str) -> str | None:
 def home_dir(environ: Mapping[str, str]) -> Path:
     """The user's home: ``HOME`` from ``environ``, else the account database.
 
-    A literal ``~`` is not a home (Cline ignores it too).
+    A literal ``~`` is not a home (Cline ignores it too); a relative one is a configuration
+    error (every default path would move with the working directory).
     """
     home = env_value(environ, "HOME")
     if home is not None and home != "~":
+        if not os.path.isabs(home):
+            raise ConfigError("HOME", f"must be an absolute path (got {home!r})")
         return Path(home)
     return Path(pwd.getpwuid(os.getuid()).pw_dir)
 

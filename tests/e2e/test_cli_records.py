@@ -347,3 +347,10 @@ def test_config_path_works_when_the_file_is_broken(tmp_path: Path, env: dict[str
     assert run_postrun("sessions", env=env).returncode == 78
     shown = run_postrun("config", "path", env=env)
     assert (shown.returncode, shown.stdout) == (0, f"{config}\n")
+
+
+def test_a_relative_home_is_one_line_naming_it(env: dict[str, str]) -> None:
+    for args in (("sessions",), ("config", "show"), ("doctor",)):
+        result = run_postrun(*args, env=env | {"HOME": "relhome"})
+        assert (result.returncode, result.stdout) == (78, ""), (args, result.stdout, result.stderr)
+        assert result.stderr == "error: HOME: must be an absolute path (got 'relhome')\n", args

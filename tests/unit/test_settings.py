@@ -425,3 +425,10 @@ def test_settings_built_in_code_need_absolute_paths(tmp_path: Path) -> None:
         Settings(db=Path("p.db"), cline_dir=tmp_path)
     with pytest.raises(pydantic.ValidationError, match="must be an absolute path"):
         Settings(db=tmp_path / "p.db", cline_dir=Path("~/sessions"))
+
+
+def test_a_relative_home_is_a_configuration_error_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(config_file=None, overrides={"db": tmp_path / "p.db"}, environ={"HOME": "relhome"})
+    assert str(caught.value) == "HOME: must be an absolute path (got 'relhome')"
+    assert caught.value.exit_code == ExitCode.CONFIG
