@@ -54,7 +54,7 @@ def home_dir(environ: Mapping[str, str]) -> Path:
     """
     home = env_value(environ, "HOME")
     if home is not None and home != "~":
-        if not os.path.isabs(home):
+        if not Path(home).is_absolute():
             raise ConfigError("HOME", f"must be an absolute path (got {home!r})")
         return Path(home)
     return Path(pwd.getpwuid(os.getuid()).pw_dir)

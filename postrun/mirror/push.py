@@ -257,9 +257,9 @@ def _apply(connection: Connection, origin: Origin, changes: Sequence[Change]) ->
     """Write ``changes`` (inside the caller's transaction); returns how many steps were sent."""
     machine = origin.machine_id
     with connection.cursor() as cursor:
-        removed = [(machine, c.session_id) for c in changes if c.session is None]
-        if removed:
-            cursor.executemany("DELETE FROM postrun.sessions WHERE machine_id = %s AND session_id = %s", removed)
+        purged = [(machine, c.session_id) for c in changes if c.purge or c.session is None]
+        if purged:  # the rest of the session's rows go with it (ON DELETE CASCADE)
+            cursor.executemany("DELETE FROM postrun.sessions WHERE machine_id = %s AND session_id = %s", purged)
         kept = [c for c in changes if c.session is not None]
         if not kept:
             return 0

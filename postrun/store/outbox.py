@@ -5,6 +5,11 @@ The outbox holds one row per session: a session that changes again before it is 
 still one row, whose ``version`` grows. A push reads the records and the version in one
 snapshot and, after PostgreSQL committed them, deletes the row only if the version is still
 the one it read: a change made meanwhile stays queued.
+
+``op`` is ``upsert`` (send what changed) or ``delete``: remove everything the mirror holds of
+the session, then send what the store holds of it now, whole (nothing, once forgotten). A
+delete is never coalesced away: a session forgotten and recorded again before the push still
+loses its earlier versions in the mirror.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ Op = Literal["upsert", "delete"]
 
 _ENQUEUE = (
     "INSERT INTO mirror_outbox (session_id, op, version, queued_at) VALUES (?, ?, 1, ?)"
-    " ON CONFLICT (session_id) DO UPDATE SET op = excluded.op, version = version + 1"
+    " ON CONFLICT (session_id) DO UPDATE SET version = version + 1,"
+    " op = CASE WHEN mirror_outbox.op = 'upsert' THEN excluded.op ELSE mirror_outbox.op END"
 )
 
 
@@ -140,11 +146,13 @@ class HistoryRow:
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """One queued session as a push sends it; ``session`` None: remove it from the mirror."""
+    """One queued session as a push sends it. ``purge``: remove everything the mirror holds of
+    it first (then ``session``, when not None, is sent whole)."""
 
     session_id: str
     version: int
     session: SessionRow | None
+    purge: bool = False
     segments: tuple[Keyed, ...] = ()
     actors: tuple[Keyed, ...] = ()
     turns: tuple[Keyed, ...] = ()
@@ -176,19 +184,19 @@ def read_changes(database: Database, session_ids: Sequence[str], known: Mapping[
                 continue  # pushed meanwhile by another push
             op, version = queued
             row = connection.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
-            if op == "delete" or row is None:
-                changes.append(Change(session_id, int(version), None))
+            purge = op != "upsert"
+            if row is None:
+                changes.append(Change(session_id, int(version), None, purge=True))
                 continue
-            changes.append(
-                _session_change(connection, session_id, int(version), SessionRow(*row), known.get(session_id))
-            )
+            held = None if purge else known.get(session_id)  # purged: the mirror will hold nothing
+            changes.append(_session_change(connection, session_id, int(version), SessionRow(*row), held, purge))
     finally:
         connection.execute("COMMIT")
     return changes
 
 
 def _session_change(
-    connection: apsw.Connection, session_id: str, version: int, session: SessionRow, known: Known | None
+    connection: apsw.Connection, session_id: str, version: int, session: SessionRow, known: Known | None, purge: bool
 ) -> Change:
     def keyed(sql: str) -> tuple[Keyed, ...]:
         return tuple(Keyed(*row) for row in connection.execute(sql, (session_id,)))
@@ -225,6 +233,7 @@ def _session_change(
         session_id,
         version,
         session,
+        purge=purge,
         segments=keyed("SELECT idx, record, digest FROM segments WHERE session_id = ? ORDER BY idx"),
         actors=keyed("SELECT id, record, digest FROM actors WHERE session_id = ? ORDER BY id"),
         turns=keyed("SELECT id, record, digest, idx FROM turns WHERE session_id = ? ORDER BY idx, id"),

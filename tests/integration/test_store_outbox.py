@@ -62,6 +62,16 @@ def test_marking_pushed_keeps_a_change_made_meanwhile(database: Database) -> Non
     assert outbox.state(database, "last_push") == "2026-11-29T12:00:06.000Z"
 
 
+def test_a_delete_is_never_coalesced_into_an_upsert(database: Database) -> None:
+    steps = [message_step(0, "fix it", role="user")]
+    with database.transaction() as connection:
+        outbox.enqueue(connection, "1790000000000_store", "2026-11-29T12:00:00.000Z", "delete")  # a forget
+    upsert_session(database, mapped_session(steps), now=T0, captured_on="h")  # recorded again before the push
+    assert queued(database) == [("1790000000000_store", "delete", 2)]
+    [change] = outbox.read_changes(database, ["1790000000000_store"], {})
+    assert change.purge and change.session is not None and len(change.steps) == 1  # purged, then sent whole
+
+
 def test_the_machine_id_is_random_per_store_and_stable(tmp_path: Path) -> None:
     with Database.open(tmp_path / "a.db") as first, Database.open(tmp_path / "b.db") as second:
         one, two = outbox.machine_id(first), outbox.machine_id(second)
