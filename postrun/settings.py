@@ -140,6 +140,7 @@ class Settings(BaseSettings):
     # (None: one fewer than the CPUs; 0: none).
     ingest_processes: Annotated[int, Field(ge=0, le=64)] | None = None
     mirror_url: MirrorUrl | None = None  # the team mirror (PostgreSQL); None: no mirror
+    mirror_redact: bool = True  # False: the mirror gets records as stored, secrets in clear
     # Workspace roots (globs) whose sessions are never recorded.
     exclude: Annotated[tuple[str, ...], BeforeValidator(_glob_list)] = ()
     # The agents capture watches (every registered one by default), in the registry's order.

@@ -22,6 +22,9 @@ from typing import TextIO
 from postrun.paths import ensure_private_dir
 
 LOGGER_NAME = "postrun"
+# Libraries whose own warnings belong in Postrun's log, with its time and level (psycopg's
+# "error ignored terminating <psycopg.Pipeline [BAD]>" when a server dies mid-batch).
+LIBRARY_LOGGERS = ("psycopg",)
 LOG_FILE_BYTES = 10 * 2**20  # --daemon's log rotates at 10 MB, keeping 3 old files
 LOG_FILE_BACKUPS = 3
 _SYSLOG_PRIORITY = {"DEBUG": 7, "INFO": 6, "WARNING": 4, "ERROR": 3, "CRITICAL": 2}
@@ -49,6 +52,8 @@ class LineFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         message = record.getMessage()
+        if record.name != LOGGER_NAME and not record.name.startswith(f"{LOGGER_NAME}."):
+            message = f"{record.name.partition('.')[0]}: {message}"  # a library's line says whose
         if record.exc_info and record.levelno <= logging.DEBUG:
             message = f"{message}\n{self.formatException(record.exc_info)}"
         if self.journal:
@@ -138,6 +143,7 @@ class LogSetup:
     progress: ProgressBar | None  # None unless stderr is a terminal
     handler: logging.Handler
     previous: tuple[int, bool]  # the logger's level and propagate flag before
+    libraries: tuple[tuple[logging.Logger, int, bool], ...] = ()  # the same, of LIBRARY_LOGGERS
 
     def set_level(self, level: str) -> None:
         self.logger.setLevel(level)
@@ -147,6 +153,10 @@ class LogSetup:
         if self.progress is not None:
             self.progress.finish()
         self.logger.removeHandler(self.handler)
+        for library, level, propagate in self.libraries:
+            library.removeHandler(self.handler)
+            library.setLevel(level)
+            library.propagate = propagate
         self.handler.close()
         self.logger.setLevel(self.previous[0])
         self.logger.propagate = self.previous[1]
@@ -180,4 +190,11 @@ def configure_logging(level: str, *, environ: Mapping[str, str], log_file: Path 
     logger.addHandler(handler)
     logger.setLevel(level)
     logger.propagate = False
-    return LogSetup(logger=logger, progress=progress, handler=handler, previous=previous)
+    libraries = []
+    for name in LIBRARY_LOGGERS:
+        library = logging.getLogger(name)
+        libraries.append((library, library.level, library.propagate))
+        library.addHandler(handler)
+        library.setLevel(max(logging.WARNING, logger.level))  # their warnings, never their debug chatter
+        library.propagate = False
+    return LogSetup(logger, progress, handler, previous, tuple(libraries))

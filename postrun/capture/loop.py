@@ -150,7 +150,11 @@ class Capture:
             running.poller.start()
         if settings.mirror_url is not None:
             self.mirror = start_mirror(
-                mirror_target(settings.mirror_url), self.context.paths.db, self.context.paths.mirror_lock, self.logger
+                mirror_target(settings.mirror_url),
+                self.context.paths.db,
+                self.context.paths.mirror_lock,
+                self.logger,
+                redact=settings.mirror_redact,
             )
         self._update_lock_info()
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import sys
+import os
+from typing import Annotated
 
 import typer
 
@@ -35,12 +36,18 @@ def mirror_status() -> None:
     loaded, paths = load()
     target = _target(loaded)
     from postrun.mirror.commands import mirror_status as status_of  # psycopg: once it is known to be there
+    from postrun.mirror.reconcile import describe_drift
 
-    status = status_of(target, paths.db)
+    status = status_of(target, paths.db, redact=loaded.settings.mirror_redact)
     typer.echo(f"mirror: {status.target.label} ({status.shown_url})")
     typer.echo(f"server: {status.reach.state}: {status.reach.detail}")
+    typer.echo(f"redaction: {redaction_text(status.redact)}")
     since = f" (waiting since {status.waiting_since})" if status.waiting_since else ""
     typer.echo(f"waiting: {plural(status.waiting, 'session')}{since}")
+    if status.drift is not None and status.drift.sessions:
+        typer.echo(f"differs: {describe_drift(status.drift)} (restored or recreated?); the next push sends them")
+    if status.drift is not None and status.drift.mirror_only:
+        typer.echo(f"mirror only: {plural(status.drift.mirror_only, 'session')} this store does not hold")
     typer.echo(f"last push: {status.last_push or 'never'}")
     if status.machine_id is not None:
         typer.echo(f"machine id: {status.machine_id}")
@@ -49,30 +56,47 @@ def mirror_status() -> None:
     raise typer.Exit(int(ExitCode.OK) if status.caught_up else int(ExitCode.FAILURE))
 
 
+def redaction_text(redact: bool) -> str:
+    if redact:
+        return "on (secrets masked as a redacted export masks them)"
+    return "off (mirror_redact = false: records are sent as stored, secrets in clear)"
+
+
 @mirror_app.command("push")
 @command
-def mirror_push() -> None:
+def mirror_push(
+    everything: Annotated[
+        bool,
+        typer.Option("--all", help="Delete every stored session from the mirror and send it again whole."),
+    ] = False,
+) -> None:
     """Push what is waiting once, then exit (machines that do not run capture: CI runners, cron)."""
-    from postrun.capture.log import ProgressBar
+    from postrun.capture.log import configure_logging
 
     loaded, paths = load()
     target = _target(loaded)
     from postrun.mirror.commands import push_once
+    from postrun.mirror.reconcile import describe_drift
 
-    progress = ProgressBar(sys.stderr, label="pushing") if sys.stderr.isatty() else None
+    # psycopg's own warnings (a connection lost mid-batch) go to this log, not bare to stderr.
+    log = configure_logging("WARNING", environ=os.environ)
+    progress = log.progress
     try:
         report = push_once(
             target,
             paths.db,
             paths.mirror_lock,
-            on_start=progress.start if progress is not None else lambda total: None,
+            redact=loaded.settings.mirror_redact,
+            everything=everything,
+            on_start=(lambda total: progress.start(total, "pushing")) if progress is not None else lambda total: None,
             on_batch=(lambda pushed: progress.advance(pushed.sessions))
             if progress is not None
             else lambda pushed: None,
         )
     finally:
-        if progress is not None:
-            progress.finish()
+        log.close()
+    if report.drift is not None:
+        say(f"note: {describe_drift(report.drift)} (restored or recreated?): sent again")
     pushed = report.pushed
     typer.echo(
         f"mirror {report.target.label}: pushed {plural(pushed.sessions, 'session')} ({plural(pushed.steps, 'step')})"

@@ -111,11 +111,22 @@ def backup(
 def restore(
     source: Annotated[Path, typer.Argument(metavar="FILE", help="A backup made by `postrun backup`.")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    keep_machine_id: Annotated[
+        bool,
+        typer.Option(
+            "--keep-machine-id",
+            help="Keep the backup's machine id for the team mirror even on another host (this host replaces that one).",
+        ),
+    ] = False,
 ) -> None:
     """Replace the store with a verified backup; the current store is kept as <db>.before-restore.
 
-    Refused while a capture runs on the store (exit 75).
+    A backup recorded on another host gets a new machine id (the team mirror then holds it
+    beside the original's sessions, and nothing done here touches those). Refused while a
+    capture runs on the store (exit 75).
     """
+    import socket
+
     from postrun.capture.lock import CaptureLock
     from postrun.store.backup import restore as restore_store
     from postrun.store.backup import verify_backup
@@ -129,12 +140,25 @@ def restore(
         typer.confirm(
             f"Replace {paths.db} with {source} ({plural(checked.sessions, 'session')})?", abort=True, err=True
         )
-    report = restore_store(paths.db, source, lock=CaptureLock(paths.capture_lock, db=paths.db), now=utc_now())
+    report = restore_store(
+        paths.db,
+        source,
+        lock=CaptureLock(paths.capture_lock, db=paths.db),
+        now=utc_now(),
+        host=socket.gethostname(),
+        keep_machine_id=keep_machine_id,
+    )
     previous = f"; the previous store is {report.previous}" if report.previous else ""
     typer.echo(
         f"restored {source} into {paths.db}: {plural(report.restored.sessions, 'session')},"
         f" {plural(report.restored.steps, 'step')}{previous}"
     )
+    if report.new_machine_id is not None:
+        recorded = f"recorded on {report.backup_host}" if report.backup_host else "holding no session"
+        say(
+            f"note: the backup was {recorded}, not on this host: new machine id {report.new_machine_id} for the"
+            " team mirror (--keep-machine-id keeps the old one)"
+        )
     for tombstone in report.forgotten_again:
         say(f"forgot {tombstone.session_id} again: the backup holds it; it was forgotten at {tombstone.forgotten_at}")
     if report.scrub_left is not None:

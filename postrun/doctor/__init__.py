@@ -112,7 +112,7 @@ def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
     )
     if loaded.settings.mirror_url is not None:
         target = mirror_target(loaded.settings.mirror_url, loaded.set_in.get("mirror_url", "mirror_url"))
-        checks.append(check_mirror(target, paths.db))
+        checks.append(check_mirror(target, paths.db, redact=loaded.settings.mirror_redact))
     return tuple(checks)
 
 

@@ -88,7 +88,7 @@ def _stale_unit(name: str, status: ServiceStatus, detail: str, reinstall: str) -
     return None
 
 
-def check_mirror(target: MirrorTarget, db: Path) -> Check:
+def check_mirror(target: MirrorTarget, db: Path, *, redact: bool = True) -> Check:
     """The team mirror answers, at a schema this Postrun knows; a warning otherwise (recording
     never depends on it), and a failure for a ``mirror_url`` libpq refuses (a typo is no outage)."""
     try:
@@ -98,9 +98,10 @@ def check_mirror(target: MirrorTarget, db: Path) -> Check:
     except ConfigError as exc:
         return Check("mirror", "fail", str(exc), "fix mirror_url; `postrun config show` shows it", configuration=True)
     from postrun.mirror.commands import mirror_status  # psycopg: only when a mirror is configured
+    from postrun.mirror.reconcile import describe_drift
 
     try:
-        status = mirror_status(target, db)
+        status = mirror_status(target, db, redact=redact)
     except PostrunError as exc:  # the store itself: its own check says what is wrong
         return Check("mirror", "warn", f"not checked: {exc}")
     where = f"{status.target.label} ({status.shown_url})"
@@ -114,7 +115,11 @@ def check_mirror(target: MirrorTarget, db: Path) -> Check:
     if status.too_new:
         return Check("mirror", "warn", f"{where}: {status.reach.detail}", "upgrade Postrun on this machine")
     last = f", last push {status.last_push}" if status.last_push else ", never pushed"
-    return Check("mirror", "ok", f"{where}: {status.reach.detail}; {plural(status.waiting, 'session')} waiting{last}")
+    masked = "secrets masked" if redact else "secrets sent in clear (mirror_redact = false)"
+    detail = f"{where}: {status.reach.detail}; {masked}; {plural(status.waiting, 'session')} waiting{last}"
+    if status.drift is not None and status.drift.sessions:
+        return Check("mirror", "warn", f"{detail}; {describe_drift(status.drift)}", "`postrun mirror push` sends them")
+    return Check("mirror", "ok", detail)
 
 
 _REACH_HINTS = {

@@ -40,7 +40,9 @@ def usable_target(target: MirrorTarget) -> MirrorTarget:
     return target
 
 
-def start_mirror(target: MirrorTarget, db: Path, lock: Path, logger: logging.Logger) -> MirrorWorker | None:
+def start_mirror(
+    target: MirrorTarget, db: Path, lock: Path, logger: logging.Logger, *, redact: bool = True
+) -> MirrorWorker | None:
     """The capture's mirror thread, started; None (said once in the log) without psycopg or
     with a ``mirror_url`` libpq refuses."""
     try:
@@ -50,6 +52,6 @@ def start_mirror(target: MirrorTarget, db: Path, lock: Path, logger: logging.Log
         return None
     from postrun.mirror.worker import MirrorWorker
 
-    worker = MirrorWorker(target, db, lock, logger)
+    worker = MirrorWorker(target, db, lock, logger, redact=redact)
     worker.start()
     return worker

@@ -12,23 +12,23 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import apsw
 import psycopg
-from psycopg import sql
 
 from postrun.errors import AlreadyRunning, PostrunError, StoreError
+from postrun.mirror.batch import apply, known
 from postrun.mirror.pgerrors import Refusal, describe_pg_error, refusal
-from postrun.mirror.rows import Origin, history_values, pg_json, session_values, step_values
+from postrun.mirror.reconcile import Drift, drift, mirrored
+from postrun.mirror.rows import Origin, Scrub
 from postrun.mirror.schema import ensure_schema
 from postrun.mirror.target import MirrorTarget, check_options
 from postrun.store import outbox
 from postrun.store.db import Database, describe_sqlite_error
-from postrun.store.outbox import Change, Keyed, Known
 from postrun.timestamps import utc_now
 
 BATCH_SESSIONS = 50
@@ -109,34 +109,54 @@ class Pushed:
 class Pusher:
     """One store and one PostgreSQL connection, for pushing batches from the outbox."""
 
-    def __init__(self, target: MirrorTarget, database: Database, origin: Origin) -> None:
+    def __init__(self, target: MirrorTarget, database: Database, origin: Origin, *, redact: bool = True) -> None:
         self.target = target
         self.database = database
         self.origin = origin
+        self.redact = redact  # False: mirror_redact = false, records sent as stored
         self.connection: Connection | None = None
+        self.drifted: Drift | None = None  # what the last connection found the mirror lacking
+
+    @property
+    def redaction(self) -> str:
+        return Scrub.of(self.redact).redaction
 
     @property
     def where(self) -> str:
         return f"mirror {self.target.label}"
 
     def connected(self) -> Connection:
-        """The connection, opened (schema created or migrated, whole store queued for a
-        database this store has not pushed to yet) when there is none."""
+        """The connection, opened when there is none: the schema created or migrated, the
+        whole store queued for a database this store has not pushed to yet, and what the
+        mirror lacks or holds otherwise (``reconcile``) queued."""
         if self.connection is not None and not self.connection.closed:
             return self.connection
         connection = connect(self.target)
         try:
             database_id = ensure_schema(connection, self.where)
+            now = utc_now(timespec="milliseconds")
+            if outbox.state(self.database, "database_id") != database_id:
+                outbox.queue_every_session(self.database, now, database_id)
+            found = drift(outbox.held(self.database), mirrored(connection, self.origin.machine_id), self.redaction)
         except psycopg.Error as exc:
             connection.close()
             raise mirror_error(self.where, exc) from None
-        except PostrunError:
+        except BaseException:
             connection.close()
             raise
-        if outbox.state(self.database, "database_id") != database_id:
-            outbox.queue_every_session(self.database, utc_now(timespec="milliseconds"), database_id)
+        if found.sessions:
+            outbox.requeue(self.database, now, send=found.missing, purge=(*found.stale, *found.forgotten))
+        self.drifted = found
         self.connection = connection
         return connection
+
+    def resend_everything(self) -> int:
+        """Queue every stored session to be deleted from the mirror and sent again whole
+        (``mirror push --all``); returns how many."""
+        self.connected()
+        sessions = list(outbox.held(self.database).sessions)
+        outbox.requeue(self.database, utc_now(timespec="milliseconds"), purge=sessions)
+        return len(sessions)
 
     def cancel(self) -> None:
         """From another thread: interrupt the statement in progress (stopping capture)."""
@@ -171,10 +191,10 @@ class Pusher:
             session_ids = outbox.waiting(self.database, limit)
             if not session_ids:
                 return None
-            known = _known(connection, self.origin.machine_id, session_ids)
-            changes = outbox.read_changes(self.database, session_ids, known)
+            held = known(connection, self.origin.machine_id, session_ids)
+            changes = outbox.read_changes(self.database, session_ids, held)
             with connection.transaction():
-                steps = _apply(connection, self.origin, changes)
+                steps = apply(connection, self.origin, changes, Scrub.of(self.redact))
             outbox.mark_pushed(
                 self.database, [(c.session_id, c.version) for c in changes], utc_now(timespec="milliseconds")
             )
@@ -198,126 +218,6 @@ class Pusher:
             sessions, steps = sessions + pushed.sessions, steps + pushed.steps
             on_batch(pushed)
         return Pushed(sessions, steps)
-
-
-def _known(connection: Connection, machine_id: str, session_ids: Sequence[str]) -> dict[str, Known]:
-    digests: dict[str, dict[str, str]] = {}
-    for session_id, step_id, step_digest in connection.execute(
-        "SELECT session_id, step_id, digest FROM postrun.steps WHERE machine_id = %s AND session_id = ANY(%s)",
-        (machine_id, list(session_ids)),
-    ):
-        digests.setdefault(session_id, {})[step_id] = step_digest
-    last: dict[str, int] = dict(
-        connection.execute(
-            "SELECT session_id, max(history_id) FROM postrun.history"
-            " WHERE machine_id = %s AND session_id = ANY(%s) GROUP BY session_id",
-            (machine_id, list(session_ids)),
-        ).fetchall()
-    )
-    return {
-        session_id: Known(digests.get(session_id, {}), last.get(session_id, 0))
-        for session_id in set(digests) | set(last)
-    }
-
-
-_ORIGIN = "machine_id, host, os_user, session_id"
-_SESSION_UPSERT = f"""
-INSERT INTO postrun.sessions ({_ORIGIN}, agent, started_at, ended_at, workspace, model, provider, agent_title,
-    agent_status, git_branch, cost_usd, record, digest, captured_on, ingested_at, updated_at, mirrored_at)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s, %s, clock_timestamp())
-ON CONFLICT (machine_id, session_id) DO UPDATE SET host = excluded.host, os_user = excluded.os_user,
-    agent = excluded.agent, started_at = excluded.started_at, ended_at = excluded.ended_at,
-    workspace = excluded.workspace, model = excluded.model, provider = excluded.provider,
-    agent_title = excluded.agent_title, agent_status = excluded.agent_status, git_branch = excluded.git_branch,
-    cost_usd = excluded.cost_usd, record = excluded.record, digest = excluded.digest,
-    captured_on = excluded.captured_on, ingested_at = excluded.ingested_at, updated_at = excluded.updated_at,
-    mirrored_at = excluded.mirrored_at
-"""
-_STEP_UPSERT = f"""
-INSERT INTO postrun.steps ({_ORIGIN}, step_id, seq, turn_id, at, type, outcome, decision, command, exit_code,
-    path, flags, payload, record, digest)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s)
-ON CONFLICT (machine_id, session_id, step_id) DO UPDATE SET host = excluded.host, os_user = excluded.os_user,
-    seq = excluded.seq, turn_id = excluded.turn_id, at = excluded.at, type = excluded.type,
-    outcome = excluded.outcome, decision = excluded.decision, command = excluded.command,
-    exit_code = excluded.exit_code, path = excluded.path, flags = excluded.flags, payload = excluded.payload,
-    record = excluded.record, digest = excluded.digest
-WHERE postrun.steps.digest IS DISTINCT FROM excluded.digest
-"""
-_HISTORY_INSERT = f"""
-INSERT INTO postrun.history ({_ORIGIN}, history_id, kind, record_id, record, digest, reason, replaced_at)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s)
-ON CONFLICT DO NOTHING
-"""
-# table, key column, whether it has idx besides its key
-_KEYED_TABLES = (("segments", "idx", False), ("actors", "actor_id", False), ("turns", "turn_id", True))
-
-
-def _apply(connection: Connection, origin: Origin, changes: Sequence[Change]) -> int:
-    """Write ``changes`` (inside the caller's transaction); returns how many steps were sent."""
-    machine = origin.machine_id
-    with connection.cursor() as cursor:
-        purged = [(machine, c.session_id) for c in changes if c.purge or c.session is None]
-        if purged:  # the rest of the session's rows go with it (ON DELETE CASCADE)
-            cursor.executemany("DELETE FROM postrun.sessions WHERE machine_id = %s AND session_id = %s", purged)
-        kept = [c for c in changes if c.session is not None]
-        if not kept:
-            return 0
-        cursor.executemany(
-            _SESSION_UPSERT,
-            [session_values(origin, c.session_id, c.session) for c in kept if c.session is not None],
-        )
-        for table, key, indexed in _KEYED_TABLES:
-            _sync_keyed(cursor, origin, kept, table, key, indexed)
-        stale = [(machine, c.session_id, list(c.removed_steps)) for c in kept if c.removed_steps]
-        if stale:
-            cursor.executemany(
-                "DELETE FROM postrun.steps WHERE machine_id = %s AND session_id = %s AND step_id = ANY(%s)", stale
-            )
-        steps = [step_values(origin, c.session_id, step) for c in kept for step in c.steps]
-        if steps:
-            cursor.executemany(_STEP_UPSERT, steps)
-        history = [history_values(origin, c.session_id, entry) for c in kept for entry in c.history]
-        if history:
-            cursor.executemany(_HISTORY_INSERT, history)
-    return len(steps)
-
-
-def _sync_keyed(
-    cursor: psycopg.Cursor[tuple[Any, ...]],
-    origin: Origin,
-    changes: Sequence[Change],
-    table: str,
-    key: str,
-    indexed: bool,
-) -> None:
-    """Segments, actors and turns are few per session: upsert them all, drop the ones gone."""
-    name = sql.Identifier("postrun", table)
-    key_column = sql.Identifier(key)
-    extra = sql.SQL(", idx") if indexed else sql.SQL("")
-    extra_value = sql.SQL(", %s") if indexed else sql.SQL("")
-    extra_set = sql.SQL(", idx = excluded.idx") if indexed else sql.SQL("")
-    upsert = sql.SQL(
-        "INSERT INTO {name} (machine_id, host, os_user, session_id, {key}, record, digest{extra})"
-        " VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s{extra_value})"
-        " ON CONFLICT (machine_id, session_id, {key}) DO UPDATE SET host = excluded.host,"
-        " os_user = excluded.os_user, record = excluded.record, digest = excluded.digest{extra_set}"
-        " WHERE {name}.digest IS DISTINCT FROM excluded.digest"
-    ).format(name=name, key=key_column, extra=extra, extra_value=extra_value, extra_set=extra_set)
-    records: dict[str, tuple[Keyed, ...]] = {c.session_id: getattr(c, table) for c in changes}
-    cursor.executemany(
-        sql.SQL("DELETE FROM {name} WHERE machine_id = %s AND session_id = %s AND NOT ({key} = ANY(%s))").format(
-            name=name, key=key_column
-        ),
-        [(origin.machine_id, session_id, [r.key for r in rows]) for session_id, rows in records.items()],
-    )
-    values = [
-        (*origin.columns, session_id, r.key, pg_json(r.record), r.digest, *((r.index,) if indexed else ()))
-        for session_id, rows in records.items()
-        for r in rows
-    ]
-    if values:
-        cursor.executemany(upsert, values)
 
 
 def machine_origin(database: Database, host: str, os_user: str) -> Origin:

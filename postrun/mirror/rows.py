@@ -1,7 +1,12 @@
 """Turning the store's records into the mirror's rows: pure functions, no I/O.
 
+Every record and text column passes the one redactor first (``Scrub``), unless the user opted
+out (``mirror_redact = false``): the mirror then holds what a redacted export shows, secrets
+masked, flags' reasons quoting only masked matches. Paths are kept as they are (the mirror
+names the host and the user in every row anyway).
+
 PostgreSQL refuses U+0000 in ``text`` and ``jsonb``; such characters (a binary tool output)
-become U+FFFD in the mirror, the one place it differs from the store.
+become U+FFFD in the mirror.
 """
 
 from __future__ import annotations
@@ -11,7 +16,10 @@ from typing import Any
 
 import orjson
 
-from postrun.store.outbox import HistoryRow, SessionRow, StepChange
+from postrun.review.redact import RULES_VERSION, Redactor
+from postrun.store.outbox import HistoryRow, Keyed, SessionRow, StepChange
+
+NOT_REDACTED = "none"  # sessions.redaction of what was pushed with mirror_redact = false (or before v2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +33,34 @@ class Origin:
     @property
     def columns(self) -> tuple[str, str, str]:
         return (self.machine_id, self.host, self.os_user)
+
+
+@dataclass(frozen=True, slots=True)
+class Scrub:
+    """The redactor the mirror's rows pass (None: sent as stored)."""
+
+    redactor: Redactor | None
+
+    @classmethod
+    def of(cls, redact: bool) -> Scrub:
+        return cls(Redactor() if redact else None)
+
+    @property
+    def redaction(self) -> str:
+        """What ``sessions.redaction`` records: the redactor's rules, or ``none``."""
+        return RULES_VERSION if self.redactor is not None else NOT_REDACTED
+
+    def json(self, text: str, where: str) -> str:
+        return pg_json(text if self.redactor is None else self.redactor.json(text, where))
+
+    def text(self, value: str | None, where: str) -> str | None:
+        if value is None or self.redactor is None:
+            return pg_text(value)
+        return pg_text(self.redactor.text(value, where))
+
+    def record(self, text: str, where: str) -> dict[str, Any]:
+        record: dict[str, Any] = orjson.loads(text)
+        return record if self.redactor is None else self.redactor.value(record, where)
 
 
 def pg_text(value: str | None) -> str | None:
@@ -48,8 +84,8 @@ def _without_nul(value: Any) -> Any:
     return value
 
 
-def session_values(origin: Origin, session_id: str, row: SessionRow) -> tuple[Any, ...]:
-    record = orjson.loads(row.record)
+def session_values(origin: Origin, session_id: str, row: SessionRow, scrub: Scrub) -> tuple[Any, ...]:
+    record = scrub.record(row.record, "session")
     cost = (record.get("metrics") or {}).get("cost_usd")
     return (
         *origin.columns,
@@ -58,26 +94,27 @@ def session_values(origin: Origin, session_id: str, row: SessionRow) -> tuple[An
         row.started_at,
         row.ended_at,
         pg_text((record.get("workspace") or {}).get("root")),
-        pg_text(row.model),
-        pg_text(row.provider),
-        pg_text(row.agent_title),
-        pg_text(row.agent_status),
-        pg_text(row.git_branch),
+        scrub.text(row.model, "session model"),
+        scrub.text(row.provider, "session provider"),
+        scrub.text(row.agent_title, "session title"),
+        scrub.text(row.agent_status, "session status"),
+        scrub.text(row.git_branch, "session git branch"),
         cost if isinstance(cost, int | float) and not isinstance(cost, bool) else None,
-        pg_json(row.record),
+        pg_json(orjson.dumps(record).decode()),
         row.digest,
         pg_text(row.captured_on),
         row.ingested_at,
         row.updated_at,
+        scrub.redaction,
     )
 
 
 _BIGINT = 2**63
 
 
-def step_values(origin: Origin, session_id: str, step: StepChange) -> tuple[Any, ...]:
+def step_values(origin: Origin, session_id: str, step: StepChange, scrub: Scrub) -> tuple[Any, ...]:
     """The step's typed columns, its payload, and the rest of the record."""
-    record = orjson.loads(step.record)
+    record = scrub.record(step.record, f"step {step.id}")
     payload = record.pop("payload", {})
     command = payload.get("command") if record.get("type") == "command" else None
     exit_code = payload.get("exit_code")
@@ -104,14 +141,20 @@ def step_values(origin: Origin, session_id: str, step: StepChange) -> tuple[Any,
     )
 
 
-def history_values(origin: Origin, session_id: str, entry: HistoryRow) -> tuple[Any, ...]:
+def keyed_values(origin: Origin, session_id: str, row: Keyed, kind: str, scrub: Scrub) -> tuple[Any, ...]:
+    """A segment, actor or turn: its key, record and digest (and a turn's position)."""
+    record = scrub.json(row.record, f"{kind} {row.key}")
+    return (*origin.columns, session_id, row.key, record, row.digest, *((row.index,) if kind == "turns" else ()))
+
+
+def history_values(origin: Origin, session_id: str, entry: HistoryRow, scrub: Scrub) -> tuple[Any, ...]:
     return (
         *origin.columns,
         session_id,
         entry.id,
         entry.kind,
         pg_text(entry.record_id),
-        pg_json(entry.record),
+        scrub.json(entry.record, f"history {entry.kind} {entry.record_id}"),
         entry.digest,
         entry.reason,
         entry.replaced_at,

@@ -1,7 +1,8 @@
 """The mirror's schema in PostgreSQL: schema ``postrun``, created and migrated by Postrun.
 
 Every table holds the current version of its records, one row per machine, session and record
-id; earlier versions live in ``history``. Every row names the machine it came from (the store's
+id; earlier versions live in ``history``. Records are redacted unless a machine opted out
+(``sessions.redaction`` says how each session was pushed). Every row names the machine it came from (the store's
 random machine id, its host name and OS user), so any number of machines share one database.
 ``schema_version`` has one row: the version and the database's own random id (a store that
 meets a database id it has not pushed to sends its whole content). Never edit a migration
@@ -87,8 +88,16 @@ CREATE TABLE postrun.history (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1,)
+# Version 2: the mirror holds redacted records. ``redaction`` names the redactor's rules a
+# session was pushed under (``none``: in clear, as every session pushed before was); each store
+# re-sends its sessions whose redaction is not the one it pushes with now.
+_V2 = """
+ALTER TABLE postrun.sessions ADD COLUMN redaction text NOT NULL DEFAULT 'none';
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
 SCHEMA_VERSION = len(MIGRATIONS)
+REDACTED_SINCE = 2  # the first version with sessions.redaction
 # One migration at a time, whichever machine gets there first.
 _LOCK_KEY = 0x706F737472756E  # "postrun"
 

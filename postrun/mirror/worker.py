@@ -19,6 +19,7 @@ from pathlib import Path
 
 from postrun.errors import AlreadyRunning, PostrunError
 from postrun.mirror.push import Pusher, local_origin, push_lock
+from postrun.mirror.reconcile import describe_drift
 from postrun.mirror.target import MirrorTarget
 from postrun.store import outbox
 from postrun.store.db import Database
@@ -42,6 +43,7 @@ class MirrorWorker:
         retry_first: float = RETRY_FIRST_SECONDS,
         retry_max: float = RETRY_MAX_SECONDS,
         open_pusher: Callable[[Database], Pusher] | None = None,
+        redact: bool = True,
     ) -> None:
         self.target = target
         self.db_path = db_path
@@ -50,7 +52,9 @@ class MirrorWorker:
         self.poll_seconds = poll_seconds
         self.retry_first = retry_first
         self.retry_max = retry_max
-        self.open_pusher = open_pusher or (lambda database: Pusher(target, database, local_origin(database)))
+        self.open_pusher = open_pusher or (
+            lambda database: Pusher(target, database, local_origin(database), redact=redact)
+        )
         self.where = f"mirror {target.label}"
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -120,6 +124,7 @@ class MirrorWorker:
                     self._stopping.wait(delay)  # a wake does not cut the retry delay short
                     delay = min(delay * 2, self.retry_max)
                     continue
+                _say_drift(self.logger, self.where, pusher)
                 if pushed.sessions:
                     self.logger.debug(f"{self.where}: pushed {plural(pushed.sessions, 'session')}")
                 if behind and not self._stopping.is_set() and _waiting(database) == 0:
@@ -130,6 +135,13 @@ class MirrorWorker:
         finally:
             self._pusher = None
             pusher.disconnect()
+
+
+def _say_drift(logger: logging.Logger, where: str, pusher: Pusher) -> None:
+    """Once per connection: what it found the mirror lacking or holding otherwise."""
+    found, pusher.drifted = pusher.drifted, None
+    if found is not None and found.sessions:
+        logger.info(f"{where}: {describe_drift(found)}; sent again")
 
 
 def _waiting(database: Database) -> int:

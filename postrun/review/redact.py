@@ -1,4 +1,5 @@
-"""The one redactor: what leaves the store (exports, ``show --redact``, ``search --redact``) goes through here.
+"""The one redactor: what leaves the store (exports, ``show --redact``, ``search --redact``, the mirror) goes
+through here.
 
 Every secret the detector finds becomes ``[REDACTED:<kind>]`` and the user's home
 folder is shown as ``~``. The redactor remembers what it masked (kind, where, the
@@ -13,11 +14,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
 
+import orjson
+
+from postrun.review import secrets
 from postrun.review.secrets import find_secrets
 from postrun.text import one_line, printable
 
 _CONTEXT_CHARS = 30
 _MARK_OPEN, _MARK_CLOSE, _CUT = "»", "«", "…"  # how a search snippet marks matches and cuts
+# What the redactor masks, by version: text redacted under other rules is redacted again.
+RULES_VERSION = f"secrets-{secrets.RULES_VERSION}+detect-secrets-{secrets.DETECT_SECRETS_VERSION}"
 T = TypeVar("T")
 
 
@@ -114,6 +120,15 @@ class Redactor:
         if isinstance(value, list):
             return [self.value(item, f"{where}[{index}]") for index, item in enumerate(value)]  # type: ignore[return-value]
         return value
+
+    def json(self, text: str, where: str) -> str:
+        """A JSON document's text with every string redacted; the same text when no rule can
+        match anywhere in it (most records: one pass over its bytes)."""
+        if self._home is None and not secrets.json_may_hold_secrets(text.encode("utf-8", "surrogatepass")):
+            return text
+        before = len(self.masked)
+        redacted = self.value(orjson.loads(text), where)
+        return text if self._home is None and len(self.masked) == before else orjson.dumps(redacted).decode()
 
     def envelope(self, envelope: Mapping[str, Any]) -> dict[str, Any]:
         """A v1.2 export envelope with every record redacted (it stays schema-valid)."""

@@ -26,7 +26,7 @@ from typing import Protocol
 import apsw
 
 from postrun.errors import AlreadyRunning, PostrunError, StoreError
-from postrun.store import codec
+from postrun.store import codec, outbox
 from postrun.store.db import STORE_VERSION, Database, describe_sqlite_error
 from postrun.store.forget import Tombstone, carry_over, tombstones
 from postrun.store.scrub import ScrubLeft
@@ -64,6 +64,8 @@ class RestoreReport:
     previous: Path | None  # ``<db>.before-restore``; None when there was no store
     forgotten_again: tuple[Tombstone, ...] = ()  # in the backup, forgotten since it was made
     scrub_left: ScrubLeft | None = None  # what a reader kept their scrub from finishing
+    new_machine_id: str | None = None  # restored onto another host: the store's new id for the mirror
+    backup_host: str | None = None  # the host that recorded the backup's latest session
 
 
 def verify_backup(path: Path) -> BackupCounts:
@@ -213,15 +215,22 @@ def before_restore_path(db: Path) -> Path:
     return db.with_name(db.name + ".before-restore")
 
 
-def restore(db: Path, backup: Path, *, lock: StoreLock, now: str) -> RestoreReport:
+def restore(
+    db: Path, backup: Path, *, lock: StoreLock, now: str, host: str | None = None, keep_machine_id: bool = False
+) -> RestoreReport:
     """Replace the store's content with ``backup`` after verifying it, keeping the tombstones.
 
     Refused (AlreadyRunning) while another holds ``lock`` (a capture); it is held meanwhile so
-    none starts. The current store is first backed up to ``<db>.before-restore``.
+    none starts. The current store is first backed up to ``<db>.before-restore``. A backup
+    whose latest session was recorded on another host than ``host`` gets a new machine id
+    (unless ``keep_machine_id``): the team mirror tells machines apart by it, and a copy that
+    kept the original's could delete the original's sessions from the mirror (a forget).
     """
     counts = verify_backup(backup)
     if backup.absolute() == db.absolute():
         raise PostrunError(str(backup), "is the store itself")
+    recorded_on = backup_host(backup)
+    renew = host is not None and not keep_machine_id and recorded_on != host
     try:
         lock.acquire()
     except AlreadyRunning as exc:
@@ -233,19 +242,62 @@ def restore(db: Path, backup: Path, *, lock: StoreLock, now: str) -> RestoreRepo
             previous = back_up(db, before_restore_path(db), replace=True).path
             with Database.open(db) as current:
                 carried = tombstones(current)
-        with Database.open(db) as database:
-            source = apsw.Connection(
-                f"file:{_uri_path(backup)}?mode=ro&immutable=1", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
-            )
-            try:
-                with database.connection.backup("main", source, "main") as step:
-                    step.step(-1)  # one write transaction of the store: all or nothing
-            except apsw.Error as exc:
-                raise StoreError(str(db), f"cannot restore ({describe_sqlite_error(exc)})") from None
-            finally:
-                source.close()
+        with contextlib.ExitStack() as stack:
+            source_path, new_id = stack.enter_context(_as_new_machine(backup, db)) if renew else (backup, None)
+            _copy_into(db, source_path)
         with Database.open(db) as restored:  # a backup from an older Postrun is migrated now
             again, left = carry_over(restored, carried, now=now)
     finally:
         lock.release()
-    return RestoreReport(counts, previous, tuple(again), left)
+    return RestoreReport(counts, previous, tuple(again), left, new_id, recorded_on)
+
+
+def _copy_into(db: Path, source_path: Path) -> None:
+    with Database.open(db) as database:
+        source = apsw.Connection(
+            f"file:{_uri_path(source_path)}?mode=ro&immutable=1", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+        )
+        try:
+            with database.connection.backup("main", source, "main") as step:
+                step.step(-1)  # one write transaction of the store: all or nothing
+        except apsw.Error as exc:
+            raise StoreError(str(db), f"cannot restore ({describe_sqlite_error(exc)})") from None
+        finally:
+            source.close()
+
+
+def backup_host(backup: Path) -> str | None:
+    """The host that first recorded the backup's most recent session (None: it holds none)."""
+    connection = apsw.Connection(
+        f"file:{_uri_path(backup)}?mode=ro&immutable=1", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+    )
+    try:
+        host = connection.execute("SELECT captured_on FROM sessions ORDER BY ingested_at DESC LIMIT 1").get
+    except apsw.Error as exc:
+        raise StoreError(str(backup), f"not a usable backup ({describe_sqlite_error(exc)})") from None
+    finally:
+        connection.close()
+    return None if host is None else str(host)
+
+
+@contextlib.contextmanager
+def _as_new_machine(backup: Path, db: Path) -> Iterator[tuple[Path, str | None]]:
+    """A copy of ``backup`` next to the store with a new machine id: the restore then copies
+    it in one transaction, so the store never holds the original's id, even for an instant."""
+    with _temporary_next_to(db) as temporary:
+        try:
+            copy = apsw.Connection(str(temporary))
+            source = apsw.Connection(
+                f"file:{_uri_path(backup)}?mode=ro&immutable=1", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+            )
+            try:
+                with copy.backup("main", source, "main") as step:
+                    step.step(-1)
+                copy.execute("pragma journal_mode=delete")
+                new_id = outbox.new_machine(copy)
+            finally:
+                source.close()
+                copy.close()
+        except apsw.Error as exc:
+            raise StoreError(str(db), f"cannot restore ({describe_sqlite_error(exc)})") from None
+        yield temporary, new_id

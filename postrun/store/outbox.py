@@ -50,6 +50,48 @@ def queue_every_session(database: Database, now: str, database_id: str) -> int:
         return int(connection.execute("SELECT count(*) FROM mirror_outbox").get) - before
 
 
+@dataclass(frozen=True, slots=True)
+class Held:
+    """What the store holds of its sessions, as of one moment, for comparing with the mirror."""
+
+    sessions: Mapping[str, tuple[str, str]]  # id -> (updated_at, digest)
+    waiting: frozenset[str]  # queued for the mirror (what the mirror holds of them is not final)
+    forgotten: frozenset[str]  # tombstones: sessions the mirror must not hold
+
+
+def held(database: Database) -> Held:
+    connection = database.connection
+    connection.execute("BEGIN DEFERRED")  # one snapshot: sessions, queue and tombstones agree
+    try:
+        sessions = {
+            str(i): (str(u), str(d)) for i, u, d in connection.execute("SELECT id, updated_at, digest FROM sessions")
+        }
+        waiting = frozenset(str(row[0]) for row in connection.execute("SELECT session_id FROM mirror_outbox"))
+        forgotten = frozenset(str(row[0]) for row in connection.execute("SELECT session_id FROM tombstones"))
+    finally:
+        connection.execute("COMMIT")
+    return Held(sessions, waiting, forgotten)
+
+
+def requeue(database: Database, now: str, *, send: Iterable[str] = (), purge: Iterable[str] = ()) -> None:
+    """Queue sessions the mirror lacks (``send``) or must drop and get again whole (``purge``)."""
+    with database.transaction() as connection:
+        connection.executemany(_ENQUEUE, [(session_id, "upsert", now) for session_id in send])
+        connection.executemany(_ENQUEUE, [(session_id, "delete", now) for session_id in purge])
+
+
+def new_machine(connection: apsw.Connection) -> str | None:
+    """Give the store at ``connection`` a new random machine id and forget which mirror it
+    pushed to (a copy of a store on another machine must never touch the original's rows);
+    returns the id, None for a store from before the mirror (it gets one when migrated)."""
+    if connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'mirror_state'").get is None:
+        return None
+    with connection:
+        connection.execute("DELETE FROM mirror_state WHERE key IN ('machine_id', 'database_id', 'last_push')")
+        connection.execute("INSERT INTO mirror_state (key, value) VALUES ('machine_id', lower(hex(randomblob(16))))")
+    return str(connection.execute("SELECT value FROM mirror_state WHERE key = 'machine_id'").get)
+
+
 def machine_id(database: Database) -> str:
     return str(database.execute("SELECT value FROM mirror_state WHERE key = 'machine_id'").get)
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
+import re
 import subprocess
 from pathlib import Path
 
+from postrun.mirror.schema import SCHEMA_VERSION
 from tests.conftest import postrun_command, run_postrun
 from tests.mirror.conftest import Mirror
 from tests.reliability.kit import Synthetic, synthetic_id
@@ -44,7 +46,7 @@ def test_push_then_status_caught_up_then_behind(tmp_path: Path, mirror_env: dict
 
     after = run_postrun("mirror", "status", env=env)
     assert after.returncode == 0, after.stdout + after.stderr
-    assert "server: reachable: schema postrun version 1" in after.stdout
+    assert f"server: reachable: schema postrun version {SCHEMA_VERSION}\n" in after.stdout
     assert "waiting: 0 sessions" in after.stdout and "last push: 20" in after.stdout
 
     # A session changes: status says so until the next push.
@@ -152,7 +154,7 @@ def test_doctor_checks_the_mirror_when_one_is_configured(
     healthy = run_postrun("doctor", env=env)
     line = next(line for line in healthy.stdout.splitlines() if " mirror: " in line)
     assert line.startswith(f"ok    mirror: 127.0.0.1/{mirror.database} (postgresql://***@")
-    assert "schema postrun version 1; 0 sessions waiting, last push 20" in line
+    assert f"schema postrun version {SCHEMA_VERSION}; secrets masked; 0 sessions waiting, last push 20" in line
     mirror.server.stop()
     down = run_postrun("doctor", env=env)
     line = next(line for line in down.stdout.splitlines() if " mirror: " in line)
@@ -223,3 +225,30 @@ def test_status_says_whether_the_server_refused_the_login_or_a_permission(
     mirror.server.stop()
     down = run_postrun("mirror", "status", env=env)
     assert "server: unreachable: Connection refused" in down.stdout
+
+
+LOG_LINE = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d (DEBUG|INFO|WARNING|ERROR) "
+
+
+def test_psycopgs_own_warnings_go_through_the_log_of_push_and_capture(
+    tmp_path: Path, mirror_env: dict[str, str], mirror: Mirror
+) -> None:
+    # A server whose time zone Python does not know: psycopg warns on every connection (as it
+    # warns "error ignored terminating <psycopg.Pipeline [BAD]>" when a server dies mid-batch).
+    env = store_with_fixtures(tmp_path, mirror_env)
+    with mirror.server.admin() as admin:
+        admin.execute(f"ALTER DATABASE {mirror.database} SET timezone = 'XYZ+3'")
+    warning = "psycopg: unknown PostgreSQL timezone: 'XYZ+3'; will use UTC"
+    for args in (("mirror", "push"), ("mirror", "push", "--all")):
+        pushed = run_postrun(*args, env=env)
+        assert pushed.returncode == 0, pushed.stderr
+        lines = pushed.stderr.splitlines()
+        assert lines and all(re.match(LOG_LINE, line) for line in lines), lines  # time and level, every line
+        assert any(line.endswith(f"WARNING {warning}") for line in lines), lines
+    capture = CaptureProcess(env, tmp_path)
+    try:
+        capture.wait_for_log(r"mirror .*: caught up")
+        capture.wait_for_log(re.escape(f"WARNING {warning}"))
+        assert [line for line in capture.log().splitlines() if not re.match(LOG_LINE, line)] == []
+    finally:
+        capture.kill()

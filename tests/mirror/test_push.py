@@ -10,7 +10,9 @@ import pytest
 
 from postrun.errors import PostrunError
 from postrun.exitcodes import ExitCode
-from postrun.mirror.push import MirrorError, Pusher, _apply, _known, machine_origin
+from postrun.mirror.batch import apply, known
+from postrun.mirror.push import MirrorError, Pusher, machine_origin
+from postrun.mirror.rows import Scrub
 from postrun.mirror.schema import SCHEMA_VERSION
 from postrun.mirror.target import mirror_target
 from postrun.store import outbox
@@ -83,19 +85,20 @@ def test_a_batch_applied_twice_changes_nothing(tmp_path: Path, env: dict[str, st
     session_ids = outbox.waiting(pusher.database, 50)
     changes = outbox.read_changes(pusher.database, session_ids, {})
     with connection.transaction():
-        _apply(connection, pusher.origin, changes)
+        apply(connection, pusher.origin, changes, Scrub.of(True))
     with mirror.server.admin(mirror.database) as admin:
         first = admin.execute("SELECT * FROM postrun.steps ORDER BY session_id, step_id").fetchall()
         mirrored_at = admin.execute("SELECT mirrored_at FROM postrun.sessions").fetchall()
         with connection.transaction():
-            _apply(connection, pusher.origin, changes)  # as if the first commit's acknowledgement was lost
+            # As if the first commit's acknowledgement was lost:
+            apply(connection, pusher.origin, changes, Scrub.of(True))
         assert admin.execute("SELECT * FROM postrun.steps ORDER BY session_id, step_id").fetchall() == first
         assert admin.execute("SELECT count(*) FROM postrun.history").fetchone() == (0,)
         assert len(admin.execute("SELECT mirrored_at FROM postrun.sessions").fetchall()) == len(mirrored_at)
         assert mirror_check.differences(db, admin) == []
     # What the mirror holds is not sent again: the second read of the same sessions is empty.
-    known = _known(connection, pusher.origin.machine_id, session_ids)
-    again = outbox.read_changes(pusher.database, session_ids, known)
+    held = known(connection, pusher.origin.machine_id, session_ids)
+    again = outbox.read_changes(pusher.database, session_ids, held)
     assert [len(change.steps) for change in again] == [0] * len(session_ids)
 
 
@@ -130,7 +133,7 @@ def test_a_change_made_during_a_push_stays_queued(tmp_path: Path, mirror: Mirror
     store(pusher.database, [message_step(0, "one", role="user"), message_step(1, "two")], at=T0 + timedelta(seconds=5))
     connection = pusher.connected()
     with connection.transaction():
-        _apply(connection, pusher.origin, changes)
+        apply(connection, pusher.origin, changes, Scrub.of(True))
     outbox.mark_pushed(pusher.database, [(c.session_id, c.version) for c in changes], "2026-11-30T09:00:06.000Z")
     assert outbox.backlog(pusher.database).sessions == 1  # the second change was not sent
     assert pusher.drain().sessions == 1

@@ -1,8 +1,8 @@
 """Is the mirror equal to the store? Session by session, record by record.
 
 The store's side is each session's JSON export (``postrun.views.export_session``, what
-``postrun export --format json`` prints) plus its history; the mirror's side is the same
-envelope rebuilt from PostgreSQL's rows of one machine.
+``postrun export --format json`` prints; redacted, as the mirror is by default) plus its
+history; the mirror's side is the same envelope rebuilt from PostgreSQL's rows of one machine.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import apsw
 import orjson
 import psycopg
 
+from postrun.review.redact import Redactor
 from postrun.schema import SCHEMA_VERSION
 from postrun.views import export_session
 
@@ -35,13 +36,22 @@ def _read(db: Path, sql: str, bindings: tuple[Any, ...] = ()) -> list[tuple[Any,
         connection.close()
 
 
-def store_sessions(db: Path) -> dict[str, dict[str, Any]]:
-    """Every stored session as its JSON export, and its history entries."""
+def store_sessions(db: Path, *, redact: bool = True) -> dict[str, dict[str, Any]]:
+    """Every stored session as its JSON export, and its history entries (``redact``: through
+    the one redactor, secrets masked, paths kept: what the mirror holds by default)."""
     found = {}
+    redactor = Redactor()
     for (session_id,) in _read(db, "SELECT id FROM sessions"):
-        envelope = orjson.loads(export_session(db, session_id, "json").content)
+        envelope = orjson.loads(export_session(db, session_id, "json", redact=redact).content)
         history = [
-            (kind, record_id, orjson.loads(record), record_digest, reason, replaced_at)
+            (
+                kind,
+                record_id,
+                redactor.value(orjson.loads(record), "") if redact else orjson.loads(record),
+                record_digest,
+                reason,
+                replaced_at,
+            )
             for kind, record_id, record, record_digest, reason, replaced_at in _read(
                 db,
                 "SELECT kind, record_id, record, digest, reason, replaced_at FROM history"
@@ -98,9 +108,9 @@ def mirror_sessions(connection: psycopg.Connection[Any], machine: str) -> dict[s
     return found
 
 
-def differences(db: Path, connection: psycopg.Connection[Any], limit: int = 5) -> list[str]:
+def differences(db: Path, connection: psycopg.Connection[Any], limit: int = 5, *, redact: bool = True) -> list[str]:
     """What differs between the store at ``db`` and its machine's rows in the mirror."""
-    expected = store_sessions(db)
+    expected = store_sessions(db, redact=redact)
     found = mirror_sessions(connection, machine_id(db))
     problems = [f"{sid}: missing from the mirror" for sid in sorted(expected.keys() - found.keys())]
     problems += [f"{sid}: in the mirror, not in the store" for sid in sorted(found.keys() - expected.keys())]

@@ -392,6 +392,7 @@ def test_describe_lists_every_key_with_value_and_source(home: Path, tmp_path: Pa
         "raw_copy_seconds",
         "ingest_processes",
         "mirror_url",
+        "mirror_redact",
         "exclude",
         "agents",
         "otel_endpoint",
