@@ -193,7 +193,7 @@ def search(
         str,
         typer.Argument(
             metavar="[QUERY]",
-            help="Words that must all appear (command, output, text, path, tool); optional with --flag.",
+            help="Words that must all appear (command, output, text, path, tool); optional with a filter.",
         ),
     ] = "",
     step_type: Annotated[

@@ -71,7 +71,7 @@ def bounded_words(text: str, max_terms: int) -> tuple[str, list[str]]:
 class SearchQuery:
     """A validated ``postrun search``: FTS5 match text and filters."""
 
-    match: str  # empty: no words, every step with the ``flag`` is listed
+    match: str  # empty: no words, every step the filters keep is listed, newest first
     step_type: str | None = None
     failed: bool = False
     since_utc: str | None = None
@@ -91,12 +91,14 @@ def search_query(
     """Check the user's words and filters (UsageError when one is wrong).
 
     Every word must match; words are quoted, so FTS5 operators in them are plain text.
-    Without words, ``flag`` lists the flagged steps.
+    Without words, a filter alone is the search: the flagged, failed, typed or recent steps.
     """
     # A NUL would end the FTS5 query string inside a quoted word: it separates words instead.
     words = _WORD.findall(text.replace("\x00", " "))
-    if not words and flag is None:
-        raise UsageError("QUERY", "empty search query")
+    if not words and flag is None and not failed and step_type is None and since is None and agent is None:
+        raise UsageError(
+            "QUERY", "empty search query: give words, or a filter (--flag, --failed, --type, --since, --agent)"
+        )
     if step_type is not None and step_type not in STEP_TYPES:
         raise UsageError("--type", f"unknown step type {step_type!r} (known: {', '.join(STEP_TYPES)})")
     match = " ".join('"' + word.replace('"', '""') + '"' for word in words)
@@ -135,6 +137,27 @@ _FLAGGED_SQL = f"""
      ORDER BY st.at DESC, st.session_id, st.seq
      LIMIT ?5
 """
+# Without words or flag: the steps the filters keep, newest first, each with its flags'
+# reasons (a failed step has one) or the start of its text. The newest are picked by their
+# plain columns first: the records are decompressed for those only.
+_FILTERED_SQL = f"""
+    SELECT st.session_id, st.id, st.seq, st.at, st.type, st.outcome,
+           coalesce((SELECT group_concat(json_extract(j.value, '$.severity') || ' '
+                                         || json_extract(j.value, '$.kind') || ': '
+                                         || json_extract(j.value, '$.reason'), ' | ')
+                       FROM json_each(postrun_record(st.record), '$.flags') j),
+                    substr(postrun_search_text(st.record), 1, 160)),
+           {_ACTOR_COLUMNS}
+      FROM steps st
+      {_ACTOR_JOIN}
+     WHERE ?1 = '' AND ?6 >= 0 AND ?7 IS NULL
+       AND st.rowid IN (SELECT rowid FROM steps
+                         WHERE (?2 IS NULL OR type = ?2) AND (?3 = 0 OR outcome = 'failed')
+                           AND (?4 IS NULL OR at >= ?4)
+                           AND (?8 IS NULL OR session_id IN (SELECT id FROM sessions WHERE agent = ?8))
+                         ORDER BY at DESC, session_id, seq LIMIT ?5)
+     ORDER BY st.at DESC, st.session_id, st.seq
+"""
 _MATCH_SQL = f"""
     SELECT st.session_id, st.id, st.seq, st.at, st.type, st.outcome,
            snippet(step_search, 0, '»', '«', '…', 16),
@@ -163,8 +186,9 @@ def search(database: Database, query: SearchQuery, *, limit: int = 50, window: i
             (query.match, window - 1),
         ).get
         floor = 0 if newest is None else int(newest)
+    sql = _MATCH_SQL if query.match else _FLAGGED_SQL if query.flag is not None else _FILTERED_SQL
     rows: Sequence[tuple[Any, ...]] = database.execute(
-        _MATCH_SQL if query.match else _FLAGGED_SQL,
+        sql,
         (query.match, query.step_type, int(query.failed), query.since_utc, limit, floor, query.flag, query.agent),
     ).fetchall()
     return [

@@ -257,6 +257,28 @@ def test_search(tmp_path: Path, env: dict[str, str]) -> None:
     assert bad.returncode == 2 and bad.stderr.startswith("error: --type: unknown step type")
 
 
+def test_a_filter_alone_is_a_search(tmp_path: Path, env: dict[str, str]) -> None:
+    run_postrun("ingest", str(copy_data(FIXTURES / "cline" / "basic_act", tmp_path)), env=env)
+    failed = run_postrun("search", "--failed", env=env)
+    assert failed.returncode == 0, failed.stderr
+    assert len(failed.stdout.splitlines()) == 1  # the fixture's one failed step, with its reason
+    assert "toolu_cmd1#0" in failed.stdout and "info failed: " in failed.stdout, failed.stdout
+    flagged = json.loads(run_postrun("search", "--flag", "failed", "--json", env=env).stdout)
+    assert [hit["step_id"] for hit in json.loads(run_postrun("search", "--failed", "--json", env=env).stdout)] == [
+        hit["step_id"] for hit in flagged
+    ]
+    edits = json.loads(run_postrun("search", "--type", "edit", "--json", env=env).stdout)
+    assert edits and {hit["type"] for hit in edits} == {"edit"}
+    assert [hit["at"] for hit in edits] == sorted((hit["at"] for hit in edits), reverse=True)  # newest first
+    assert json.loads(run_postrun("search", "--since", "2099-01-01", "--json", env=env).stdout) == []
+    nothing = run_postrun("search", env=env)
+    assert nothing.returncode == 2
+    assert (
+        nothing.stderr
+        == "error: QUERY: empty search query: give words, or a filter (--flag, --failed, --type, --since, --agent)\n"
+    )
+
+
 def test_bad_configuration_exits_78_naming_file_and_key(tmp_path: Path, env: dict[str, str]) -> None:
     config = tmp_path / "config.toml"
     config.write_text("poll_secs = 3\n")
