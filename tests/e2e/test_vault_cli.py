@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -88,6 +89,19 @@ def test_a_restored_then_deleted_session_is_handed_back_and_rebuilt(
     assert "reingested 1 session from raw copies: 1 changed" in ok("reingest", session.session_id, env=env)
     assert ok("export", session.session_id, env=env) == exported
     assert "reingested 1 session from raw copies: 0 changed, 1 unchanged" in ok("reingest", "--all", env=env)
+
+
+def test_what_raw_writes_is_what_ingest_takes(env: dict[str, str], cline_root: Path, tmp_path: Path) -> None:
+    session = ingested(3, cline_root, env)
+    exported = ok("export", session.session_id, env=env)
+    out = tmp_path / "restored"
+    ok("raw", session.session_id, "--to", str(out), env=env)
+    elsewhere = env | {"POSTRUN_DB": str(tmp_path / "elsewhere.db")}
+    taken = run_postrun("ingest", str(out), env=elsewhere)  # the folder raw wrote, as it is
+    assert taken.returncode == 0, taken.stdout + taken.stderr
+    assert "no sessions found" not in taken.stderr
+    again = json.loads(ok("export", session.session_id, env=elsewhere))
+    assert again["steps"] == json.loads(exported)["steps"]  # the same records, read from another folder
 
 
 def test_raw_never_writes_into_clines_folder_nor_into_a_non_empty_folder(

@@ -244,11 +244,14 @@ def _exists(path: str) -> bool:
     return os.path.exists(path)  # noqa: PTH110 - a string path: no Path object per session folder
 
 
+SESSIONS_FOLDER = "sessions"  # a data folder's sessions root
+
+
 def resolve_targets(targets: Iterable[str | os.PathLike[str]], default_root: Path) -> Listing:
     """The sessions named by ``postrun ingest`` targets, in order, without duplicates.
 
     An existing path wins over a bare id: a session folder, a messages file, or any
-    other folder (a sessions root: every session in it). Anything else is a session
+    other folder (a sessions root: every session in it; a data folder holding ``sessions/``). Anything else is a session
     id looked up in ``default_root``. A target that names no session (``NotFound``,
     ``UsageError``, an unreadable folder) is a failure of its own: the others still count.
     """
@@ -263,7 +266,11 @@ def _resolve_target(target: str, default_root: Path) -> Listing:
             if (path / f"{path.name}{MESSAGES_SUFFIX}").exists():
                 _require_safe(path.name, where)
                 return Listing((SessionLocation.in_root(path.parent, path.name),))
-            return list_sessions(path)
+            listing = list_sessions(path)
+            if not listing.sessions and (path / SESSIONS_FOLDER).is_dir():
+                # A data folder (Cline's own, or what `postrun raw --to` wrote): its sessions.
+                return list_sessions(path / SESSIONS_FOLDER)
+            return listing
         if path.name.endswith(MESSAGES_SUFFIX):
             session_id = path.name.removesuffix(MESSAGES_SUFFIX)
             _require_safe(session_id, where)
