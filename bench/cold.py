@@ -20,7 +20,7 @@ from bench.peer import Agentsview, PeerRun
 from bench.proc import Finished, postrun_command, run
 from bench.stats import median
 
-_INGESTED = re.compile(r"^ingested cline session \S+: (?P<steps>\d+) steps", re.MULTILINE)
+_INGESTED = re.compile(r"^ingested cline session \S+: (?P<steps>\d+) steps?", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)

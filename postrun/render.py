@@ -63,6 +63,12 @@ def error_line(step: Mapping[str, Any]) -> str | None:
     return one_line(lines[0], _ONE_LINE_CHARS) if lines else None
 
 
+REFERENCE_ONLY_NOTE = (
+    "reference only: the agent's files do not hold all of this step's content"
+    " (a command left running, an output kept elsewhere); what they hold is shown"
+)
+
+
 def outcome_label(step: Mapping[str, Any]) -> str:
     """ok / failed (exit N, error type) / pending, plus reference-only and decision notes."""
     parts = [step["outcome"]]
@@ -229,6 +235,8 @@ def timeline(
                 if error:
                     lines.append(f"{indent}{'':<14}error: {error}")
                 lines += [f"{indent}{'':<14}! {line}" for line in flag_lines(step)]
+    if any(step["content_status"] == "reference_only" for step in envelope["steps"]):
+        lines += ["", REFERENCE_ONLY_NOTE]
     if history is not None:
         entries = list(history)
         lines += ["", f"history   {plural(len(entries), 'earlier version')}"]

@@ -67,10 +67,9 @@ def ingest(
     for outcome in report.outcomes:
         if outcome.revived:
             say(f"note: {outcome.session_id} had been forgotten; --force recorded it again")
-        # A fixed format that scripts parse: counts are never singularized.
         typer.echo(
-            f"{outcome.status} {kind} session {outcome.session_id}: {outcome.steps} steps,"
-            f" {outcome.turns} turns, {outcome.segments} segments -> {paths.db}"
+            f"{outcome.status} {kind} session {outcome.session_id}: {plural(outcome.steps, 'step')},"
+            f" {plural(outcome.turns, 'turn')}, {plural(outcome.segments, 'segment')} -> {paths.db}"
         )
         for problem in outcome.unread:
             say(f"warning: {problem}; the rest of the session was stored (what was stored of this file is kept)")
@@ -140,7 +139,16 @@ def show(
         bool, typer.Option("--redact", help="Mask secrets and show the home folder as ~ (as shared exports do).")
     ] = False,
 ) -> None:
-    """A readable timeline of one session, by turn; flagged steps are marked with their reasons (!)."""
+    """A readable timeline of one session, by turn.
+
+    Each step is one line: #seq, type, what it did, then in brackets its outcome ([ok], failed
+    (exit code, error type), or pending: no result yet), the user's decision when there was
+    one (accepted, rejected), and "reference only" when the agent's files do not hold all of
+    the step's content (a command left running, an output kept elsewhere): what they hold is
+    shown. Below a step, "error:" is the first line of why it failed and each "!" line one of
+    its flags (danger, warn or info, with the reason). ↳ starts the steps of a helper (a
+    sub-agent) the lead started.
+    """
     from postrun.views import show_session
 
     _, paths = load()

@@ -38,7 +38,7 @@ def test_ingest_prints_one_line_per_session_and_is_idempotent(tmp_path: Path, en
     db = env["POSTRUN_DB"]
     first = run_postrun("ingest", "--agent", "cline", str(root), env=env)
     assert first.returncode == 0, first.stderr
-    assert first.stdout == f"ingested cline session 1790000000000_basic: 15 steps, 1 turns, 1 segments -> {db}\n"
+    assert first.stdout == f"ingested cline session 1790000000000_basic: 15 steps, 1 turn, 1 segment -> {db}\n"
     again = run_postrun("ingest", "--agent", "cline", str(root / "1790000000000_basic"), env=env)
     assert again.stdout.startswith("unchanged cline session 1790000000000_basic: 15 steps")
 
@@ -222,6 +222,22 @@ def test_show_timeline_and_history(tmp_path: Path, env: dict[str, str]) -> None:
     # The last reply carried metrics: the session record as it was is kept too.
     assert "changed  session 1790000000000_basic: session started 2026-09-21T14:13:19.500Z," in history.stdout
     assert "$0.0340 over 7 API requests" in history.stdout
+
+
+def test_show_explains_reference_only_and_its_help_has_a_legend(tmp_path: Path, env: dict[str, str]) -> None:
+    run_postrun("ingest", str(copy_data(FIXTURES / "cline" / "proceed_while_running", tmp_path)), env=env)
+    shown = run_postrun("show", "1790000200000_procd", env=env).stdout
+    assert "  #1    command  npm run dev  [ok, reference only]" in shown.splitlines()
+    assert shown.splitlines()[-1] == (
+        "reference only: the agent's files do not hold all of this step's content"
+        " (a command left running, an output kept elsewhere); what they hold is shown"
+    )
+    basic = copy_data(FIXTURES / "cline" / "basic_act", tmp_path / "basic")
+    run_postrun("ingest", str(basic), env=env)
+    assert "reference only:" not in run_postrun("show", "1790000000000_basic", env=env).stdout  # none there
+    help_text = " ".join(run_postrun("show", "--help", env=env | {"COLUMNS": "200"}).stdout.split())
+    for marker in ("[ok]", "failed (exit", "pending", "accepted", "rejected", "reference only", "!", "↳"):
+        assert marker in help_text, marker
 
 
 def test_export_formats_and_errors(tmp_path: Path, env: dict[str, str]) -> None:
