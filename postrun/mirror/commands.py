@@ -16,7 +16,7 @@ import psycopg
 from postrun.mirror.pgerrors import Refusal, describe_pg_error, refusal
 from postrun.mirror.push import MirrorError, Pushed, Pusher, connect, local_origin, push_lock
 from postrun.mirror.reconcile import Drift, Mirrored, drift, mirrored
-from postrun.mirror.rows import Scrub
+from postrun.mirror.rows import redaction_of
 from postrun.mirror.schema import REDACTED_SINCE, SCHEMA_VERSION
 from postrun.mirror.target import MirrorTarget
 from postrun.store import outbox
@@ -110,7 +110,7 @@ def mirror_status(target: MirrorTarget, db: Path, *, redact: bool = True) -> Mir
     except StoreMissing:
         return MirrorStatus(target, reach(target)[0], 0, None, None, None, redact)
     found, held = reach(target, machine)
-    drifted = None if held is None else drift(stored, held, Scrub.of(redact).redaction)
+    drifted = None if held is None else drift(stored, held, redaction_of(redact))
     return MirrorStatus(target, found, backlog.sessions, backlog.oldest, last_push, machine, redact, drifted)
 
 

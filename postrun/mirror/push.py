@@ -24,7 +24,7 @@ from postrun.errors import AlreadyRunning, PostrunError, StoreError
 from postrun.mirror.batch import apply, known
 from postrun.mirror.pgerrors import Refusal, describe_pg_error, refusal
 from postrun.mirror.reconcile import Drift, drift, mirrored
-from postrun.mirror.rows import Origin, Scrub
+from postrun.mirror.rows import Origin, Scrub, redaction_of
 from postrun.mirror.schema import ensure_schema
 from postrun.mirror.target import MirrorTarget, check_options
 from postrun.store import outbox
@@ -119,7 +119,7 @@ class Pusher:
 
     @property
     def redaction(self) -> str:
-        return Scrub.of(self.redact).redaction
+        return redaction_of(self.redact)
 
     @property
     def where(self) -> str:

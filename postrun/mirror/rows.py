@@ -35,6 +35,11 @@ class Origin:
         return (self.machine_id, self.host, self.os_user)
 
 
+def redaction_of(redact: bool) -> str:
+    """What ``sessions.redaction`` records: the redactor's rules, or ``none``."""
+    return RULES_VERSION if redact else NOT_REDACTED
+
+
 @dataclass(frozen=True, slots=True)
 class Scrub:
     """The redactor the mirror's rows pass (None: sent as stored)."""
@@ -47,8 +52,7 @@ class Scrub:
 
     @property
     def redaction(self) -> str:
-        """What ``sessions.redaction`` records: the redactor's rules, or ``none``."""
-        return RULES_VERSION if self.redactor is not None else NOT_REDACTED
+        return redaction_of(self.redactor is not None)
 
     def json(self, text: str, where: str) -> str:
         return pg_json(text if self.redactor is None else self.redactor.json(text, where))

@@ -252,3 +252,21 @@ def test_psycopgs_own_warnings_go_through_the_log_of_push_and_capture(
         assert [line for line in capture.log().splitlines() if not re.match(LOG_LINE, line)] == []
     finally:
         capture.kill()
+
+
+def test_capture_records_without_a_mirror_whose_options_libpq_refuses(
+    tmp_path: Path, mirror_env: dict[str, str], mirror: Mirror
+) -> None:
+    env = store_with_fixtures(tmp_path, mirror_env) | {"POSTRUN_MIRROR_URL": f"{mirror.url}?sslmod=require"}
+    capture = CaptureProcess(env, tmp_path)
+    try:
+        capture.wait_for_log(
+            rf'ERROR mirror 127\.0\.0\.1/{mirror.database}: mirror_url: unknown option "sslmod";'
+            " capture records without the mirror"
+        )
+        session = Synthetic(synthetic_id(2), seed=2)
+        session.write(Path(env["POSTRUN_CLINE_DIR"]))
+        capture.wait_for_log(rf"INFO cline ingested {session.session_id} ")
+        assert capture.lines("Traceback|internal error") == []
+    finally:
+        capture.kill()

@@ -78,6 +78,17 @@ def with_secrets(root: Path, index: int = 7) -> tuple[Synthetic, list[str]]:
     return session, [aws, github, stripe]
 
 
+def stored_with_secrets(
+    tmp_path: Path, mirror_env: dict[str, str]
+) -> tuple[dict[str, str], Path, Synthetic, list[str]]:
+    """``with_secrets``' session written and ingested: the environment, Cline's root, it, its secrets."""
+    root = tmp_path / "cline"
+    env = mirror_env | {"POSTRUN_CLINE_DIR": str(root)}
+    session, planted = with_secrets(root)
+    ok("ingest", str(root), env=env)
+    return env, root, session, planted
+
+
 def secrets_in_export(env: dict[str, str], session_id: str) -> list[str]:
     """Every secret the one detector finds in the session's unredacted export: what a redacted
     export hides."""
@@ -101,10 +112,7 @@ def secrets_in_export(env: dict[str, str], session_id: str) -> list[str]:
 def test_no_secret_a_redacted_export_hides_reaches_any_mirror_table(
     tmp_path: Path, mirror_env: dict[str, str], mirror: Mirror
 ) -> None:
-    root = tmp_path / "cline"
-    env = mirror_env | {"POSTRUN_CLINE_DIR": str(root)}
-    session, planted = with_secrets(root)
-    ok("ingest", str(root), env=env)
+    env, root, session, planted = stored_with_secrets(tmp_path, mirror_env)
     hidden = secrets_in_export(env, session.session_id)
     assert set(planted) <= set(hidden)
     redacted = ok("export", session.session_id, "--format", "json", "--redact", env=env)
@@ -130,11 +138,8 @@ def test_no_secret_a_redacted_export_hides_reaches_any_mirror_table(
 def test_the_opt_out_is_explicit_shown_and_undone_by_a_push_with_redaction(
     tmp_path: Path, mirror_env: dict[str, str], mirror: Mirror
 ) -> None:
-    root = tmp_path / "cline"
-    env = mirror_env | {"POSTRUN_CLINE_DIR": str(root)}
-    _, planted = with_secrets(root)
+    env, _, _, planted = stored_with_secrets(tmp_path, mirror_env)
     clear = env | {"POSTRUN_MIRROR_REDACT": "false"}
-    ok("ingest", str(root), env=clear)
     assert "mirror_redact = false  (env POSTRUN_MIRROR_REDACT)" in ok("config", "show", env=clear)
     assert "mirror_redact = true  (default)" in ok("config", "show", env=env)
     ok("mirror", "push", env=clear)
@@ -156,10 +161,7 @@ def test_the_opt_out_is_explicit_shown_and_undone_by_a_push_with_redaction(
 def test_a_mirror_filled_in_clear_by_schema_1_is_migrated_and_sent_again_redacted(
     tmp_path: Path, mirror_env: dict[str, str], mirror: Mirror
 ) -> None:
-    root = tmp_path / "cline"
-    env = mirror_env | {"POSTRUN_CLINE_DIR": str(root)}
-    _, planted = with_secrets(root)
-    ok("ingest", str(root), env=env)
+    env, _, _, planted = stored_with_secrets(tmp_path, mirror_env)
     ok("mirror", "push", env=env | {"POSTRUN_MIRROR_REDACT": "false"})
     with mirror.server.admin(mirror.database) as admin:  # what a Postrun of schema 1 left
         admin.execute("ALTER TABLE postrun.sessions DROP COLUMN redaction")
