@@ -102,7 +102,7 @@ def reach(target: MirrorTarget, machine_id: str | None = None) -> tuple[Reach, d
 
 def mirror_status(target: MirrorTarget, db: Path, *, redact: bool = True) -> MirrorStatus:
     try:
-        with Database.open(db, create=False) as database:
+        with Database.open_reader(db) as database:  # status reads: the store is left as it is
             backlog = outbox.backlog(database)
             last_push = outbox.state(database, "last_push")
             machine = outbox.machine_id(database)
