@@ -143,7 +143,9 @@ def test_reingest_forget_and_exclude_work_for_claude_code_sessions(tmp_path: Pat
     assert run_postrun("export", NESTED, "--format", "json", env=env).stdout == before
     forgotten = run_postrun("forget", NESTED, "--yes", env=env)
     assert forgotten.returncode == 0, forgotten.stderr
-    assert run_postrun("export", NESTED, "--format", "json", env=env).returncode != 0
+    gone = run_postrun("export", NESTED, "--format", "json", env=env)
+    assert (gone.returncode, gone.stderr.count("\n")) == (1, 1), gone.stderr
+    assert f"no session {NESTED} in " in gone.stderr, gone.stderr
     projects = copy_projects(FIXTURES / "claude-code" / "subagents_nested", tmp_path / "again")
     refused = run_postrun("ingest", "--agent", "claude-code", str(projects), env=env)
     assert "forgotten" in refused.stderr and _ingested(refused.stdout) == []

@@ -83,7 +83,7 @@ def test_targets_that_name_nothing_fail_alone(tmp_path: Path, env: dict[str, str
     env["POSTRUN_CODEX_DIR"] = str(sessions)
     missing = "01a2330d-0000-7000-8000-0000000000ff"
     result = run_postrun("ingest", "--agent", "codex", missing, NESTED, "not-an-id", env=env)
-    assert result.returncode != 0
+    assert result.returncode == 2, result.stderr  # "not-an-id" names no kind of target: a usage error
     assert _ingested(result.stdout) == [NESTED]
     assert f"error: {missing}: no rollout of that thread in the sessions folder" in result.stderr
     assert "error: not-an-id: not a thread id, a rollout file, a day folder or a sessions folder" in result.stderr
@@ -140,7 +140,9 @@ def test_reingest_forget_and_exclude_work_for_codex_sessions(tmp_path: Path, env
     assert run_postrun("export", NESTED, "--format", "json", env=env).stdout == before
     forgotten = run_postrun("forget", NESTED, "--yes", env=env)
     assert forgotten.returncode == 0, forgotten.stderr
-    assert run_postrun("export", NESTED, "--format", "json", env=env).returncode != 0
+    gone = run_postrun("export", NESTED, "--format", "json", env=env)
+    assert (gone.returncode, gone.stderr.count("\n")) == (1, 1), gone.stderr
+    assert f"no session {NESTED} in " in gone.stderr, gone.stderr
     sessions = copy_sessions(FIXTURES / "codex" / "nested_subagents", tmp_path / "again")
     refused = run_postrun("ingest", "--agent", "codex", str(sessions), env=env)
     assert "forgotten" in refused.stderr and _ingested(refused.stdout) == []
