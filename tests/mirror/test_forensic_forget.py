@@ -152,3 +152,31 @@ def test_a_forgotten_session_leaves_no_byte_anywhere(
     assert traces == []
     held = mirror_tables(mirror).lower()
     assert MARKER.lower() not in held and session_id.lower() not in held
+
+
+def test_a_forget_then_a_forced_ingest_before_the_push_leaves_no_earlier_version_in_the_mirror(
+    tmp_path: Path, mirror_env: dict[str, str], mirror: Mirror
+) -> None:
+    """The forget reaches the mirror as a delete of all it holds of the session, even when the
+    session is recorded again before the delete was pushed: none of its earlier versions stay."""
+    env = dict(mirror_env)
+    session = _cline_copy(tmp_path / "agent")
+    messages = session / f"{session.name}.messages.json"
+    original = messages.read_bytes()
+    for round_ in range(3):  # one prompt rewritten: its earlier versions are history
+        document = json.loads(original)
+        content = [{"type": "text", "text": _prompt_text(round_)}]
+        document["messages"].append({"id": "msg_r", "role": "user", "content": content, "ts": 1790000200000})
+        messages.write_text(json.dumps(document))
+        assert run_postrun("ingest", str(session), env=env).returncode == 0
+        assert run_postrun("mirror", "push", env=env).returncode == 0
+    assert MARKER.lower() in mirror_tables(mirror).lower()
+
+    messages.write_bytes(original)  # the agent's file without the prompt
+    assert run_postrun("forget", session.name, "--yes", env=env).returncode == 0
+    forced = run_postrun("ingest", "--force", str(session), env=env)
+    assert forced.returncode == 0, forced.stderr
+    assert run_postrun("mirror", "push", env=env).returncode == 0
+    held = mirror_tables(mirror)
+    assert session.name in held  # recorded again, as it is now
+    assert [line[:200] for line in held.splitlines() if MARKER.lower() in line.lower()] == []
