@@ -21,8 +21,12 @@ SHELL_TOOLS = frozenset({"shell", "shell_command", "container.exec", "local_shel
 FAILURE_PREFIXES = ("unsupported call:", "unable to ", "failed to parse")
 # A tool the current collaboration mode does not offer: "<tool> is unavailable in Default mode".
 _UNAVAILABLE = re.compile(r"^\S+ is unavailable in \S+ mode")
-# Codex refused the call: the policy forbids asking, or the reviewer said no.
-REFUSALS = ("approval policy is Never; reject command", 'CreateProcess { message: "Rejected(')
+# Codex refused the call: the policy forbids asking (a command, an MCP tool), or the reviewer said no.
+REFUSALS = (
+    "approval policy is Never; reject command",
+    "MCP tool call requires approval, but approval policy is never",
+    'CreateProcess { message: "Rejected(',
+)
 NO_RESULT = "no result recorded; turn ended"
 _EXIT = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)\s*$", re.MULTILINE)
 _HEADERS = ("Chunk ID:", "Wall time:", "Process exited with code", "Process running with", "Exit code:")

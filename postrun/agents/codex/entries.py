@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from postrun.agents.codex.calls import call_parts, decision, output_text, refused
 from postrun.agents.codex.items import MESSAGE_ITEMS, Parts, item_parts, tool_error
-from postrun.agents.codex.values import text
+from postrun.agents.codex.values import mapping, text
 
 CHANNELS = ("conversation",)
 ROOT_ACTOR = "root"
@@ -112,9 +112,15 @@ def entry_records(entry: Entry, place: Place, facts: Facts, ended: bool) -> tupl
         return ()
     if not entry.is_tool:
         return tuple(_record(entry.key, parts, at, "n/a", place, facts) for parts in found)
-    refusal = refused(call.output if call is not None else None, (entry.item or {}).get("aggregated_output"))
-    if entry.item is not None and entry.item.get("status") == "declined" and refusal is None:
-        refusal = output_text((entry.item or {}).get("aggregated_output")) or "declined"
+    item = entry.item or {}
+    # The item's own error first: a refused MCP call's output wraps the same text in timing lines.
+    refusal = refused(
+        mapping(item.get("error")).get("message"),
+        call.output if call is not None else None,
+        item.get("aggregated_output"),
+    )
+    if item.get("status") == "declined" and refusal is None:
+        refusal = output_text(item.get("aggregated_output")) or "declined"
     chosen = decision(entry.policy, call.arguments if call is not None else None, refusal)
     records: list[dict[str, Any]] = []
     for parts in found:
