@@ -23,11 +23,13 @@ from tests.support.secret_samples import SAMPLES
 
 AWS, AWS_LINE = SAMPLES["aws_key"]
 GITHUB, GITHUB_LINE = SAMPLES["github_token"]
+STRIPE, STRIPE_LINE = SAMPLES["stripe_key"]
 CWD = "/home/dev/work/app"
 
 # An agent's root (what ``ingest --agent KIND ROOT`` is given), written with a session whose
-# prompt holds a GitHub token and whose command's output holds an AWS key; ``more`` appends a
-# turn (the second push then sends changed rows, the earlier ones go to history).
+# prompt holds a GitHub token, whose command's output holds an AWS key and which read (or was
+# told) a Stripe key; ``more`` appends a turn (the second push then sends changed rows, the
+# earlier ones go to history).
 Writer = Callable[[Path, bool], str]
 
 
@@ -38,6 +40,8 @@ def cline(root: Path, more: bool) -> str:
     session.messages[0]["content"][0]["text"] = f'<user_input mode="act">deploy with {GITHUB_LINE}</user_input>'
     results = [m for m in session.messages if m["content"][0].get("name") == "run_commands"]
     results[0]["content"][0]["content"][0]["result"] = f"$ cat ~/.aws/credentials\n{AWS_LINE}\n"
+    reply = next(m for m in session.messages if m["role"] == "assistant")
+    reply["content"][0]["text"] = f"found {STRIPE_LINE} in the config"
     session.write(root)
     return session.session_id
 
@@ -50,10 +54,13 @@ def claude_code(root: Path, more: bool) -> str:
     t.call("msg_1", "toolu_cat", "Bash", {"command": "cat ~/.aws/credentials", "description": "Read"})
     output = f"[default]\n{AWS_LINE}\n"
     t.result("toolu_cat", output, is_error=False, tool_use_result={"stdout": output, **BASH_OK})
-    t.text("msg_2", "Found the credentials.")
+    t.call("msg_2", "toolu_env", "Read", {"file_path": f"{CWD}/.env"})
+    read = {"filePath": f"{CWD}/.env", "content": STRIPE_LINE, "numLines": 1, "startLine": 1, "totalLines": 1}
+    t.result("toolu_env", f"1\t{STRIPE_LINE}\n", tool_use_result={"type": "text", "file": read})
+    t.text("msg_3", "Found the credentials.")
     if more:
         t.prompt("now deploy")
-        t.text("msg_3", "Deployed.")
+        t.text("msg_4", "Deployed.")
     t.write(root / "-home-dev-work-app" / f"{t.session_id}.jsonl")
     return t.session_id
 
@@ -63,7 +70,7 @@ def codex(root: Path, more: bool) -> str:
     rollout.begin("t1")
     rollout.user("u1", f"deploy with {GITHUB_LINE}", "t1")
     rollout.command("c1", "cat ~/.aws/credentials", "t1", output=f"[default]\n{AWS_LINE}\n")
-    rollout.agent("m1", "Found the credentials.", "t1")
+    rollout.agent("m1", f"Found the credentials and {STRIPE_LINE}.", "t1")
     rollout.task_complete("t1")
     if more:
         rollout.begin("t2", first=False)
@@ -105,7 +112,7 @@ def test_no_secret_of_any_agent_s_session_reaches_the_mirror_and_it_reconciles(
     write = WRITERS[kind]
     session_id = write(root, False)
     ok("ingest", "--agent", kind, str(root), env=env)
-    hidden = secrets_in_export(env, session_id)
+    hidden = [*secrets_in_export(env, session_id), STRIPE]  # a read's text is not in the export
     assert {AWS, GITHUB} <= set(hidden)  # the store holds them: what the mirror must not
     ok("mirror", "push", env=env)
     assert write(root, True) == session_id
@@ -122,6 +129,9 @@ def test_no_secret_of_any_agent_s_session_reaches_the_mirror_and_it_reconciles(
         ).fetchone()
         assert output is not None and "[REDACTED:" in output[0], output  # the output is there, masked
         assert admin.execute("SELECT count(*) FROM postrun.history").fetchone() != (0,)
+        if kind == "claude-code":  # the read is flagged with its match masked (the text it read is not kept)
+            flags = admin.execute("SELECT record ->> 'flags' FROM postrun.steps WHERE step_id = 'toolu_env'").fetchone()
+            assert flags is not None and "in the text read: sk_live_…(32 chars)" in flags[0], flags
         assert mirror_check.differences(db, admin) == []  # the redacted store, exactly
     status = run_postrun("mirror", "status", env=env)
     assert status.returncode == 0, status.stdout
