@@ -180,3 +180,23 @@ def test_a_forget_then_a_forced_ingest_before_the_push_leaves_no_earlier_version
     held = mirror_tables(mirror)
     assert session.name in held  # recorded again, as it is now
     assert [line[:200] for line in held.splitlines() if MARKER.lower() in line.lower()] == []
+
+
+def test_a_session_that_turns_out_excluded_leaves_no_copy_in_the_mirror(
+    tmp_path: Path, mirror_env: dict[str, str], mirror: Mirror
+) -> None:
+    """Stored and pushed while its workspace was unknown (its manifest came later), then removed."""
+    env = dict(mirror_env, POSTRUN_EXCLUDE="/home/dev/shop")
+    session = _cline_copy(tmp_path / "agent")
+    manifest = session / f"{session.name}.json"
+    aside = tmp_path / "manifest.json"
+    shutil.move(manifest, aside)
+    assert run_postrun("ingest", str(session), env=env).returncode == 0
+    assert run_postrun("mirror", "push", env=env).returncode == 0
+    assert session.name in mirror_tables(mirror)
+
+    shutil.move(aside, manifest)
+    done = run_postrun("ingest", str(session), env=env)
+    assert "removed what was stored of it before its workspace was known" in done.stderr, done.stderr
+    assert run_postrun("mirror", "push", env=env).returncode == 0
+    assert session.name not in mirror_tables(mirror)
