@@ -23,7 +23,7 @@ from pathlib import Path
 import apsw
 import psutil
 
-_CAUGHT_UP = re.compile(r"(?:cline|claude-code|capture): caught up with ")
+_CAUGHT_UP = re.compile(r" (?:[a-z][a-z-]*|capture): caught up with ")  # any agent's, or all agents'
 _INHERITED_DROPPED = ("JOURNAL_STREAM", "NOTIFY_SOCKET", "INVOCATION_ID", "WATCHDOG_USEC", "WATCHDOG_PID")
 
 
