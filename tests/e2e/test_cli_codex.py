@@ -63,7 +63,7 @@ def test_every_target_form(target: str, tmp_path: Path, env: dict[str, str]) -> 
     result = run_postrun("ingest", "--agent", "codex", argument, env=env)
     assert result.returncode == 0, result.stderr
     assert _ingested(result.stdout) == [NESTED]
-    assert result.stdout.startswith(f"ingested codex session {NESTED}: 12 steps, 1 turns, 1 segments -> ")
+    assert result.stdout.startswith(f"ingested codex session {NESTED}: 12 steps, 1 turn, 1 segment -> ")
     if target in ("child", "grandchild-id"):
         assert f"a sub-agent rollout of session {NESTED}: ingesting that session" in result.stderr
 
