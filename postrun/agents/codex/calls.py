@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from postrun.agents.codex.items import Parts, tool_error
+from postrun.agents.codex.items import OUTPUT_HEADERS, Parts, tool_error
 from postrun.agents.codex.values import command_text, decoded, joined_texts, local_path, mapping, text
 
 # Tools that run a shell command: the unified exec tool, and the shell tools of older Codex.
@@ -29,7 +29,6 @@ REFUSALS = (
 )
 NO_RESULT = "no result recorded; turn ended"
 _EXIT = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)\s*$", re.MULTILINE)
-_HEADERS = ("Chunk ID:", "Wall time:", "Process exited with code", "Process running with", "Exit code:")
 _TRUNCATED_OUTPUT = "Warning: truncated output"
 
 
@@ -135,7 +134,7 @@ def _shell_result(output: str) -> tuple[int | None, str] | None:
             return (code if type(code) is int else None), value["output"]
         return None
     head, marker, body = output.partition("Output:\n")
-    if not marker or not head.startswith(_HEADERS):
+    if not marker or not head.startswith(OUTPUT_HEADERS):
         return None
     match = _EXIT.search(head)
     return (int(match.group(1)) if match else None), body

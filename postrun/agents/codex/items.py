@@ -28,6 +28,10 @@ class Parts(NamedTuple):
     suffix: str = ""  # added to the step id (``#<i>`` for the i-th change of a patch)
 
 
+# The lines Codex puts before a process's own output when it tells the model.
+OUTPUT_HEADERS = ("Chunk ID:", "Wall time:", "Process exited with code", "Process running with", "Exit code:")
+
+
 def tool_error(message: Any) -> dict[str, Any]:
     return {"type": "tool_error", "message": message if isinstance(message, str) else ""}
 
@@ -53,7 +57,7 @@ def item_parts(item: dict[str, Any], name: str | None, arguments: Any, output: A
     if kind == "ContextCompaction":
         return [message_parts("system", summary)]
     if kind == "CommandExecution":
-        return [_command(item)]
+        return [_command(item, output)]
     if kind == "FileChange":
         return _file_change(item)
     if kind == "CollabAgentToolCall":
@@ -67,7 +71,7 @@ def failed_item(item: dict[str, Any]) -> bool:
     return text(item.get("status")) in FAILED_STATUSES
 
 
-def _command(item: dict[str, Any]) -> Parts:
+def _command(item: dict[str, Any], call_output: Any) -> Parts:
     payload: dict[str, Any] = {}
     command = command_text(item.get("command"))
     if command is not None:
@@ -88,7 +92,17 @@ def _command(item: dict[str, Any]) -> Parts:
     failed = failed_item(item) or (type(exit_code) is int and exit_code != 0)
     if not failed:
         return Parts("command", payload, content_status=status)
-    return Parts("command", payload, "failed", status, tool_error(output if isinstance(output, str) else ""))
+    said = output if isinstance(output, str) and output else _not_run(call_output)
+    return Parts("command", payload, "failed", status, tool_error(said))
+
+
+def _not_run(call_output: Any) -> str:
+    """Why a command without output failed, from what Codex told the model: an output that is
+    no process's (no ``Output:`` part), e.g. "Wall time: 0.3 seconds\naborted by user" for an
+    interrupted one, without its timing lines; "" otherwise."""
+    if not isinstance(call_output, str) or "Output:" in call_output:
+        return ""
+    return "\n".join(line for line in call_output.splitlines() if line and not line.startswith(OUTPUT_HEADERS))
 
 
 def _file_change(item: dict[str, Any]) -> list[Parts]:
