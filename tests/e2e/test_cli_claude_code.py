@@ -55,7 +55,7 @@ def test_every_target_form(target: str, tmp_path: Path, env: dict[str, str]) -> 
     result = run_postrun("ingest", "--agent", "claude-code", argument, env=env)
     assert result.returncode == 0, result.stderr
     assert _ingested(result.stdout) == [NESTED]
-    assert result.stdout.startswith(f"ingested claude-code session {NESTED}: 14 steps, 2 turns, 1 segments -> ")
+    assert result.stdout.startswith(f"ingested claude-code session {NESTED}: 14 steps, 2 turns, 1 segment -> ")
 
 
 def test_a_session_id_is_found_through_claude_config_dir(tmp_path: Path, env: dict[str, str]) -> None:
