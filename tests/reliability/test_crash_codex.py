@@ -88,5 +88,5 @@ def crash_env(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
 
 
 def test_kill_9_while_codex_rollouts_grow(tmp_path: Path, crash_env: dict[str, str]) -> None:
-    history = History(tmp_path, crash_env, sessions=30)
+    history = History(tmp_path, crash_env, sessions=120)
     kill_until_converged(history, tmp_path, agent="codex", ingest_line=INGEST_LINE)
