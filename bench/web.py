@@ -189,7 +189,11 @@ def _measure(args: argparse.Namespace, workdir: Path) -> int:
     ingested = run([*postrun_command(), "ingest", str(root)], env, timeout=3600)
     if ingested.returncode != 0:
         raise SystemExit(f"ingest failed: {ingested.stderr[-2000:]}")
-    big_steps = int(re.search(rf"session {big.session_id}: (\d+) steps", ingested.stdout).group(1))  # type: ignore[union-attr]
+    # ingest's line counts with thousands separators ("5,000 steps")
+    found = re.search(rf"session {big.session_id}: ([\d,]+) steps", ingested.stdout)
+    if found is None:
+        raise SystemExit(f"ingest did not name the open session {big.session_id}: {ingested.stdout[-2000:]}")
+    big_steps = int(found.group(1).replace(",", ""))
     reviewed = add_review_mix(db, seed=args.seed)
     print(f"added the review mix: {reviewed:,} sessions with a verdict", file=sys.stderr, flush=True)
     with Database.open_reader(db) as database:
