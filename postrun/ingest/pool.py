@@ -44,11 +44,13 @@ from postrun.store.db import Database
 # first: a few large sessions are as much work as many small ones.
 PROCESSES_FROM_SESSIONS = 200
 PROCESSES_FROM_BYTES = 16 * 2**20
-# Sessions each process is given ahead of the writer. Memory stays bounded whatever their size:
-# replies wait in the socket's buffer or, one that does not fit, in its process, which maps
-# nothing more until the writer has read it. With 6, a process ran out of work whenever the
-# writer paused (a commit, a large session): over 1,000 one-turn sessions it waited for work
-# 3.5 s of its 25 s, 0.7 s with 48.
+# What each process is given ahead of the writer and has not given back: this much source, at
+# most this many sessions, and always one. By bytes, as a few large sessions are as much work as
+# many small ones: given 32 sessions ahead, one process was given a whole run of 40 large ones,
+# and the writer (which prepares only sessions no process was given) waited for it; given 6,
+# a process ran out of small sessions whenever the writer paused (a commit, a large session):
+# over 1,000 one-turn sessions it waited for work 3.5 s of its 25 s, 0.7 s with 48.
+_AHEAD_BYTES = 4 * 2**20
 _AHEAD = 32
 # Sessions the writer prepares itself while a process it waits for has not answered, at most.
 _HERE_AHEAD = 3
@@ -105,14 +107,14 @@ def prepared_in_order(
     def here(location: Location, known: Known) -> Mapped:
         return prepare_location(location, known, helpers_of(location.session_id), rules)
 
-    sizes = functools.cache(lambda: [source_bytes(location) for location in locations])
+    size_of = functools.cache(lambda index: source_bytes(locations[index]))
+    sizes = functools.cache(lambda: [size_of(index) for index in range(len(locations))])
     if processes is None or store is None or not processes.worth_it(sizes, len(locations)):
         yield (here(location, known) for location, known in known)
         return
     pool = _Pool(processes.count, store, dataclasses.replace(rules, flag_memo=None))
     try:
-        # One process needs no sizes: it is given every session.
-        yield pool.results(known, sizes() if processes.count > 1 else [0] * len(known), here)
+        yield pool.results(known, size_of, here)
     finally:
         pool.close()
 
@@ -198,18 +200,23 @@ class _Pool:
     def results(
         self,
         tasks: Sequence[tuple[Location, Known]],
-        sizes: Sequence[int],
+        size_of: Callable[[int], int],
         here: Callable[[Location, Known], Mapped],
     ) -> Iterator[Mapped]:
         count = len(self.pipes)
-        given = [0] * count  # bytes each process was given and has not given back
+        given = [0] * count  # bytes of source each process was given and has not given back
+        held = [0] * count  # sessions each process was given and has not given back
         went: list[int | None] = []  # the process each session went to; None: prepared here
         kept: dict[int, Mapped] = {}  # sessions prepared here, until their turn
         for position, (location, known) in enumerate(tasks):
-            while self.working and len(went) < min(len(tasks), position + count * _AHEAD):
+            while self.working and len(went) < len(tasks):
                 least = min(range(count), key=given.__getitem__)
+                size = size_of(len(went))
+                if held[least] and (held[least] >= _AHEAD or given[least] + size > _AHEAD_BYTES):
+                    break
                 self._send(least, tasks[len(went)])
-                given[least] += sizes[len(went)]
+                given[least] += size
+                held[least] += 1
                 went.append(least)
             if position in kept:
                 yield kept.pop(position)
@@ -224,7 +231,8 @@ class _Pool:
                 kept[len(went)] = here(*tasks[len(went)])
                 went.append(None)
             found = self._receive(number)
-            given[number] -= sizes[position]
+            given[number] -= size_of(position)
+            held[number] -= 1
             yield found if found is not None else here(location, known)
 
     def _ready(self, number: int) -> bool:

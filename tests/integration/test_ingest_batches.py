@@ -177,14 +177,11 @@ def test_few_large_sessions_are_prepared_in_processes_and_stored_as_in_line(
         list(results)
 
 
-def test_the_writer_prepares_sessions_while_its_processes_do_not_answer(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Ingest processes stopped for a second after they start (as slow to start as a loaded
-    machine makes them): the writer prepares the next sessions no process was given meanwhile,
-    and every session is stored, in order, as preparing all in line stores them."""
+def prepared_here_while_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Twelve sessions ingested with one process, stopped for a second after it starts (as slow to
+    start as a loaded machine makes it): the sessions the writer prepared itself meanwhile. Every
+    session is stored, in order, as preparing all in line stores them."""
     monkeypatch.setattr(catchup, "BATCH_SECONDS", 60.0)
-    monkeypatch.setattr(pool, "_AHEAD", 6)  # sessions given to a process ahead of the writer
     root = tmp_path / "cline" / "sessions"
     for index in range(12):
         session = Synthetic(synthetic_id(index), seed=index)
@@ -213,14 +210,33 @@ def test_the_writer_prepares_sessions_while_its_processes_do_not_answer(
     with Database.open(tmp_path / "helped.db") as database:
         ingester = Ingester(database, max_bytes=MAX_BYTES, mapping_processes=Processes(1, from_sessions=2))
         helped = list(ingest_all(ingester, list_sessions(root).sessions))
+    prepared_here = list(in_line_here)  # before the reference below prepares every session here
     assert len(stopped) == 1
-    # Session 0 went to the process, with the five after it; the writer took the next three.
-    assert in_line_here == [synthetic_id(i) for i in (6, 7, 8)]
     assert [r.session_id for r in helped] == [synthetic_id(i) for i in range(12)]
     with Database.open(tmp_path / "in-line.db") as database:
         in_line = list(ingest_all(Ingester(database, max_bytes=MAX_BYTES), list_sessions(root).sessions))
     assert summary(helped) == summary(in_line)
     assert differences(read_records(tmp_path / "helped.db"), read_records(tmp_path / "in-line.db")) == []
+    return prepared_here
+
+
+def test_the_writer_prepares_sessions_while_its_processes_do_not_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pool, "_AHEAD", 6)  # sessions given to a process ahead of the writer
+    # Session 0 went to the process, with the five after it; the writer took the next three.
+    assert prepared_here_while_stopped(tmp_path, monkeypatch) == [synthetic_id(i) for i in (6, 7, 8)]
+
+
+def test_a_process_is_given_so_many_bytes_ahead_not_a_run_of_large_sessions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Few sessions of much source each: a process is given as much source ahead as of many small
+    ones, and the writer takes its share of the rest (given a count of sessions, the process had
+    them all)."""
+    monkeypatch.setattr(pool, "_AHEAD_BYTES", 1)  # every session is more: one given at a time
+    # Session 0 went to the process; the writer took the next three (and later others, as it waits).
+    assert prepared_here_while_stopped(tmp_path, monkeypatch)[:3] == [synthetic_id(i) for i in (1, 2, 3)]
 
 
 def test_a_bug_met_mapping_one_session_is_that_sessions_failure_alone(
