@@ -198,6 +198,12 @@ class Adapter(Protocol):
     @property
     def label(self) -> str: ...  # for people: "Cline"
 
+    # True when a session whose records have an end is not written again (Cline's manifest
+    # says so): its live ingest copies it to the vault at once. False when an end is only
+    # "no turn running" (a Codex thread takes its next prompt any time): paced as an open one.
+    @property
+    def end_is_final(self) -> bool: ...
+
     # -- where its sessions are ------------------------------------------------------------
 
     def roots(self, loaded: LoadedSettings, environ: Mapping[str, str]) -> tuple[AgentRoot, ...]:

@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar
 
 import apsw
 
-from postrun.agents.registry import Location
+from postrun.agents.registry import Location, adapter_of
 from postrun.errors import Excluded, NotParseableYet, PostrunError, SourceError, StoreError
 from postrun.ingest.guard import Guarded, forgotten_refusal, guarded, vault_copies
 from postrun.ingest.kept import reingest_session
@@ -129,8 +129,9 @@ class Ingester:
         for a tombstoned one unless ``force``, Excluded for an excluded workspace); on any error
         the stored session is left exactly as it was.
 
-        A ``live`` ingest of an open session copies its files to the vault at most every
-        ``raw_copy_seconds``; any other ingest copies them whenever they changed."""
+        A ``live`` ingest of a session that has not ended for good (``Adapter.end_is_final``)
+        copies its files to the vault at most every ``raw_copy_seconds``; any other ingest
+        copies them whenever they changed."""
         with collector_paused():
             return self._ingest(location, cache, force, live)
 
@@ -229,7 +230,7 @@ class Ingester:
         mapped = prepared.mapped
         session_id = location.session_id
         now = self.clock()
-        copy = self.keep_raw and not (live and self._defer_copy(mapped, now))
+        copy = self.keep_raw and not (live and self._defer_copy(location, mapped, now))
         raw = prepared.raw if copy else ()  # taken only for a copy: it may read the files again
         if mapped.unread:
             # What could not be read stays as it was stored: its fingerprint (so the records say
@@ -248,10 +249,11 @@ class Ingester:
         values = {f.name: getattr(result, f.name) for f in fields(result)}
         return IngestOutcome(**values, elapsed_ms=elapsed_ms, unread=mapped.unread, incomplete=mapped.incomplete)
 
-    def _defer_copy(self, mapped: MappedSession, now: datetime) -> bool:
+    def _defer_copy(self, location: Location, mapped: MappedSession, now: datetime) -> bool:
         """True when this ingest leaves the open session's copies behind its records (its newest
-        copy is recent); remembered in ``behind`` so the capture copies it later."""
-        if self.raw_copy_seconds <= 0 or "ended_at" in mapped.session:
+        copy is recent); remembered in ``behind`` so the capture copies it later. A session
+        that ended for good (``Adapter.end_is_final``) is copied at once."""
+        if self.raw_copy_seconds <= 0 or ("ended_at" in mapped.session and adapter_of(location).end_is_final):
             return False
         copied = vault.last_copied(self.database, mapped.id)
         # Compressing a large transcript again after every message costs more than all the

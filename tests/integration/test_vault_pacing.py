@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from postrun.agents.cline import SessionLocation
+from postrun.agents.codex.adapter import CodexSource
 from postrun.capture.book import SessionBook, plan_catch_up
 from postrun.capture.caches import MappingCaches
 from postrun.capture.job import IngestJob
@@ -24,6 +25,7 @@ from postrun.ingest.ingester import Ingester
 from postrun.store import vault
 from postrun.store.db import Database
 from postrun.store.write import stored_state
+from tests.conftest import FIXTURES
 from tests.integration.test_capture_job import Host
 from tests.reliability.kit import Synthetic, read_records, synthetic_id
 from tests.support.clock import FakeClock
@@ -133,6 +135,33 @@ def test_an_ending_session_and_ingests_that_are_not_live_are_copied_at_once(root
     assert not outcome.open
     assert kept_messages(database, session.session_id) == messages_file(root, session)
     assert not behind(database, session.session_id) and ingester.copies_due(everything=True) == []
+
+
+def test_a_codex_thread_between_turns_is_paced_as_an_open_session(tmp_path: Path, database: Database) -> None:
+    """A rollout's records end at its last turn's end, but the thread takes its next prompt any
+    time: a live ingest of it leaves the copy behind as for an open session (copying the whole
+    rollout after each line made a line cost O(file)); a start-up pass copies it at once."""
+    real = FIXTURES / "codex-real"
+    (first,) = (real / "a_commands" / "sessions").rglob("*.jsonl")
+    (other,) = (real / "b_apply_patch" / "sessions").rglob("*.jsonl")
+    rollout = tmp_path / "codex" / "sessions" / first.relative_to(real / "a_commands" / "sessions")
+    rollout.parent.mkdir(parents=True)
+    rollout.write_bytes(first.read_bytes())
+    source = CodexSource(rollout.parents[3])
+    (location,) = source.list().sessions
+    clock = WallClock()
+    ingester = Ingester(database, max_bytes=2**26, clock=clock, raw_copy_seconds=EVERY)
+    outcome, cache = ingester.ingest(location, live=True)
+    assert not outcome.open  # its one turn ended
+    clock.advance(1)
+    with rollout.open("ab") as out:  # the next turn, run to its end
+        out.writelines(other.read_bytes().splitlines(keepends=True)[1:])
+    outcome, _ = ingester.ingest(location, cache, live=True)
+    assert outcome.status == "updated" and not outcome.open
+    assert behind(database, location.session_id)
+    assert ingester.copies_due(everything=True) == [location.session_id]
+    ingester.ingest(location)  # not live
+    assert not behind(database, location.session_id)
 
 
 def test_a_clock_set_back_does_not_hold_the_copy_back(root: Path, database: Database) -> None:

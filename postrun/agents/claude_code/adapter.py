@@ -142,6 +142,7 @@ class ClaudeCodeAdapter:
     kind = AGENT
     label = "Claude Code"
     check_names = (f"{AGENT} sessions",)
+    end_is_final = True
 
     def roots(self, loaded: LoadedSettings, environ: Mapping[str, str]) -> tuple[AgentRoot, ...]:
         configured = loaded.settings.claude_dir

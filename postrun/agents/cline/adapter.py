@@ -92,6 +92,7 @@ class ClineAdapter:
     kind = AGENT
     label = "Cline"
     check_names = ("sessions", "approvals")
+    end_is_final = True
 
     def roots(self, loaded: LoadedSettings, environ: Mapping[str, str]) -> tuple[AgentRoot, ...]:
         return (AgentRoot(loaded.settings.cline_dir, loaded.sources["cline_dir"]),)

@@ -177,6 +177,9 @@ class CodexAdapter:
     kind = AGENT
     label = "Codex"
     check_names = (f"{AGENT} sessions",)
+    # A rollout's end is its last turn's: the thread takes its next prompt any time, and a
+    # copy of the whole rollout after each line would make a line cost O(file).
+    end_is_final = False
 
     def roots(self, loaded: LoadedSettings, environ: Mapping[str, str]) -> tuple[AgentRoot, ...]:
         configured = loaded.settings.codex_dir
