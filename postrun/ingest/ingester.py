@@ -23,6 +23,7 @@ from postrun.agents.registry import Location, adapter_of
 from postrun.errors import Excluded, NotParseableYet, PostrunError, SourceError, StoreError
 from postrun.ingest.guard import Guarded, forgotten_refusal, guarded, vault_copies
 from postrun.ingest.kept import reingest_session
+from postrun.ingest.known import KnownSteps
 from postrun.ingest.prepare import MapRules, Prepared, prepare, read_admitted
 from postrun.records import MappedSession
 from postrun.review.apply import FlagMemo
@@ -121,6 +122,7 @@ class Ingester:
         self.rules = MapRules(max_bytes, exclusions, flag_memo)
         # The mapping caches of sessions a write read again (stored by someone else meanwhile).
         self.fresh_caches: dict[str, Any] = {}
+        self.known_steps = KnownSteps()  # what its last live writes left, not read back
 
     def ingest(
         self, location: Location, cache: Any | None = None, *, force: bool = False, live: bool = False
@@ -198,10 +200,12 @@ class Ingester:
         session_id = location.session_id
         try:
             with self.database.transaction():
+                known = self.known_steps.take(self.database, session_id) if live else None
                 checked = guarded(self, location, prepared, basis, force=force)
-                outcome = self._write(location, checked, started, live)
+                outcome, digests = self._write(location, checked, started, live, known)
                 if checked.forgotten:
                     outcome = replace(outcome, revived=lift_tombstone(self.database, session_id))
+            self.known_steps.wrote(self.database, session_id, digests if live else None)
         except Excluded as exc:  # its part of the transaction was rolled back
             raise self.drop_excluded(exc) from None
         except apsw.TooBigError:
@@ -225,7 +229,10 @@ class Ingester:
             return refusal
         return Excluded(session_id, f"{refusal.reason}; removed what was stored of it before its workspace was known")
 
-    def _write(self, location: Location, checked: Guarded, started: float, live: bool) -> IngestOutcome:
+    def _write(
+        self, location: Location, checked: Guarded, started: float, live: bool, known: dict[str, str] | None
+    ) -> tuple[IngestOutcome, dict[str, str]]:
+        """The upsert; the outcome, and the session's step digests as now stored."""
         prepared, state = checked.prepared, checked.state
         mapped = prepared.mapped
         session_id = location.session_id
@@ -240,14 +247,22 @@ class Ingester:
             mapped = replace(mapped, source_files=(*mapped.source_files, *before))
             if copy:
                 raw = (*raw, *vault_copies(self.database, session_id, unread))
+        steps = prepared.steps
         result = upsert_session(
-            self.database, mapped, now=now, captured_on=self.hostname, raw=raw if copy else (), steps=prepared.steps
+            self.database,
+            mapped,
+            now=now,
+            captured_on=self.hostname,
+            raw=raw if copy else (),
+            steps=steps,
+            known=known,
         )
         if copy:
             self.behind.pop(session_id, None)
         elapsed_ms = (self.timer() - started) * 1000
         values = {f.name: getattr(result, f.name) for f in fields(result)}
-        return IngestOutcome(**values, elapsed_ms=elapsed_ms, unread=mapped.unread, incomplete=mapped.incomplete)
+        outcome = IngestOutcome(**values, elapsed_ms=elapsed_ms, unread=mapped.unread, incomplete=mapped.incomplete)
+        return outcome, {row.id: row.digest for row in (mapped.steps if steps is None else steps)}
 
     def _defer_copy(self, location: Location, mapped: MappedSession, now: datetime) -> bool:
         """True when this ingest leaves the open session's copies behind its records (its newest

@@ -10,7 +10,7 @@ keeps its first. A session whose files disappear is never deleted.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
@@ -80,11 +80,15 @@ class _Writer:
         )
         self.rows += 1
 
-    def sync_steps(self, rows: Sequence[StepRow | StepWrite]) -> None:
+    def sync_steps(self, rows: Sequence[StepRow | StepWrite], known: Mapping[str, str] | None = None) -> None:
         execute = self.connection.execute
         # Only ids and digests: a re-ingest after one new message compares thousands of
         # unchanged steps, and looks up the rowid of the few that changed.
-        stored: dict[str, str] = dict(execute("SELECT id, digest FROM steps WHERE session_id = ?", (self.session_id,)))
+        stored: dict[str, str] = (
+            dict(known)
+            if known is not None
+            else dict(execute("SELECT id, digest FROM steps WHERE session_id = ?", (self.session_id,)))
+        )
         added: list[StepWrite] = []
         for row in rows:
             previous = stored.pop(row.id, None)
@@ -111,7 +115,8 @@ class _Writer:
             self._insert_steps(added)
         if stored:
             self.database.run_deferred()
-        for step_id in stored:
+        # In the order the digest index reads them (by id), known or read back.
+        for step_id in sorted(stored) if known is not None else stored:
             rowid = self._rowid(step_id)
             self._step_to_history(rowid, "removed")
             execute("DELETE FROM step_search WHERE rowid = ?", (rowid,))
@@ -221,6 +226,7 @@ def upsert_session(
     captured_on: str,
     raw: Sequence[RawFile] = (),
     steps: Sequence[StepWrite] | None = None,
+    known: Mapping[str, str] | None = None,
 ) -> UpsertResult:
     """Store ``mapped`` in one transaction, writing only what changed.
 
@@ -228,6 +234,8 @@ def upsert_session(
     ingest is kept: later ingests never replace it. ``raw``, the files ``mapped`` was
     mapped from, go to the vault in the same transaction. ``steps``, when given, are
     ``mapped``'s steps as ``step_write`` made them (and ``mapped.steps`` is not read).
+    ``known``, when given, is what the store holds of the session's steps (id -> digest,
+    ``postrun.ingest.known``): it is compared against, not read back.
     """
     rows: Sequence[StepRow | StepWrite] = mapped.steps if steps is None else steps
     session = mapped.session
@@ -282,7 +290,7 @@ def upsert_session(
         writer.sync_keyed(
             "turns", "turn", "id", [(t["id"], {k: v for k, v in t.items() if k != "step_ids"}) for t in mapped.turns]
         )
-        writer.sync_steps(rows)
+        writer.sync_steps(rows, known)
         if raw:
             vault.keep(connection, session_id, raw, now=stamp)
         session_changed = existing is not None and tuple(existing) != columns

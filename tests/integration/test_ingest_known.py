@@ -1,0 +1,115 @@
+"""A live re-ingest compares its steps against the digests its own last write left
+(``postrun.ingest.known``) instead of reading them back, and reads them back whenever anything
+else wrote to the store since: another connection, or another writer on its own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from postrun.agents.cline import SessionLocation
+from postrun.ingest.ingester import Ingester
+from postrun.store.db import Database
+from tests.reliability.kit import Synthetic, read_records, synthetic_id
+
+DIGESTS = "SELECT id, digest FROM steps WHERE session_id = ?"
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Iterator[Database]:
+    with Database.open(tmp_path / "store" / "postrun.db") as db:
+        yield db
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "cline" / "sessions"
+
+
+def digest_reads(database: Database) -> list[str]:
+    """The statements the store's connection runs that read a session's digests back (from now on)."""
+    seen: list[str] = []
+
+    def trace(_cursor: object, sql: str, _bindings: object) -> bool:
+        if sql == DIGESTS:
+            seen.append(sql)
+        return True
+
+    database.connection.exec_trace = trace
+    return seen
+
+
+def one_shot(tmp_path: Path, root: Path, session: Synthetic) -> tuple[object, ...]:
+    """The session's steps as a fresh store holds them after one ingest of its files now."""
+    with Database.open(tmp_path / "fresh" / "postrun.db") as fresh:
+        Ingester(fresh, max_bytes=2**26).ingest(SessionLocation.in_root(root, session.session_id))
+        return read_records(fresh.path)[session.session_id].steps
+
+
+def live_session(root: Path, database: Database, index: int) -> tuple[Ingester, Synthetic, SessionLocation, object]:
+    ingester = Ingester(database, max_bytes=2**26)
+    session = Synthetic(synthetic_id(index), seed=index)
+    for _ in range(6):
+        session.grow()
+    session.write(root)
+    location = SessionLocation.in_root(root, session.session_id)
+    _, cache = ingester.ingest(location, live=True)
+    return ingester, session, location, cache
+
+
+def test_a_live_reingest_after_its_own_write_does_not_read_the_digests_back(
+    tmp_path: Path, root: Path, database: Database
+) -> None:
+    ingester, session, location, cache = live_session(root, database, 1)
+    reads = digest_reads(database)
+    for _ in range(3):
+        session.grow()
+        session.write(root)
+        outcome, cache = ingester.ingest(location, cache, live=True)
+        assert outcome.status == "updated" and outcome.rows_written <= 4
+    assert reads == []
+    assert read_records(database.path)[session.session_id].steps == one_shot(tmp_path, root, session)
+
+
+def other_connection(database: Database, session_id: str) -> None:
+    with Database.open(database.path) as other, other.transaction() as connection:
+        connection.execute("DELETE FROM steps WHERE session_id = ? AND seq = 0", (session_id,))
+
+
+def same_connection(database: Database, session_id: str) -> None:
+    with database.transaction() as connection:
+        connection.execute("DELETE FROM steps WHERE session_id = ? AND seq = 0", (session_id,))
+
+
+@pytest.mark.parametrize("meddle", [other_connection, same_connection])
+def test_a_write_by_anyone_else_since_makes_it_read_the_digests_back(
+    tmp_path: Path, root: Path, database: Database, meddle: Callable[[Database, str], None]
+) -> None:
+    """A step removed behind the ingester's back (by another connection, or by another writer on
+    its own) is stored again by the next live re-ingest, as a one-shot ingest would have it."""
+    ingester, session, location, cache = live_session(root, database, 2)
+    meddle(database, session.session_id)
+    reads = digest_reads(database)
+    session.grow()
+    session.write(root)
+    _, cache = ingester.ingest(location, cache, live=True)
+    assert read_records(database.path)[session.session_id].steps == one_shot(tmp_path, root, session)
+    assert reads == [DIGESTS]
+    session.grow()
+    session.write(root)
+    ingester.ingest(location, cache, live=True)
+    assert reads == [DIGESTS]  # known again from that write on
+
+
+def test_an_ingest_that_is_not_live_forgets_what_was_known(root: Path, database: Database) -> None:
+    ingester, session, location, cache = live_session(root, database, 3)
+    session.grow()
+    session.write(root)
+    ingester.ingest(location)  # `postrun ingest`, a start-up pass
+    reads = digest_reads(database)
+    session.grow()
+    session.write(root)
+    ingester.ingest(location, cache, live=True)
+    assert reads == [DIGESTS]
