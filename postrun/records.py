@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,10 +144,12 @@ class MappedSession:
     def id(self) -> str:
         return str(self.session["id"])
 
-    def problems(self) -> list[str]:
+    def problems(self, valid_turns: Sequence[Any] = ()) -> list[str]:
         """Schema problems of the non-step records and of every reference.
 
-        Steps are validated when their ``StepRow`` is built.
+        Steps are validated when their ``StepRow`` is built. ``valid_turns``: the turns of an
+        earlier mapping of the session that were found valid; a turn equal to the one at its
+        place there is not checked again (a live session's re-ingest adds to its last turns).
         """
         found = schema.record_problems("session", self.session)
         for kind, key, records in (
@@ -155,7 +157,10 @@ class MappedSession:
             ("actor", "actors", self.actors),
             ("turn", "turns", self.turns),
         ):
+            known = valid_turns if kind == "turn" else ()
             for i, record in enumerate(records):
+                if i < len(known) and known[i] == record:
+                    continue
                 found += schema.record_problems(kind, record, f"{key}[{i}]")
         if found:
             return found
@@ -163,8 +168,8 @@ class MappedSession:
             self.session, self.segments, self.actors, self.turns, [row.record for row in self.steps]
         )
 
-    def validate(self) -> None:
-        found = self.problems()
+    def validate(self, valid_turns: Sequence[Any] = ()) -> None:
+        found = self.problems(valid_turns)
         if found:
             raise schema.SchemaError(found)
 

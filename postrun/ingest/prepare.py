@@ -4,7 +4,9 @@ nothing stored. In line, or in an ingest process (``postrun.ingest.pool``)."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,13 +20,36 @@ from postrun.schema import SchemaError
 from postrun.store.write import StepWrite, step_write
 
 
+class TurnsMemo:
+    """The turns each recent session's last mapping had, once found valid: a live session is
+    re-mapped after each message, and its earlier turns come back unchanged (bounded, as the
+    mapping caches are; in the process that made it only)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._sessions: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+
+    def take(self, session_id: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return self._sessions.pop(session_id, [])
+
+    def keep(self, session_id: str, turns: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self._sessions[session_id] = turns
+            while len(self._sessions) > self.limit:
+                self._sessions.popitem(last=False)
+
+
 @dataclass(frozen=True, slots=True)
 class MapRules:
-    """How every session of an ingest is read and mapped."""
+    """How every session of an ingest is read and mapped (the memos: a capture's, for the
+    sessions it re-ingests as they change)."""
 
     max_bytes: int
     exclusions: Exclusions | None = None
     flag_memo: FlagMemo | None = None
+    turns_memo: TurnsMemo | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +139,10 @@ def map_files(
     try:
         mapped, cache = adapter_of(location).map(files, approvals, cache, helpers)
         mapped = flag_session(mapped, rules.flag_memo)
-        mapped.validate()
+        memo = rules.turns_memo
+        mapped.validate(memo.take(location.session_id) if memo is not None else ())
+        if memo is not None:
+            memo.keep(location.session_id, mapped.turns)
     except SchemaError as exc:
         raise SourceError(str(location.where), f"maps to invalid records: {exc.problems[0]}") from None
     return Prepared(mapped, files, tuple(extra)), cache
