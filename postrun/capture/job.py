@@ -37,7 +37,7 @@ from postrun.capture.freshness import FingerprintKey, fingerprint_key
 from postrun.capture.scheduler import Due, Reason
 from postrun.capture.startup import StartupCatchUp
 from postrun.errors import NotParseableYet, NotRecorded, PostrunError, SourceError, StoreError
-from postrun.ingest.ingester import Ingester, IngestOutcome, Progress
+from postrun.ingest.ingester import Ingester, IngestOutcome, Progress, goes_on
 from postrun.ingest.pool import Processes
 from postrun.ingest.prepare import TurnsMemo
 from postrun.ingest.reflag import refresh_flags
@@ -186,7 +186,7 @@ class IngestJob:
             self.logger.debug(f"{watched.kind} {session_id}: {detail}", exc_info=True)
             return self._failed(session_id, ("failed", key), detail, key, time.thread_time() - started)
         cost = time.thread_time() - started
-        if due.reason != "startup" or outcome.open:
+        if due.reason != "startup" or goes_on(location, outcome):
             self.caches.put(session_id, cache)  # it is likely to change again soon
         result = self.stored(outcome, key, files, due.reason, cost)
         self.on_ingested()

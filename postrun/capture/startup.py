@@ -19,7 +19,7 @@ from postrun.agents.registry import Location
 from postrun.capture.freshness import FingerprintKey, fingerprint_key
 from postrun.errors import PostrunError
 from postrun.ingest.batches import BatchesStopped, Result, committed_batches
-from postrun.ingest.ingester import Ingester, IngestOutcome, collector_paused
+from postrun.ingest.ingester import Ingester, IngestOutcome, collector_paused, goes_on
 from postrun.records import SourceFile
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ class StartupCatchUp:
         self._ingester: Ingester | None = None
         # The fingerprints each session had before the catch-up read it: what the book records.
         self._keys: dict[str, FingerprintKey] = {}
-        self._open: list[str] = []  # the open sessions it stored, in order
+        self._open: list[str] = []  # the sessions it stored that may be written again, in order
         self._kept: OrderedDict[str, Any] = OrderedDict()  # the newest of their mapping caches
 
     def run(self, session_ids: Sequence[str], pause: Callable[[], bool]) -> Iterator[tuple[str, JobResult]]:
@@ -126,7 +126,7 @@ class StartupCatchUp:
             key = self._keys.pop(session_id)
             location = job.watched(session_id).source.location(session_id)
             if isinstance(result, IngestOutcome):
-                if result.open:
+                if goes_on(location, result):
                     self._open.append(session_id)
                 files = _files_now(job, location) if result.unread else ()
                 yield session_id, job.stored(result, key, files, "startup", None)

@@ -20,7 +20,7 @@ import apsw
 from postrun.agents.registry import Location, Skipped, adapter, default_kind
 from postrun.errors import Excluded, NotRecorded, PostrunError, StoreError
 from postrun.ingest.guard import forgotten_refusal
-from postrun.ingest.ingester import Ingester, IngestFailure, IngestOutcome, Progress, collector_paused
+from postrun.ingest.ingester import Ingester, IngestFailure, IngestOutcome, Progress, collector_paused, goes_on
 from postrun.ingest.pool import Processes, prepared_in_order
 from postrun.ingest.prepare import Known, Prepared, internal_error
 from postrun.ingest.reflag import refresh_flags
@@ -71,7 +71,7 @@ def committed_batches(
     A session stored by someone else since the batched ingest began (capture's live work between
     two batches, say) is read again as it is stored (``Ingester.store``'s guard): what was
     mapped of it may be older than what the store holds now. ``keep_cache`` is given the
-    mapping cache of each open session stored that was mapped in line (one mapped in a
+    mapping cache of each session stored that may be written again (``goes_on``) and was mapped in line (one mapped in a
     process leaves none).
     """
     batch = _Batch(ingester.database, ingester.timer)
@@ -157,7 +157,7 @@ def _store_mapped(
             raise mapped
         outcome = ingester.store(location, mapped, started, force=force, basis=before)
         cache = ingester.fresh_caches.pop(session_id, mapped.cache)
-        if keep_cache is not None and outcome.open and cache is not None:
+        if keep_cache is not None and goes_on(location, outcome) and cache is not None:
             keep_cache(session_id, cache)
         return outcome
     except StoreError:

@@ -73,6 +73,12 @@ class IngestOutcome(UpsertResult):
     revived: bool = False  # it had been forgotten; ``ingest --force`` brought it back
 
 
+def goes_on(location: Location, outcome: UpsertResult) -> bool:
+    """The stored session may be written again: it is open, or its end is not final (a Codex
+    thread between two turns), so its mapping cache is worth keeping after a start-up ingest."""
+    return outcome.open or not adapter_of(location).end_is_final
+
+
 @dataclass(frozen=True, slots=True)
 class IngestFailure:
     session_id: str | None

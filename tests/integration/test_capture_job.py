@@ -14,7 +14,8 @@ import pytest
 
 from postrun.agents.cline import MappingCache, SessionLocation
 from postrun.agents.cline import adapter as mapper
-from postrun.capture.book import SessionBook, plan_catch_up
+from postrun.agents.codex.adapter import CodexSource
+from postrun.capture.book import SessionBook, Watched, plan_catch_up
 from postrun.capture.caches import MappingCaches
 from postrun.capture.job import IngestJob
 from postrun.capture.scheduler import Due, Reason, Scheduler
@@ -302,3 +303,30 @@ def test_one_job_ingests_the_sessions_of_several_roots_each_through_its_own_sour
         sources = dict(reader.execute("SELECT id, json_extract(record, '$.source') FROM sessions"))
     assert sources == {BASIC: str(first / BASIC), plans: str(second / plans)}
     assert [line.split(" ")[3] for line in log.lines] == [plans, BASIC]
+
+
+def test_the_start_up_catch_up_leaves_the_caches_of_codex_threads_between_turns(tmp_path: Path) -> None:
+    """A rollout whose last turn ended still takes its next prompt any time: its first line
+    after start-up is read from its mark, not mapped from the whole rollout again."""
+    real = FIXTURES / "codex-real" / "a_commands" / "sessions"
+    shutil.copytree(real, tmp_path / "codex" / "sessions")
+    source = CodexSource(tmp_path / "codex" / "sessions")
+    (location,) = source.list().sessions
+    database = Database.open(tmp_path / "postrun.db")
+    book = SessionBook()
+    book.load(plan_catch_up(source, database, wall_now=time.time()))
+    ingest_job = IngestJob(
+        host=Host(),
+        sources=(Watched(source, book),),
+        db_path=tmp_path / "postrun.db",
+        database=database,
+        max_bytes=2**26,
+        caches=MappingCaches(FakeClock()),
+        logger=logging.getLogger("postrun.test.job"),
+    )
+    try:
+        ((session_id, result),) = list(ingest_job.startup.run([location.session_id], lambda: False))
+        assert result.outcome == "ingested" and read_store(tmp_path / "postrun.db")[session_id].ended_at is not None
+        assert ingest_job.caches.get(session_id) is not None
+    finally:
+        ingest_job.close()
