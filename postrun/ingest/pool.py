@@ -52,8 +52,12 @@ PROCESSES_FROM_BYTES = 16 * 2**20
 # over 1,000 one-turn sessions it waited for work 3.5 s of its 25 s, 0.7 s with 48.
 _AHEAD_BYTES = 4 * 2**20
 _AHEAD = 32
-# Sessions the writer prepares itself while a process it waits for has not answered, at most.
-_HERE_AHEAD = 3
+# What the writer prepares itself while a process it waits for has not answered, and holds until
+# its turn: this much source, at most this many sessions, and always one. Given 3 sessions, over
+# 1,334 one-turn sessions (where preparing is the slower side) the writer waited for its process
+# 2.5-3.3 s, 1.0-1.6 s given 16; by bytes, as a mapped session holds about 3 times its source.
+_HERE_AHEAD_BYTES = 2 * 2**20
+_HERE_AHEAD = 16
 # The socket's buffer (the kernel's, capped by net.core.wmem_max): a reply holds the session's
 # raw files for the vault, often more than the default ~200 KB, and a process that waits to
 # send stops preparing; room for a few sessions keeps it preparing while the writer stores a slow one.
@@ -165,6 +169,22 @@ def packed_reply(found: Mapped) -> memoryview:
         return ForkingPickler.dumps((location, internal_error(location, exc), mapped_ms))
 
 
+class _Shares:
+    """Which sessions of a batched ingest went where, and what each side holds ahead of the writer."""
+
+    def __init__(self, processes: int, size_of: Callable[[int], int]) -> None:
+        self.size_of = size_of
+        self.given = [0] * processes  # bytes of source each process was given and has not given back
+        self.held = [0] * processes  # sessions each process was given and has not given back
+        self.went: list[int | None] = []  # the process each session went to; None: prepared here
+        self.kept: dict[int, Mapped] = {}  # sessions prepared here, until their turn
+        self.kept_bytes = 0
+
+    def may_keep(self, size: int) -> bool:
+        """Whether the writer may prepare (and hold) one more session of ``size`` bytes."""
+        return not self.kept or (len(self.kept) < _HERE_AHEAD and self.kept_bytes + size <= _HERE_AHEAD_BYTES)
+
+
 class _Pool:
     """Ingest processes; each session goes to the process with the fewest bytes of source given
     and not yet given back (a few large sessions spread as many small ones do), or to the
@@ -203,37 +223,42 @@ class _Pool:
         size_of: Callable[[int], int],
         here: Callable[[Location, Known], Mapped],
     ) -> Iterator[Mapped]:
-        count = len(self.pipes)
-        given = [0] * count  # bytes of source each process was given and has not given back
-        held = [0] * count  # sessions each process was given and has not given back
-        went: list[int | None] = []  # the process each session went to; None: prepared here
-        kept: dict[int, Mapped] = {}  # sessions prepared here, until their turn
+        shares = _Shares(len(self.pipes), size_of)
         for position, (location, known) in enumerate(tasks):
-            while self.working and len(went) < len(tasks):
-                least = min(range(count), key=given.__getitem__)
-                size = size_of(len(went))
-                if held[least] and (held[least] >= _AHEAD or given[least] + size > _AHEAD_BYTES):
-                    break
-                self._send(least, tasks[len(went)])
-                given[least] += size
-                held[least] += 1
-                went.append(least)
-            if position in kept:
-                yield kept.pop(position)
+            self._give(shares, tasks)
+            if position in shares.kept:
+                shares.kept_bytes -= size_of(position)
+                yield shares.kept.pop(position)
                 continue
-            number = went[position] if position < len(went) else None
+            number = shares.went[position] if position < len(shares.went) else None
             if not self.working or number is None:
                 yield here(location, known)
                 continue
             # While its process has not answered (starting up, or slower than the writer stores),
             # the writer prepares the next session no process was given, rather than wait idle.
-            while len(kept) < _HERE_AHEAD and len(went) < len(tasks) and not self._ready(number):
-                kept[len(went)] = here(*tasks[len(went)])
-                went.append(None)
+            while (
+                len(shares.went) < len(tasks) and shares.may_keep(size_of(len(shares.went))) and not self._ready(number)
+            ):
+                index = len(shares.went)
+                shares.went.append(None)
+                shares.kept[index] = here(*tasks[index])
+                shares.kept_bytes += size_of(index)
             found = self._receive(number)
-            given[number] -= size_of(position)
-            held[number] -= 1
+            shares.given[number] -= size_of(position)
+            shares.held[number] -= 1
             yield found if found is not None else here(location, known)
+
+    def _give(self, shares: _Shares, tasks: Sequence[tuple[Location, Known]]) -> None:
+        """The next sessions to the process with the fewest bytes given, as far as it may be given ahead."""
+        while self.working and len(shares.went) < len(tasks):
+            least = min(range(len(shares.given)), key=shares.given.__getitem__)
+            size = shares.size_of(len(shares.went))
+            if shares.held[least] and (shares.held[least] >= _AHEAD or shares.given[least] + size > _AHEAD_BYTES):
+                return
+            self._send(least, tasks[len(shares.went)])
+            shares.given[least] += size
+            shares.held[least] += 1
+            shares.went.append(least)
 
     def _ready(self, number: int) -> bool:
         try:

@@ -190,16 +190,22 @@ def prepared_here_while_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         session.write(root)
     real_init = pool._Pool.__init__
     stopped: list[psutil.Process] = []
+    in_line_here: list[str] = []
+    while_stopped: list[str] = []
+
+    def resume() -> None:
+        while_stopped.extend(in_line_here)  # the writer waits for the process by now
+        for process in stopped:
+            process.resume()
 
     def stopped_at_start(self: Any, *args: Any, **kwargs: Any) -> None:
         real_init(self, *args, **kwargs)
         stopped.extend(psutil.Process(process.pid) for process in self.processes)
         for process in stopped:
             process.suspend()
-        threading.Timer(1.0, lambda: [process.resume() for process in stopped]).start()
+        threading.Timer(1.0, resume).start()
 
     monkeypatch.setattr(pool._Pool, "__init__", stopped_at_start)
-    in_line_here: list[str] = []
     real_prepare = pool.prepare_location
 
     def counted(location: Any, *args: Any) -> Any:
@@ -210,20 +216,20 @@ def prepared_here_while_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     with Database.open(tmp_path / "helped.db") as database:
         ingester = Ingester(database, max_bytes=MAX_BYTES, mapping_processes=Processes(1, from_sessions=2))
         helped = list(ingest_all(ingester, list_sessions(root).sessions))
-    prepared_here = list(in_line_here)  # before the reference below prepares every session here
     assert len(stopped) == 1
     assert [r.session_id for r in helped] == [synthetic_id(i) for i in range(12)]
     with Database.open(tmp_path / "in-line.db") as database:
         in_line = list(ingest_all(Ingester(database, max_bytes=MAX_BYTES), list_sessions(root).sessions))
     assert summary(helped) == summary(in_line)
     assert differences(read_records(tmp_path / "helped.db"), read_records(tmp_path / "in-line.db")) == []
-    return prepared_here
+    return while_stopped
 
 
 def test_the_writer_prepares_sessions_while_its_processes_do_not_answer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(pool, "_AHEAD", 6)  # sessions given to a process ahead of the writer
+    monkeypatch.setattr(pool, "_HERE_AHEAD", 3)  # sessions the writer holds prepared ahead
     # Session 0 went to the process, with the five after it; the writer took the next three.
     assert prepared_here_while_stopped(tmp_path, monkeypatch) == [synthetic_id(i) for i in (6, 7, 8)]
 
@@ -235,8 +241,18 @@ def test_a_process_is_given_so_many_bytes_ahead_not_a_run_of_large_sessions(
     ones, and the writer takes its share of the rest (given a count of sessions, the process had
     them all)."""
     monkeypatch.setattr(pool, "_AHEAD_BYTES", 1)  # every session is more: one given at a time
-    # Session 0 went to the process; the writer took the next three (and later others, as it waits).
-    assert prepared_here_while_stopped(tmp_path, monkeypatch)[:3] == [synthetic_id(i) for i in (1, 2, 3)]
+    monkeypatch.setattr(pool, "_HERE_AHEAD", 3)
+    # Session 0 went to the process; the writer took the next three.
+    assert prepared_here_while_stopped(tmp_path, monkeypatch) == [synthetic_id(i) for i in (1, 2, 3)]
+
+
+def test_the_writer_holds_so_many_bytes_prepared_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the writer prepares ahead waits in its memory until its turn: so much source, not a
+    count of sessions (and always one)."""
+    monkeypatch.setattr(pool, "_AHEAD", 6)
+    monkeypatch.setattr(pool, "_HERE_AHEAD_BYTES", 1)  # every session is more: one held at a time
+    # Session 0 went to the process, with the five after it; the writer took the next one alone.
+    assert prepared_here_while_stopped(tmp_path, monkeypatch) == [synthetic_id(6)]
 
 
 def test_a_bug_met_mapping_one_session_is_that_sessions_failure_alone(
