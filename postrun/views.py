@@ -10,17 +10,12 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
-from postrun import render, render_html, render_markdown
 from postrun.errors import PostrunError, UsageError
-from postrun.review.flags import FLAG_KINDS
-from postrun.review.redact import Masked, Redactor
-from postrun.schema import SchemaError, validate_envelope
-from postrun.store import codec, vault
-from postrun.store.browse import load_step
+from postrun.store import vault
 from postrun.store.db import reading
 from postrun.store.query import (
     SessionDetails,
@@ -32,9 +27,15 @@ from postrun.store.query import (
     resolve_session_id,
     session_details,
 )
-from postrun.store.search import SearchHit, search, search_query
 from postrun.store.verdicts import Verdict, check_verdict_filter, current_verdicts
 from postrun.text import json_escaped
+
+# Rendering, redaction and search are imported by the functions that use them: `postrun
+# sessions` (a process of its own each time) reads summaries only, and the flag rules,
+# renderers and secret patterns were most of its start.
+if TYPE_CHECKING:
+    from postrun.review.redact import Masked
+    from postrun.store.search import SearchHit
 
 ExportFormat = Literal["json", "jsonl", "markdown", "html"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = ("json", "jsonl", "markdown", "html")
@@ -86,6 +87,9 @@ def show_session(
 ) -> str:
     """The ``postrun show`` timeline of the session ``reference`` names (an id or unique prefix);
     ``redact``: secrets masked and ``home`` shown as ``~``, as in a shared export."""
+    from postrun import render
+    from postrun.review.redact import Redactor
+
     with reading(db) as database:
         if database is None:
             raise no_session(reference, db)
@@ -116,6 +120,9 @@ def export_session(
 ) -> Export:
     """The session ``reference`` names as the v1.2 envelope (json), JSON lines, Markdown or one
     HTML file; ``redact`` (default: on for markdown and html) masks secrets and shows ``home`` as ``~``."""
+    from postrun.review.redact import Redactor
+    from postrun.schema import SchemaError, validate_envelope
+
     with reading(db) as database:
         if database is None:
             raise no_session(reference, db)
@@ -138,6 +145,8 @@ def export_session(
 
 
 def _encode(envelope: dict[str, Any], details: SessionDetails, export_format: ExportFormat) -> bytes:
+    from postrun import render_html, render_markdown
+
     # JSON keeps every value as it is; C1 and bidi controls are written as \u escapes, so no
     # viewer of the file shows text reordered or acts on them.
     if export_format == "json":
@@ -170,6 +179,12 @@ def search_steps(
     newest that many matches only; ``flag``: only steps with that flag kind, or ``any``); the
     arguments are checked (UsageError) before the store is opened. ``redact``: every text of a
     hit masked, and ``home`` shown as ``~``, as in a shared export."""
+    from postrun.review.flags import FLAG_KINDS
+    from postrun.review.redact import Redactor
+    from postrun.store import codec
+    from postrun.store.browse import load_step
+    from postrun.store.search import search, search_query
+
     if flag is not None and flag != "any" and flag not in FLAG_KINDS:
         raise UsageError("--flag", f"unknown flag kind {flag!r} (known: {', '.join(FLAG_KINDS)}, any)")
     query = search_query(text, step_type=step_type, failed=failed, since=since, flag=flag, agent=agent)

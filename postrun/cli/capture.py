@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -12,7 +12,9 @@ from postrun.cli.app import app
 from postrun.cli.common import command, load, say, state
 from postrun.errors import UsageError
 from postrun.exitcodes import ExitCode
-from postrun.settings import LoadedSettings, load_settings
+
+if TYPE_CHECKING:
+    from postrun.settings import LoadedSettings
 
 
 @app.command()
@@ -40,6 +42,7 @@ def capture(
     in the foreground until stopped (SIGTERM, Ctrl-C)."""
     from postrun.capture.daemon import refuse_under_supervisor, refuse_when_running, start_daemon
     from postrun.capture.entry import capture_once, capture_until_stopped
+    from postrun.settings import load_settings
 
     if once and daemon:
         raise UsageError("--daemon", "cannot be combined with --once")

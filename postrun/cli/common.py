@@ -9,16 +9,20 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import typer
 
-from postrun.agents.registry import check_kind
-from postrun.capture.log import ProgressBar
 from postrun.errors import PostrunError
 from postrun.exitcodes import ExitCode
-from postrun.paths import CONFIG_VARIABLE, Paths, env_value
-from postrun.settings import LoadedSettings, load_settings, paths_for
+
+# The library is imported where a command uses it, not here: every run of `postrun` imports
+# this module, and `--version`, `--help` or a command that never loads settings should not pay
+# for pydantic, the store or the agents' adapters.
+if TYPE_CHECKING:
+    from postrun.capture.log import ProgressBar
+    from postrun.paths import Paths
+    from postrun.settings import LoadedSettings
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -80,6 +84,8 @@ def _discard_stdout() -> None:
 
 def load(**overrides: Any) -> tuple[LoadedSettings, Paths]:
     """Settings for this run (flags > POSTRUN_* > config file > defaults) and their paths."""
+    from postrun.settings import load_settings, paths_for
+
     loaded = load_settings(config_file=state.config, overrides={"db": state.db, **overrides}, environ=os.environ)
     for warning in loaded.warnings:
         say(f"warning: {warning}")
@@ -90,6 +96,7 @@ def rerun_command(loaded: LoadedSettings, verb: str) -> tuple[str, ...]:
     """How another program (a service, an MCP client) starts this Postrun's ``verb``: with the
     config file and store this command line named, which would not reach it otherwise."""
     from postrun import units
+    from postrun.paths import CONFIG_VARIABLE, env_value
 
     named_config = state.config is not None or env_value(os.environ, CONFIG_VARIABLE) is not None
     program = units.program_command(sys.argv[0], sys.executable, cwd=Path.cwd())
@@ -113,8 +120,12 @@ class _LineProgress:
 
 def progress() -> ProgressBar | _LineProgress:
     """A progress bar on stderr when it is a terminal, else a line at the start."""
+    from postrun.capture.log import ProgressBar
+
     return ProgressBar(sys.stderr) if sys.stderr.isatty() else _LineProgress()
 
 
 def check_agent(agent: str | None) -> None:
+    from postrun.agents.registry import check_kind
+
     check_kind(agent)

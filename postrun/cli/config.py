@@ -9,8 +9,6 @@ import typer
 
 from postrun.cli.app import app
 from postrun.cli.common import command, load, state
-from postrun.paths import config_file_location
-from postrun.settings import describe
 
 config_app = typer.Typer(help="Show the effective configuration.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
@@ -21,6 +19,7 @@ app.add_typer(config_app, name="config")
 def config_show() -> None:
     """Every effective setting and where it came from."""
     from postrun.agents.registry import folder_lines
+    from postrun.settings import describe
 
     loaded, _ = load()
     for value in describe(loaded):
@@ -33,5 +32,7 @@ def config_show() -> None:
 @command
 def config_path() -> None:
     """The configuration file Postrun reads (it may not exist). Works even when the file is broken."""
+    from postrun.paths import config_file_location
+
     path, _ = config_file_location(state.config, os.environ, base=Path.cwd())
     typer.echo(str(path))

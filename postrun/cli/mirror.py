@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -11,9 +11,11 @@ from postrun.cli.app import app
 from postrun.cli.common import command, load, say
 from postrun.errors import ConfigError
 from postrun.exitcodes import ExitCode
-from postrun.mirror.target import MirrorTarget, mirror_target
-from postrun.settings import LoadedSettings
 from postrun.text import plural
+
+if TYPE_CHECKING:
+    from postrun.mirror.target import MirrorTarget
+    from postrun.settings import LoadedSettings
 
 mirror_app = typer.Typer(help="The team mirror: this store's sessions pushed to PostgreSQL.", no_args_is_help=True)
 app.add_typer(mirror_app, name="mirror")
@@ -22,6 +24,7 @@ app.add_typer(mirror_app, name="mirror")
 def _target(loaded: LoadedSettings) -> MirrorTarget:
     """The configured mirror, its driver there and its options ones libpq accepts (else 78)."""
     from postrun.mirror import usable_target
+    from postrun.mirror.target import mirror_target
 
     url = loaded.settings.mirror_url
     if url is None:

@@ -5,14 +5,15 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from postrun import doctor, units
 from postrun.cli.app import app
 from postrun.cli.common import command, load, rerun_command, say, state
-from postrun.units import Platform, Step
+
+if TYPE_CHECKING:
+    from postrun.units import Platform, Step
 
 service_app = typer.Typer(
     help="Run capture as a per-user service (systemd --user on Linux, launchd on macOS).", no_args_is_help=True
@@ -25,6 +26,8 @@ PlatformOption = Annotated[
 
 
 def _platform(requested: str | None) -> Platform:
+    from postrun import units
+
     return units.parse_platform(requested, sys.platform)
 
 
@@ -46,6 +49,8 @@ def service_install(
     ] = False,
 ) -> None:
     """Write the user unit (or LaunchAgent) that runs `postrun capture`, for this Postrun."""
+    from postrun import units
+
     target = _platform(platform)
     loaded, paths = load()
     run = rerun_command(loaded, "capture")
@@ -110,6 +115,8 @@ def service_uninstall(
     now: Annotated[bool, typer.Option("--now", help="Also stop the service now.")] = False,
 ) -> None:
     """Remove the user units (or LaunchAgents) that `postrun service install` wrote (capture's, the review app's)."""
+    from postrun import units
+
     target = _platform(platform)
     _, paths = load()
     for names in (units.CAPTURE, units.WEB):
@@ -132,6 +139,8 @@ def service_uninstall(
 @command
 def service_status(platform: PlatformOption = None) -> None:
     """Whether the service is installed, enabled and running."""
+    from postrun import units
+
     target = _platform(platform)
     _, paths = load()
     status = units.service_status(target, paths, units.run_command, uid=os.getuid())
@@ -154,6 +163,8 @@ def service_status(platform: PlatformOption = None) -> None:
 @command
 def doctor_command() -> None:
     """Check everything capture needs; one line per check, exit 1 when one fails (78: the configuration)."""
+    from postrun import doctor, units
+
     overrides = {"db": state.db} if state.db is not None else {}
     checks = doctor.run_checks(
         doctor.DoctorInputs(

@@ -7,13 +7,11 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import orjson
 import typer
 
 from postrun.cli.app import app
 from postrun.cli.common import check_agent, command, load, progress, say
 from postrun.errors import UsageError
-from postrun.store.verdicts import VERDICT_LABELS
 from postrun.text import one_line, plural, printable
 
 
@@ -95,6 +93,9 @@ def sessions(
 ) -> None:
     """List stored sessions, newest first: start (UTC), agent, id, open or ended, steps, failed, flagged, title,
     verdict."""
+    import orjson
+
+    from postrun.store.verdicts import VERDICT_LABELS
     from postrun.views import kept_raw_versions, reviewed_sessions
 
     check_agent(agent)
@@ -228,6 +229,8 @@ def search(
     ] = False,
 ) -> None:
     """Full-text search over every stored step; matches are marked »like this«."""
+    import orjson
+
     from postrun.views import has_store, search_steps
 
     check_agent(agent)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import time
-import webbrowser
 from typing import Annotated
 
 import typer
 
 from postrun.cli.app import app
 from postrun.cli.common import command, load, say
-from postrun.web.state import DEFAULT_HOST, DEFAULT_PORT
+from postrun.web.address import DEFAULT_HOST, DEFAULT_PORT
 
 
 @app.command()
@@ -28,6 +27,8 @@ def serve(
 
     It listens on loopback only; every page needs the one-time login link `postrun open` makes.
     """
+    import webbrowser
+
     from postrun.web.server import Listening
     from postrun.web.server import serve as run
 
@@ -49,6 +50,8 @@ def open_command(
     ] = False,
 ) -> None:
     """Open the running review app in the browser, signed in by a one-time link."""
+    import webbrowser
+
     from postrun.web.state import read_state
 
     _, paths = load()

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from postrun.errors import PostrunError
-from postrun.web.state import DEFAULT_HOST, DEFAULT_PORT, ServeState, read_state
+from postrun.web.address import DEFAULT_HOST, DEFAULT_PORT
+from postrun.web.state import ServeState, read_state
 
 
 def show_command(session_id: str) -> str:

@@ -18,10 +18,10 @@ from types import FrameType
 import uvicorn
 
 from postrun.errors import PostrunError, UsageError
+from postrun.web.address import DEFAULT_PORT
 from postrun.web.app import WebConfig, create_app
 from postrun.web.state import ServeState, remove_state, write_state
 
-DEFAULT_PORT = 8765
 _SHUTDOWN_SECONDS = 2  # live streams end at once; slow requests get this long
 
 

@@ -18,10 +18,6 @@ from postrun.exitcodes import ExitCode
 from postrun.paths import ensure_private_dir, write_private_file
 from postrun.web.auth import login_token
 
-# Where ``postrun serve`` listens unless told otherwise.
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
-
 
 class NotServing(PostrunError):
     exit_code = ExitCode.NOT_RUNNING
