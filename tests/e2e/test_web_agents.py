@@ -56,11 +56,15 @@ class Served:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     tmp = tmp_path_factory.mktemp("agents")
     environ = isolated_environ(tmp)
-    exported = {}
+    roots: dict[str, list[str]] = {}  # agent -> its cases' folders: one ingest each, not one per case
     for case in CASES:
         root = tmp / "agents" / case.fixture
         shutil.copytree(FIXTURES / case.fixture / _FOLDER[case.agent], root)
-        ingested = run_postrun("ingest", "--agent", case.agent, str(root), env=environ)
+        roots.setdefault(case.agent, []).append(str(root))
+    said = {agent: run_postrun("ingest", "--agent", agent, *folders, env=environ) for agent, folders in roots.items()}
+    exported = {}
+    for case in CASES:
+        ingested = said[case.agent]
         assert f"ingested {case.agent} session {case.session}:" in ingested.stdout, ingested.stderr
         export = run_postrun("export", case.session, "--format", "json", env=environ)
         assert export.returncode == 0, export.stderr
