@@ -57,7 +57,11 @@ _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class _Server(uvicorn.Server):
-    """uvicorn, minus its re-raising of the stop signal: Postrun exits 0 after a clean stop."""
+    """uvicorn, minus its own signal handling: ``serve`` installs ``stop`` before the state file
+    is written and keeps it until the server is gone, so a stop signal at any moment of the
+    start is seen (uvicorn's handler, installed later, left a window where the signal set only
+    the app's flag and the server ran on), and Postrun exits 0 after a clean stop instead of
+    uvicorn re-raising the signal."""
 
     def __init__(self, config: uvicorn.Config, web: WebConfig) -> None:
         super().__init__(config)
@@ -69,14 +73,7 @@ class _Server(uvicorn.Server):
 
     @contextmanager
     def capture_signals(self) -> Iterator[None]:
-        # A signal that came before uvicorn started (see ``serve``) stops it at once.
-        self.should_exit = self.web.stopping
-        previous = {sig: signal.signal(sig, self.stop) for sig in _STOP_SIGNALS}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        yield
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,16 +108,12 @@ def serve(
         proxy_headers=False,
     )
 
-    def note(signum: int, frame: FrameType | None) -> None:
-        web.stopping = True
-
-    # From before the state file is written until uvicorn takes the signals over, a SIGTERM or
-    # Ctrl-C is noted, not fatal: the server then stops as it starts, and removes the file.
-    previous = {sig: signal.signal(sig, note) for sig in _STOP_SIGNALS}
+    server = _Server(config, web)
+    previous = {sig: signal.signal(sig, server.stop) for sig in _STOP_SIGNALS}
     try:
         write_state(state_file, state)
         on_listening(Listening(state.url, state))
-        _Server(config, web).run(sockets=[sock])
+        server.run(sockets=[sock])
     finally:
         sock.close()
         remove_state(state_file, state)
