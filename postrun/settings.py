@@ -1,8 +1,7 @@
 """The one settings object every command uses, and where each value came from.
 
 Precedence, highest first: command-line flags, ``POSTRUN_*`` variables, the TOML file,
-defaults. The layering is done here (``Settings`` is a plain pydantic model, not a
-pydantic-settings one, whose sources this would never use yet every start would import and build) so that
+defaults. The layering is done here rather than by pydantic-settings' own sources so that
 the environment is injected (tests and the service control it), every value is checked
 against the source that gave it, and an error names that source: the file, the variable
 (``POSTRUN_POLL_SECONDS``) or the flag (``--poll-seconds``).
@@ -19,7 +18,6 @@ Decisions the precedence alone does not settle:
 
 from __future__ import annotations
 
-import functools
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -28,17 +26,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    TypeAdapter,
-    ValidationError,
-    ValidationInfo,
-)
+from pydantic import AfterValidator, BeforeValidator, Field, TypeAdapter, ValidationError, ValidationInfo
 from pydantic_core import ErrorDetails
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from postrun.agents.registry import KINDS, check_kinds
 from postrun.errors import ConfigError, UsageError
@@ -121,7 +111,7 @@ _MASKED: dict[str, Callable[[str], str]] = {
 }
 
 
-class Settings(BaseModel):
+class Settings(BaseSettings):
     """Validated, frozen settings. Build it with :func:`load_settings`.
 
     ``db`` and ``cline_dir`` have no model default because theirs depend on the environment;
@@ -129,8 +119,7 @@ class Settings(BaseModel):
     root). Code that builds ``Settings`` directly (tests) must pass absolute paths.
     """
 
-    # Defaults are validated too (the agents default goes through _known_agents).
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    model_config = SettingsConfigDict(env_prefix="POSTRUN_", extra="forbid", frozen=True)
 
     db: AbsolutePath
     cline_dir: AbsolutePath  # the sessions root the capture watches
@@ -165,16 +154,26 @@ class Settings(BaseModel):
         """``max_file_mb`` in bytes: larger source files are refused."""
         return self.max_file_mb * 2**20
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # load_settings layers the sources itself; the process environment is never read.
+        return (init_settings,)
+
 
 SETTING_KEYS: tuple[str, ...] = tuple(Settings.model_fields)
-ENV_PREFIX = "POSTRUN_"
+ENV_PREFIX = Settings.model_config["env_prefix"]
 
-
-@functools.cache
-def _validator(key: str) -> TypeAdapter[Any]:
-    """The field's own constraints, so each source's value is checked alone; built when first
-    needed, as most runs set a key or two (building all of them was a few ms of every start)."""
-    return TypeAdapter(Settings.model_fields[key].rebuild_annotation())
+# One validator per key, with the field's constraints, so each source's value is checked alone.
+_VALIDATORS: dict[str, TypeAdapter[Any]] = {
+    key: TypeAdapter(field.rebuild_annotation()) for key, field in Settings.model_fields.items()
+}
 
 
 def env_variable(key: str) -> str:
@@ -342,7 +341,7 @@ def _environment_settings(environ: Mapping[str, str]) -> tuple[dict[str, str], t
 
 def _check(key: str, raw: object, source: _Source) -> object:
     try:
-        return _validator(key).validate_python(raw, strict=source.strict, context=source.paths)
+        return _VALIDATORS[key].validate_python(raw, strict=source.strict, context=source.paths)
     except ValidationError as exc:
         problem = _reason(exc.errors(include_url=False)[0])
         # A masked value may hold a password (the usual reason it is refused): never echo it.

@@ -47,7 +47,7 @@ def test_python_check_names_the_interpreter_and_dependencies() -> None:
     check = check_python()
     assert check.level == "ok"
     assert check.detail.startswith("Python 3.")
-    for dependency in ("apsw", "watchdog", "pydantic", "typer"):
+    for dependency in ("apsw", "watchdog", "pydantic-settings", "typer"):
         assert f"{dependency} " in check.detail
 
 
