@@ -162,21 +162,20 @@ class _Writer:
     def sync_keyed(self, table: str, kind: str, key_column: str, records: list[tuple[Any, dict[str, Any]]]) -> None:
         """Upsert small records (segments, actors, turns) keyed by ``key_column``."""
         execute = self.connection.execute
-        stored = {
-            key: (record, stored_digest)
-            for key, record, stored_digest in execute(
-                f"SELECT {key_column}, record, digest FROM {table} WHERE session_id = ?", (self.session_id,)
-            )
-        }
+        # Only keys and digests: a live re-ingest finds nearly every record unchanged, and
+        # reads back the earlier version of the few that changed, for ``history``.
+        stored: dict[Any, str] = dict(
+            execute(f"SELECT {key_column}, digest FROM {table} WHERE session_id = ?", (self.session_id,))
+        )
         extra_column = ", idx" if table == "turns" else ""
         for key, record in records:
             blob = canonical_json(record)
             record_digest = digest(blob)
             previous = stored.pop(key, None)
-            if previous is not None and previous[1] == record_digest:
+            if previous == record_digest:
                 continue
             if previous is not None:
-                self.keep_history(kind, str(key), previous[0], previous[1], "changed")
+                self._keyed_to_history(table, kind, key_column, key, previous, "changed")
             extra_value = (record["index"],) if table == "turns" else ()
             execute(
                 f"INSERT INTO {table} (session_id, {key_column}, record, digest{extra_column})"
@@ -186,10 +185,18 @@ class _Writer:
                 (self.session_id, key, blob.decode(), record_digest, *extra_value),
             )
             self.rows += 1
-        for key, (record, stored_digest) in stored.items():
-            self.keep_history(kind, str(key), record, stored_digest, "removed")
+        for key, stored_digest in stored.items():
+            self._keyed_to_history(table, kind, key_column, key, stored_digest, "removed")
             execute(f"DELETE FROM {table} WHERE session_id = ? AND {key_column} = ?", (self.session_id, key))
             self.rows += 1
+
+    def _keyed_to_history(
+        self, table: str, kind: str, key_column: str, key: Any, stored_digest: str, reason: str
+    ) -> None:
+        record = self.connection.execute(
+            f"SELECT record FROM {table} WHERE session_id = ? AND {key_column} = ?", (self.session_id, key)
+        ).get
+        self.keep_history(kind, str(key), str(record), stored_digest, reason)
 
 
 class StepWrite(NamedTuple):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -139,6 +140,19 @@ def test_changed_and_removed_steps_are_kept_in_history(database: Database) -> No
     assert entries[0].record["payload"]["stdout"] == "1 failing"
     assert entries[1].record["payload"]["text"] == "retrying"
     assert [s["id"] for s in load_envelope(database, SESSION_ID)["steps"]] == ["msg_0#0", "toolu_1#0"]
+
+
+def test_changed_and_removed_turns_are_kept_in_history(database: Database) -> None:
+    steps = [message_step(0, "fix it", role="user"), {**message_step(1, "on it"), "turn_id": "turn:2"}]
+    first = mapped_session(steps)
+    upsert_session(database, first, now=T0, captured_on="testhost")
+    [turn_1, turn_2] = first.turns
+    later = replace(first, turns=[{**turn_1, "started_at": "2026-09-21T14:20:00.000Z"}], steps=first.steps[:1])
+    assert upsert_session(database, later, now=T0 + timedelta(minutes=1), captured_on="testhost").status == "updated"
+    entries = [e for e in history(database, SESSION_ID) if e.kind == "turn"]
+    assert [(e.record_id, e.reason) for e in entries] == [("turn:1", "changed"), ("turn:2", "removed")]
+    without_step_ids = [{k: v for k, v in t.items() if k != "step_ids"} for t in (turn_1, turn_2)]
+    assert [e.record for e in entries] == without_step_ids
 
 
 def test_earlier_versions_of_the_session_record_are_kept_in_history(database: Database) -> None:
