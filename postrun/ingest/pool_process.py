@@ -5,6 +5,7 @@ Its own module, so that the classes it sends back are pickled under their real m
 
 from __future__ import annotations
 
+import os
 import sys
 from multiprocessing.connection import Connection
 
@@ -22,4 +23,7 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    # Without the interpreter's teardown (freeing every module and what the mapping cached), which
+    # the writer waits for at the end of each batched ingest: this process writes only to its
+    # socket, which ``serve`` has closed, and holds nothing else that needs flushing or closing.
+    os._exit(main(sys.argv))
