@@ -8,9 +8,18 @@ Command modules attach their commands to ``postrun.cli.app.app`` when imported.
 
 from __future__ import annotations
 
+import gc
+
 from postrun.cli import capture, config, mirror, otel, recall, review, service, sessions, vault, web  # noqa: F401 - importing registers the commands
 from postrun.cli.app import app
 
 
 def main() -> None:
-    app(prog_name="postrun")
+    try:
+        app(prog_name="postrun")
+    finally:
+        # The interpreter's teardown collects garbage, each pass walking every object still alive:
+        # 60-90 ms after a batched ingest of 40 large sessions, ~20 ms with them frozen out of it.
+        # Commands close what they open (``with``, ``closing``): only cyclic garbage goes
+        # uncollected, and nothing of it needs finalizing as the process ends.
+        gc.freeze()
