@@ -269,6 +269,8 @@ class Ingester:
         elapsed_ms = (self.timer() - started) * 1000
         values = {f.name: getattr(result, f.name) for f in fields(result)}
         outcome = IngestOutcome(**values, elapsed_ms=elapsed_ms, unread=mapped.unread, incomplete=mapped.incomplete)
+        if known is not None:  # the upsert left it as the store now holds the steps
+            return outcome, known
         return outcome, {row.id: row.digest for row in (mapped.steps if steps is None else steps)}
 
     def _defer_copy(self, location: Location, mapped: MappedSession, now: datetime) -> bool:

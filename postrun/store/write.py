@@ -10,7 +10,7 @@ keeps its first. A session whose files disappear is never deleted.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
@@ -80,20 +80,27 @@ class _Writer:
         )
         self.rows += 1
 
-    def sync_steps(self, rows: Sequence[StepRow | StepWrite], known: Mapping[str, str] | None = None) -> None:
+    def sync_steps(self, rows: Sequence[StepRow | StepWrite], known: dict[str, str] | None = None) -> None:
+        """Write the steps whose digests changed; ``known`` (what the store holds, id -> digest)
+        is compared against instead of read back, and left as what the store holds after."""
         execute = self.connection.execute
         # Only ids and digests: a re-ingest after one new message compares thousands of
         # unchanged steps, and looks up the rowid of the few that changed.
         stored: dict[str, str] = (
-            dict(known)
+            known
             if known is not None
             else dict(execute("SELECT id, digest FROM steps WHERE session_id = ?", (self.session_id,)))
         )
+        before = len(stored)
+        kept = 0  # rows whose id the store held (the ids are unique: the session was validated)
         added: list[StepWrite] = []
         for row in rows:
-            previous = stored.pop(row.id, None)
+            previous = stored.get(row.id)
+            if previous is not None:
+                kept += 1
             if previous == row.digest:
                 continue
+            stored[row.id] = row.digest
             write = row if isinstance(row, StepWrite) else step_write(row)
             if previous is None:
                 added.append(write)
@@ -113,10 +120,14 @@ class _Writer:
             self.rows += 1
         if added:
             self._insert_steps(added)
-        if stored:
-            self.database.run_deferred()
+        if kept == before:  # every stored step is still in the session: none to remove
+            return
+        ids = {row.id for row in rows}
+        removed = [step_id for step_id in stored if step_id not in ids]
+        self.database.run_deferred()
         # In the order the digest index reads them (by id), known or read back.
-        for step_id in sorted(stored) if known is not None else stored:
+        for step_id in sorted(removed) if known is not None else removed:
+            del stored[step_id]
             rowid = self._rowid(step_id)
             self._step_to_history(rowid, "removed")
             execute("DELETE FROM step_search WHERE rowid = ?", (rowid,))
@@ -233,7 +244,7 @@ def upsert_session(
     captured_on: str,
     raw: Sequence[RawFile] = (),
     steps: Sequence[StepWrite] | None = None,
-    known: Mapping[str, str] | None = None,
+    known: dict[str, str] | None = None,
 ) -> UpsertResult:
     """Store ``mapped`` in one transaction, writing only what changed.
 
@@ -242,7 +253,8 @@ def upsert_session(
     mapped from, go to the vault in the same transaction. ``steps``, when given, are
     ``mapped``'s steps as ``step_write`` made them (and ``mapped.steps`` is not read).
     ``known``, when given, is what the store holds of the session's steps (id -> digest,
-    ``postrun.ingest.known``): it is compared against, not read back.
+    ``postrun.ingest.known``): it is compared against, not read back, and updated to what the
+    store holds after the write (only if it commits).
     """
     rows: Sequence[StepRow | StepWrite] = mapped.steps if steps is None else steps
     session = mapped.session

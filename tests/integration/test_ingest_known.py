@@ -73,6 +73,21 @@ def test_a_live_reingest_after_its_own_write_does_not_read_the_digests_back(
     assert read_records(database.path)[session.session_id].steps == one_shot(tmp_path, root, session)
 
 
+def test_live_reingests_through_a_restore_and_an_edit_keep_the_store_one_shot(
+    tmp_path: Path, root: Path, database: Database
+) -> None:
+    # Each write leaves what is known for the next: steps removed, changed and added.
+    ingester, session, location, cache = live_session(root, database, 3)
+    reads = digest_reads(database)
+    changes = (session.restore, session.grow, session.edit_earlier, session.grow, session.restore, session.grow)
+    for k, change in enumerate(changes):
+        change()
+        session.write(root)
+        _, cache = ingester.ingest(location, cache, live=True)
+        assert read_records(database.path)[session.session_id].steps == one_shot(tmp_path / str(k), root, session)
+    assert reads == []
+
+
 def other_connection(database: Database, session_id: str) -> None:
     with Database.open(database.path) as other, other.transaction() as connection:
         connection.execute("DELETE FROM steps WHERE session_id = ? AND seq = 0", (session_id,))
