@@ -133,8 +133,7 @@ def source_bytes(location: Location) -> int:
 
 def serve(connection: Connection) -> None:
     """An ingest process (``postrun.ingest.pool_process``): prepare each session the writer sends, until
-    it sends None or is gone. Its first message is the store's path and the mapping rules; it
-    answers None once it is ready for sessions."""
+    it sends None or is gone. Its first message is the store's path and the mapping rules."""
     # Ctrl-C reaches the whole process group: the writer stops the batched ingest, and then this.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # As for a batched ingest in one process: mapped records hold no cycles (see ``collector_paused``);
@@ -143,7 +142,6 @@ def serve(connection: Connection) -> None:
     try:
         store, rules = connection.recv()
         with contextlib.closing(Database.open_reader(store)) as reader:
-            connection.send(None)
             for handled in itertools.count(1):
                 task = connection.recv()
                 if task is None:
@@ -196,7 +194,6 @@ class _Pool:
         self.pipes: list[Connection] = []
         self.processes: list[subprocess.Popen[bytes]] = []
         self.working = True
-        self.started: list[bool] = []  # whether each process said it is ready for sessions
         for _ in range(count):
             ours, theirs = socket.socketpair()
             with contextlib.suppress(OSError):  # a smaller buffer only slows the batched ingest
@@ -218,7 +215,6 @@ class _Pool:
                 theirs.close()  # only the process holds its end: the writer's end closing is its EOF
             self.pipes.append(Connection(ours.detach()))
             self.processes.append(process)
-            self.started.append(False)
             self._send(len(self.pipes) - 1, (store, rules))
 
     def results(
@@ -234,9 +230,7 @@ class _Pool:
                 shares.kept_bytes -= size_of(position)
                 yield shares.kept.pop(position)
                 continue
-            if position == len(shares.went):  # no process is ready yet: the writer stores it meanwhile
-                shares.went.append(None)
-            number = shares.went[position]
+            number = shares.went[position] if position < len(shares.went) else None
             if not self.working or number is None:
                 yield here(location, known)
                 continue
@@ -255,14 +249,9 @@ class _Pool:
             yield found if found is not None else here(location, known)
 
     def _give(self, shares: _Shares, tasks: Sequence[tuple[Location, Known]]) -> None:
-        """The next sessions to the ready process with the fewest bytes given, as far as it may be
-        given ahead. None goes to a process still starting: the writer prepares and stores the
-        first sessions itself meanwhile (it held at most a few sessions prepared ahead and then
-        waited idle 100-150 ms for the first reply of a process starting up, ~10 % of a run of
-        40 large sessions)."""
-        ready = [number for number in range(len(self.pipes)) if self._started(number)]
-        while self.working and ready and len(shares.went) < len(tasks):
-            least = min(ready, key=shares.given.__getitem__)
+        """The next sessions to the process with the fewest bytes given, as far as it may be given ahead."""
+        while self.working and len(shares.went) < len(tasks):
+            least = min(range(len(shares.given)), key=shares.given.__getitem__)
             size = shares.size_of(len(shares.went))
             if shares.held[least] and (shares.held[least] >= _AHEAD or shares.given[least] + size > _AHEAD_BYTES):
                 return
@@ -270,11 +259,6 @@ class _Pool:
             shares.given[least] += size
             shares.held[least] += 1
             shares.went.append(least)
-
-    def _started(self, number: int) -> bool:
-        if not self.started[number] and self._ready(number) and self._receive(number) is None:
-            self.started[number] = self.working  # else it failed: ``working`` says so
-        return self.started[number]
 
     def _ready(self, number: int) -> bool:
         try:

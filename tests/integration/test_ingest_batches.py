@@ -200,8 +200,6 @@ def prepared_here_while_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
     def stopped_at_start(self: Any, *args: Any, **kwargs: Any) -> None:
         real_init(self, *args, **kwargs)
-        for pipe in self.pipes:  # stopped once ready for sessions (before it, the writer stores them all)
-            assert pipe.poll(30)
         stopped.extend(psutil.Process(process.pid) for process in self.processes)
         for process in stopped:
             process.suspend()
@@ -255,57 +253,6 @@ def test_the_writer_holds_so_many_bytes_prepared_ahead(tmp_path: Path, monkeypat
     monkeypatch.setattr(pool, "_HERE_AHEAD_BYTES", 1)  # every session is more: one held at a time
     # Session 0 went to the process, with the five after it; the writer took the next one alone.
     assert prepared_here_while_stopped(tmp_path, monkeypatch) == [synthetic_id(6)]
-
-
-def test_the_writer_stores_sessions_itself_while_its_process_starts(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Until its process says it is ready, the writer prepares and stores every session itself
-    (before, it held a few prepared ahead and waited for a process that had not started)."""
-    monkeypatch.setattr(catchup, "BATCH_SECONDS", 0.0)
-    root = tmp_path / "cline" / "sessions"
-    for index in range(12):
-        Synthetic(synthetic_id(index), seed=index).write(root)
-    real_init = pool._Pool.__init__
-    stopped: list[psutil.Process] = []
-    resumed = threading.Event()
-
-    def resume() -> None:
-        if not resumed.is_set():
-            resumed.set()
-            for process in stopped:
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    process.resume()
-
-    def stopped_at_start(self: Any, *args: Any, **kwargs: Any) -> None:
-        real_init(self, *args, **kwargs)
-        stopped.extend(psutil.Process(process.pid) for process in self.processes)
-        for process in stopped:
-            process.suspend()  # before it could import anything, let alone say it is ready
-
-    monkeypatch.setattr(pool._Pool, "__init__", stopped_at_start)
-    in_line: list[str] = []
-    real_prepare = pool.prepare_location
-
-    def counted(location: Any, *args: Any) -> Any:
-        if not resumed.is_set():
-            in_line.append(location.session_id)
-        if len(in_line) == 12:
-            resume()  # the last one: its process stops as it would, not killed after a wait
-        return real_prepare(location, *args)
-
-    monkeypatch.setattr(pool, "prepare_location", counted)
-    never_stuck = threading.Timer(10.0, resume)  # a writer that waits for the process still ends
-    never_stuck.start()
-    try:
-        with Database.open(tmp_path / "started.db") as database:
-            ingester = Ingester(database, max_bytes=MAX_BYTES, mapping_processes=Processes(1, from_sessions=2))
-            results = [result.session_id for result in ingest_all(ingester, list_sessions(root).sessions)]
-    finally:
-        never_stuck.cancel()
-        resume()
-    assert results == [synthetic_id(i) for i in range(12)]
-    assert in_line == results
 
 
 def test_a_bug_met_mapping_one_session_is_that_sessions_failure_alone(
