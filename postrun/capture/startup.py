@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from postrun.agents.registry import Location
 from postrun.capture.freshness import FingerprintKey, fingerprint_key
 from postrun.errors import PostrunError
-from postrun.ingest.batches import BatchesStopped, Result, committed_batches
+from postrun.ingest.batches import BatchesStopped, Placed, committed_batches
 from postrun.ingest.ingester import Ingester, IngestOutcome, collector_paused, goes_on
 from postrun.records import SourceFile
 
@@ -31,7 +31,7 @@ class StartupCatchUp:
 
     def __init__(self, job: IngestJob) -> None:
         self.job = job
-        self._batches: Generator[list[Result], None, None] | None = None
+        self._batches: Generator[list[Placed], None, None] | None = None
         self._ingester: Ingester | None = None
         # The fingerprints each session had before the catch-up read it: what the book records.
         self._keys: dict[str, FingerprintKey] = {}
@@ -102,7 +102,7 @@ class StartupCatchUp:
         while len(self._kept) > limit:
             self._kept.popitem(last=False)
 
-    def _started(self, session_ids: Sequence[str]) -> Generator[list[Result], None, None]:
+    def _started(self, session_ids: Sequence[str]) -> Generator[list[Placed], None, None]:
         if self._batches is not None and self._ingester is self.job.ingester:
             return self._batches
         self.close()
@@ -118,9 +118,9 @@ class StartupCatchUp:
         self._batches = committed_batches(self._ingester, locations, keep_cache=self._keep)
         return self._batches
 
-    def _reported(self, results: Sequence[Result]) -> Iterator[tuple[str, JobResult]]:
+    def _reported(self, results: Sequence[Placed]) -> Iterator[tuple[str, JobResult]]:
         job = self.job
-        for result in results:
+        for _, result in results:
             session_id = result.session_id
             assert session_id is not None  # a committed result is always a session's
             key = self._keys.pop(session_id)

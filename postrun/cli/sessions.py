@@ -34,25 +34,30 @@ def ingest(
     Prints one line per session stored; exits 1 when any target or session failed.
     Forgotten sessions and excluded workspaces are not recorded (a warning each).
     """
-    from postrun.agents.registry import adapter, default_kind
-    from postrun.ingest.batches import ingest_targets
-    from postrun.review.exclude import Exclusions
+    from postrun.ingest.ahead import started_ahead
 
-    check_agent(agent)
-    kind = agent or default_kind()
-    loaded, paths = load()
-    report = ingest_targets(
-        targets,
-        agent=kind,
-        db=paths.db,
-        default_root=adapter(kind).lookup_roots(loaded, os.environ),
-        max_bytes=loaded.settings.max_bytes,
-        keep_raw=loaded.settings.keep_raw,
-        exclusions=Exclusions.of(loaded.settings.exclude, str(paths.home)),
-        force=force,
-        progress=progress(),
-        processes=loaded.settings.ingest_processes,
-    )
+    # Before the library is imported and the settings loaded: the processes start up meanwhile.
+    with started_ahead(targets) as started:
+        from postrun.agents.registry import adapter, default_kind
+        from postrun.ingest.batches import ingest_targets
+        from postrun.review.exclude import Exclusions
+
+        check_agent(agent)
+        kind = agent or default_kind()
+        loaded, paths = load()
+        report = ingest_targets(
+            targets,
+            agent=kind,
+            db=paths.db,
+            default_root=adapter(kind).lookup_roots(loaded, os.environ),
+            max_bytes=loaded.settings.max_bytes,
+            keep_raw=loaded.settings.keep_raw,
+            exclusions=Exclusions.of(loaded.settings.exclude, str(paths.home)),
+            force=force,
+            progress=progress(),
+            processes=loaded.settings.ingest_processes,
+            started=started,
+        )
     for note in report.notes:
         say(f"note: {note}")
     for skipped in report.skipped:

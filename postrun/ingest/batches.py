@@ -2,9 +2,11 @@
 
 ``postrun ingest`` of its targets and capture's start-up catch-up both come through here. Each
 session is all or nothing on its own (a savepoint): one that fails is rolled back alone and
-the others of its transaction are kept. Results come out once the transaction holding them
-committed, a batch at a time, so whoever runs a batched ingest may do other work between two
-batches (capture ingests a live session there) and then take the next one.
+the others of its transaction are kept. Sessions are stored as they are prepared (in ingest
+processes and by the writer, so not always in order); results come out once the transaction
+holding them committed, a batch at a time, each with the index of its session, so whoever
+runs a batched ingest may do other work between two batches (capture ingests a live session
+there) and then take the next one.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ import apsw
 
 from postrun.agents.registry import Location, Skipped, adapter, default_kind
 from postrun.errors import Excluded, NotRecorded, PostrunError, StoreError
+from postrun.ingest.ahead import Ahead
 from postrun.ingest.guard import forgotten_refusal
 from postrun.ingest.ingester import Ingester, IngestFailure, IngestOutcome, Progress, collector_paused, goes_on
-from postrun.ingest.pool import Processes, prepared_in_order
+from postrun.ingest.pool import Processes, prepared
 from postrun.ingest.prepare import Known, Prepared, internal_error
 from postrun.ingest.reflag import refresh_flags
 from postrun.review.exclude import Exclusions
@@ -38,6 +41,7 @@ BATCH_SECONDS = 0.5
 BATCH_SOURCE_BYTES = 64 * 2**20
 
 Result = IngestOutcome | IngestFailure
+Placed = tuple[int, Result]  # a result, and the index of its session among those given
 
 
 class BatchesStopped(Exception):
@@ -45,15 +49,18 @@ class BatchesStopped(Exception):
     the same way, each after the busy timeout.
 
     ``failures`` are the sessions of the rolled-back transaction that failed on their own;
-    ``rolled_back`` counts those it had stored, now not stored; ``position`` is the index of
-    the session whose store failed (the number of sessions when it was the commit)."""
+    ``rolled_back`` counts those it had stored, now not stored; ``failed`` is the session whose
+    store failed (None: the commit); ``untried``, how many sessions were not stored at all."""
 
-    def __init__(self, error: StoreError, failures: list[IngestFailure], rolled_back: int, position: int) -> None:
+    def __init__(
+        self, error: StoreError, failures: list[Placed], rolled_back: int, failed: str | None, untried: int
+    ) -> None:
         super().__init__(str(error))
         self.error = error
         self.failures = failures
         self.rolled_back = rolled_back
-        self.position = position
+        self.failed = failed
+        self.untried = untried
 
 
 def committed_batches(
@@ -62,11 +69,11 @@ def committed_batches(
     *,
     force: bool = False,
     keep_cache: Callable[[str, Any], None] | None = None,
-) -> Generator[list[Result], None, None]:
-    """Store every session of ``locations``, in order, many per transaction (``force``: forgotten
-    ones too); yields the results of each transaction once it committed (no transaction is
-    open while the caller holds one). A session not recorded (forgotten, excluded) is a
-    failure whose error is NotRecorded. Raises BatchesStopped at a store fault.
+) -> Generator[list[Placed], None, None]:
+    """Store every session of ``locations``, many per transaction (``force``: forgotten ones
+    too); yields the results of each transaction once it committed (no transaction is open while
+    the caller holds one), each with its session's index. A session not recorded (forgotten,
+    excluded) is a failure whose error is NotRecorded. Raises BatchesStopped at a store fault.
 
     A session stored by someone else since the batched ingest began (capture's live work between
     two batches, say) is read again as it is stored (``Ingester.store``'s guard): what was
@@ -75,7 +82,8 @@ def committed_batches(
     process leaves none).
     """
     batch = _Batch(ingester.database, ingester.timer)
-    position = 0  # of the next session to store
+    handled = 0  # sessions stored or failed, their transaction committed or not
+    storing: str | None = None  # the session being stored
     stored_before: dict[str, StoredState | None] = {}
 
     def known(session_id: str) -> Known:
@@ -88,7 +96,7 @@ def committed_batches(
         forgotten = ingester.read(tombstone_kinds)
         with (
             contextlib.closing(Database.open_reader(ingester.database.path)) as reader,
-            prepared_in_order(
+            prepared(
                 locations,
                 known,
                 lambda session_id: StoredHelpers(reader, session_id),
@@ -97,13 +105,16 @@ def committed_batches(
                 store=ingester.database.path,
             ) as results,
         ):
-            for location, mapped, mapped_ms in results:
+            for position, (location, mapped, mapped_ms) in results:
                 batch.open()
+                storing = location.session_id
                 before = stored_before.pop(location.session_id, None)
-                batch.results.append(_store_mapped(ingester, location, mapped, mapped_ms, before, force, keep_cache))
+                result = _store_mapped(ingester, location, mapped, mapped_ms, before, force, keep_cache)
+                batch.results.append((position, result))
+                storing = None
                 if isinstance(mapped, Prepared):
                     batch.source_bytes += sum(f.size for f in mapped.mapped.source_files)
-                position += 1
+                handled += 1
                 if batch.full():
                     yield batch.commit()
             last = batch.commit()
@@ -111,30 +122,40 @@ def committed_batches(
                 yield last
     except StoreError as exc:
         pending = batch.roll_back()
-        failures = [result for result in pending if isinstance(result, IngestFailure)]
-        raise BatchesStopped(exc, failures, len(pending) - len(failures), position) from None
+        failures: list[Placed] = [placed for placed in pending if isinstance(placed[1], IngestFailure)]
+        untried = len(locations) - handled - (storing is not None)
+        raise BatchesStopped(exc, failures, len(pending) - len(failures), storing, untried) from None
     finally:
         batch.roll_back()  # after any other error too: never leave the transaction open
 
 
 def ingest_all(ingester: Ingester, locations: Sequence[Location], *, force: bool = False) -> Iterator[Result]:
-    """Every session's result of ``committed_batches``, in order. A store fault stops the run:
-    its failure names how many sessions were not stored, those of the rolled-back transaction
-    included."""
+    """Every session's result of ``committed_batches``, in the order of ``locations``. A store
+    fault stops the run: its failure names how many sessions were not stored, those of the
+    rolled-back transaction included."""
+    held: dict[int, Result] = {}  # committed, waiting for an earlier session's result
+    following = 0  # the index of the next result to give
+
+    def in_order(placed: Sequence[Placed]) -> Iterator[Result]:
+        nonlocal following
+        held.update(placed)
+        while following in held:
+            yield held.pop(following)
+            following += 1
+
     with collector_paused():
         try:
             for results in committed_batches(ingester, locations, force=force):
-                yield from results
+                yield from in_order(results)
         except BatchesStopped as stop:
-            yield from stop.failures
-            failed = locations[stop.position].session_id if stop.position < len(locations) else None
-            untried = len(locations) - stop.position - (failed is not None)
+            held.update(stop.failures)
+            yield from (held[position] for position in sorted(held))
             reason = stop.error.reason
-            if untried:
-                reason += f"; {untried} more session(s) not tried"
+            if stop.untried:
+                reason += f"; {stop.untried} more session(s) not tried"
             if stop.rolled_back:
                 reason += f"; {stop.rolled_back} session(s) of the same transaction rolled back, not stored"
-            yield IngestFailure(failed, type(stop.error)(stop.error.where, reason))
+            yield IngestFailure(stop.failed, type(stop.error)(stop.error.where, reason))
 
 
 def _store_mapped(
@@ -146,7 +167,7 @@ def _store_mapped(
     force: bool,
     keep_cache: Callable[[str, Any], None] | None,
 ) -> Result:
-    """Store what ``prepared_in_order`` gave (``before``: what the store held when it was
+    """Store what ``prepared`` gave (``before``: what the store held when it was
     mapped); a session's own failure is kept as a result."""
     started = ingester.timer() - mapped_ms / 1000
     session_id = location.session_id
@@ -175,7 +196,7 @@ class _Batch:
     def __init__(self, database: Database, timer: Callable[[], float]) -> None:
         self.database = database
         self.timer = timer
-        self.results: list[Result] = []
+        self.results: list[Placed] = []
         self.source_bytes = 0
         self._started: float | None = None
         self._transaction = contextlib.ExitStack()
@@ -193,7 +214,7 @@ class _Batch:
             self.timer() - self._started >= BATCH_SECONDS or self.source_bytes >= BATCH_SOURCE_BYTES
         )
 
-    def commit(self) -> list[Result]:
+    def commit(self) -> list[Placed]:
         if self._started is not None:
             self._started = None
             self.source_bytes = 0
@@ -204,7 +225,7 @@ class _Batch:
         results, self.results = self.results, []
         return results
 
-    def roll_back(self) -> list[Result]:
+    def roll_back(self) -> list[Placed]:
         """Abandon the transaction (SQLite may have rolled it back already); the results it
         held (its outcomes are now not stored)."""
         results, self.results = self.results, []
@@ -238,6 +259,7 @@ def ingest_targets(
     force: bool = False,
     progress: Progress | None = None,
     processes: int | None = None,
+    started: Ahead | None = None,
 ) -> IngestReport:
     """``postrun ingest TARGET...``: every session the targets name, each on its own.
 
@@ -262,7 +284,7 @@ def ingest_targets(
             max_bytes=max_bytes,
             keep_raw=keep_raw,
             exclusions=exclusions,
-            mapping_processes=Processes.wanted(processes),
+            mapping_processes=Processes.wanted(processes, started),
         )
         try:
             reflagged = refresh_flags(database, now=ingester.clock(), captured_on=ingester.hostname, progress=progress)

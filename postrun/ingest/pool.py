@@ -6,7 +6,9 @@ the writer returns from SQLite it waits for the GIL the preparing thread holds (
 switch interval at worst), so storing slows down by more than the thread prepares. Ingest
 processes can: each prepares its share of the sessions and packs every step as the store
 writes it (``StepWrite``: the compressed record and its search text), and the writer stores
-them in order, errors included, exactly as preparing in line gives them.
+each as it comes, errors included, exactly as preparing in line gives it; between two replies
+the writer prepares sessions no process was given, so neither side waits for the other while
+there is work, and the writer never holds a prepared session for its turn.
 
 An ingest process only reads (the agent's files, and the store for a helper it cannot read
 now), holds no lock, and ends when the writer is gone: it reads its work from a socket only
@@ -21,20 +23,17 @@ import dataclasses
 import functools
 import gc
 import itertools
-import os
 import signal
-import socket
-import subprocess
-import sys
-import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 
 from postrun.agents.registry import Helpers, Location, adapter_of
 from postrun.errors import PostrunError
+from postrun.ingest import ahead
 from postrun.ingest.prepare import Known, Mapped, MapRules, Prepared, internal_error, prepare_location
 from postrun.store.actors import StoredHelpers
 from postrun.store.db import Database
@@ -52,17 +51,6 @@ PROCESSES_FROM_BYTES = 16 * 2**20
 # over 1,000 one-turn sessions it waited for work 3.5 s of its 25 s, 0.7 s with 48.
 _AHEAD_BYTES = 4 * 2**20
 _AHEAD = 32
-# What the writer prepares itself while a process it waits for has not answered, and holds until
-# its turn: this much source, at most this many sessions, and always one. Given 3 sessions, over
-# 1,334 one-turn sessions (where preparing is the slower side) the writer waited for its process
-# 2.5-3.3 s, 1.0-1.6 s given 16; by bytes, as a mapped session holds about 3 times its source.
-_HERE_AHEAD_BYTES = 2 * 2**20
-_HERE_AHEAD = 16
-# The socket's buffer (the kernel's, capped by net.core.wmem_max): a reply holds the session's
-# raw files for the vault, often more than the default ~200 KB, and a process that waits to
-# send stops preparing; room for a few sessions keeps it preparing while the writer stores a slow one.
-_REPLY_BUFFER_BYTES = 4 * 2**20
-_STOP_SECONDS = 5.0
 _COLLECT_EVERY = 500
 
 
@@ -73,6 +61,7 @@ class Processes:
     count: int
     from_sessions: int = PROCESSES_FROM_SESSIONS
     from_bytes: int = PROCESSES_FROM_BYTES
+    started: ahead.Ahead | None = None  # processes started ahead, taken before any is started
 
     def worth_it(self, sizes: Callable[[], Sequence[int]], sessions: int) -> bool:
         """Whether ``sessions`` sessions of ``sizes()`` bytes each are prepared in processes."""
@@ -81,18 +70,17 @@ class Processes:
         return sessions >= self.from_sessions or sum(sizes()) >= self.from_bytes
 
     @classmethod
-    def wanted(cls, setting: int | None) -> Processes:
+    def wanted(cls, setting: int | None, started: ahead.Ahead | None = None) -> Processes:
         """The ``ingest_processes`` setting: by default one fewer than the CPUs this process may
         run on (the writer keeps one busy) for a batched ingest worth it; a number the user
-        chose holds for any."""
+        chose holds for any. ``started``: processes started ahead (``ahead.started_ahead``)."""
         if setting is not None:
-            return cls(setting, from_sessions=2, from_bytes=0)
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        return cls(max(1, cpus - 1))
+            return cls(setting, from_sessions=2, from_bytes=0, started=started)
+        return cls(ahead.default_count(), started=started)
 
 
 @contextlib.contextmanager
-def prepared_in_order(
+def prepared(
     locations: Sequence[Location],
     known_of: Callable[[str], Known],
     helpers_of: Callable[[str], Helpers],
@@ -100,12 +88,14 @@ def prepared_in_order(
     *,
     processes: Processes | None = None,
     store: Path | None = None,
-) -> Iterator[Iterator[Mapped]]:
-    """Every session of ``locations`` prepared, in order. ``known_of(session_id)`` is asked of
-    each before preparing starts; its errors propagate. With ``processes`` (for as many sessions
-    as it says), processes prepare them, reading the helpers they need from ``store``; else they
-    are prepared here, with ``helpers_of``. An ingest process that fails (killed, out of memory)
-    is no session's failure: what it had not given back is prepared here."""
+) -> Iterator[Iterator[tuple[int, Mapped]]]:
+    """Every session of ``locations`` prepared, with its index, as each is ready (in order when
+    prepared here). ``known_of(session_id)`` is asked of each before preparing starts; its
+    errors propagate. With ``processes`` (for as many sessions as it says), processes prepare
+    them, reading the helpers they need from ``store``, and the writer the sessions no process
+    was given while none has answered; else they are prepared here, with ``helpers_of``. An
+    ingest process that fails (killed, out of memory) is no session's failure: what it had not
+    given back is prepared here."""
     known = [(location, known_of(location.session_id)) for location in locations]
 
     def here(location: Location, known: Known) -> Mapped:
@@ -114,9 +104,10 @@ def prepared_in_order(
     size_of = functools.cache(lambda index: source_bytes(locations[index]))
     sizes = functools.cache(lambda: [size_of(index) for index in range(len(locations))])
     if processes is None or store is None or not processes.worth_it(sizes, len(locations)):
-        yield (here(location, known) for location, known in known)
+        yield ((index, here(location, known)) for index, (location, known) in enumerate(known))
         return
-    pool = _Pool(processes.count, store, dataclasses.replace(rules, flag_memo=None, turns_memo=None))
+    taken = processes.started.take(processes.count) if processes.started is not None else []
+    pool = _Pool(processes.count, taken, store, dataclasses.replace(rules, flag_memo=None, turns_memo=None))
     try:
         yield pool.results(known, size_of, here)
     finally:
@@ -170,95 +161,93 @@ def packed_reply(found: Mapped) -> memoryview:
 
 
 class _Shares:
-    """Which sessions of a batched ingest went where, and what each side holds ahead of the writer."""
+    """Which sessions of a batched ingest each process was given and has not given back (in the
+    order it answers), and how many bytes of source they are."""
 
     def __init__(self, processes: int, size_of: Callable[[int], int]) -> None:
         self.size_of = size_of
-        self.given = [0] * processes  # bytes of source each process was given and has not given back
-        self.held = [0] * processes  # sessions each process was given and has not given back
-        self.went: list[int | None] = []  # the process each session went to; None: prepared here
-        self.kept: dict[int, Mapped] = {}  # sessions prepared here, until their turn
-        self.kept_bytes = 0
+        self.given = [0] * processes
+        self.queued: list[deque[int]] = [deque() for _ in range(processes)]
+        self.taken = 0  # sessions given to a process or prepared here: the next is the first of the rest
 
-    def may_keep(self, size: int) -> bool:
-        """Whether the writer may prepare (and hold) one more session of ``size`` bytes."""
-        return not self.kept or (len(self.kept) < _HERE_AHEAD and self.kept_bytes + size <= _HERE_AHEAD_BYTES)
+    def give(self, number: int) -> None:
+        self.given[number] += self.size_of(self.taken)
+        self.queued[number].append(self.taken)
+        self.taken += 1
+
+    def given_back(self, number: int) -> int:
+        position = self.queued[number].popleft()
+        self.given[number] -= self.size_of(position)
+        return position
+
+    def waited_for(self) -> list[int]:
+        return [number for number, queued in enumerate(self.queued) if queued]
 
 
 class _Pool:
     """Ingest processes; each session goes to the process with the fewest bytes of source given
     and not yet given back (a few large sessions spread as many small ones do), or to the
-    writer while it would wait, and the results come out in order."""
+    writer while no process has answered; each comes out as soon as it is prepared, so the
+    writer never holds a session it prepared until another's turn."""
 
-    def __init__(self, count: int, store: Path, rules: MapRules) -> None:
+    def __init__(self, count: int, taken: list[ahead.Started], store: Path, rules: MapRules) -> None:
+        """``count`` processes: those ``taken`` (started ahead), and as many more started now."""
         self.pipes: list[Connection] = []
-        self.processes: list[subprocess.Popen[bytes]] = []
+        self.processes = [started.process for started in taken]
         self.working = True
-        for _ in range(count):
-            ours, theirs = socket.socketpair()
-            with contextlib.suppress(OSError):  # a smaller buffer only slows the batched ingest
-                theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _REPLY_BUFFER_BYTES)
-            try:
-                # A process of its own, started afresh: the writer holds an open SQLite connection
-                # that a fork must not share, and Postrun may run as any program's module. -P: the
-                # current folder is not put on the import path (a module there must never run).
-                process = subprocess.Popen(
-                    [sys.executable, "-P", "-m", "postrun.ingest.pool_process", str(theirs.fileno())],
-                    pass_fds=(theirs.fileno(),),
-                    stdin=subprocess.DEVNULL,
-                )
-            except OSError:  # no process to be had: the sessions are mapped in line
-                ours.close()
+        for started in taken:
+            self.pipes.append(Connection(started.socket.detach()))
+        while len(self.pipes) < count:
+            now = ahead.start()
+            if now is None:  # no process to be had: the sessions are mapped in line
                 self.working = False
-                return
-            finally:
-                theirs.close()  # only the process holds its end: the writer's end closing is its EOF
-            self.pipes.append(Connection(ours.detach()))
-            self.processes.append(process)
-            self._send(len(self.pipes) - 1, (store, rules))
+                break
+            self.pipes.append(Connection(now.socket.detach()))
+            self.processes.append(now.process)
+        for number in range(len(self.pipes)):
+            self._send(number, (store, rules))
 
     def results(
         self,
         tasks: Sequence[tuple[Location, Known]],
         size_of: Callable[[int], int],
         here: Callable[[Location, Known], Mapped],
-    ) -> Iterator[Mapped]:
+    ) -> Iterator[tuple[int, Mapped]]:
         shares = _Shares(len(self.pipes), size_of)
-        for position, (location, known) in enumerate(tasks):
+        while True:
+            if not self.working:  # what the processes had not given back is prepared here
+                for queued in shares.queued:
+                    while queued:
+                        position = queued.popleft()
+                        yield position, here(*tasks[position])
             self._give(shares, tasks)
-            if position in shares.kept:
-                shares.kept_bytes -= size_of(position)
-                yield shares.kept.pop(position)
-                continue
-            number = shares.went[position] if position < len(shares.went) else None
-            if not self.working or number is None:
-                yield here(location, known)
-                continue
-            # While its process has not answered (starting up, or slower than the writer stores),
-            # the writer prepares the next session no process was given, rather than wait idle.
-            while (
-                len(shares.went) < len(tasks) and shares.may_keep(size_of(len(shares.went))) and not self._ready(number)
-            ):
-                index = len(shares.went)
-                shares.went.append(None)
-                shares.kept[index] = here(*tasks[index])
-                shares.kept_bytes += size_of(index)
-            found = self._receive(number)
-            shares.given[number] -= size_of(position)
-            shares.held[number] -= 1
-            yield found if found is not None else here(location, known)
+            answered = next((number for number in shares.waited_for() if self._ready(number)), None)
+            if answered is not None:
+                position = shares.given_back(answered)
+                found = self._receive(answered)
+                yield position, found if found is not None else here(*tasks[position])
+            elif shares.taken < len(tasks):
+                # No process has answered (starting up, or slower than the writer stores): the
+                # writer prepares the next session no process was given, rather than wait idle.
+                position = shares.taken
+                shares.taken += 1
+                yield position, here(*tasks[position])
+            elif waited_for := shares.waited_for():
+                wait([self.pipes[number] for number in waited_for])  # a process's end answers too
+            else:
+                return
 
     def _give(self, shares: _Shares, tasks: Sequence[tuple[Location, Known]]) -> None:
         """The next sessions to the process with the fewest bytes given, as far as it may be given ahead."""
-        while self.working and len(shares.went) < len(tasks):
+        while self.working and shares.taken < len(tasks):
             least = min(range(len(shares.given)), key=shares.given.__getitem__)
-            size = shares.size_of(len(shares.went))
-            if shares.held[least] and (shares.held[least] >= _AHEAD or shares.given[least] + size > _AHEAD_BYTES):
+            size = shares.size_of(shares.taken)
+            held = len(shares.queued[least])
+            if held and (held >= _AHEAD or shares.given[least] + size > _AHEAD_BYTES):
                 return
-            self._send(least, tasks[len(shares.went)])
-            shares.given[least] += size
-            shares.held[least] += 1
-            shares.went.append(least)
+            self._send(least, tasks[shares.taken])
+            if self.working:
+                shares.give(least)
 
     def _ready(self, number: int) -> bool:
         try:
@@ -287,10 +276,4 @@ class _Pool:
             with contextlib.suppress(OSError):
                 pipe.send(None)
             pipe.close()
-        deadline = time.monotonic() + _STOP_SECONDS
-        for process in self.processes:
-            try:
-                process.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        ahead.end(self.processes)

@@ -4,8 +4,8 @@ the results, the stored records and every failure are what one session at a time
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -178,9 +178,10 @@ def test_few_large_sessions_are_prepared_in_processes_and_stored_as_in_line(
 
 
 def prepared_here_while_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Twelve sessions ingested with one process, stopped for a second after it starts (as slow to
-    start as a loaded machine makes it): the sessions the writer prepared itself meanwhile. Every
-    session is stored, in order, as preparing all in line stores them."""
+    """Twelve sessions ingested with one process, stopped from its start until the writer has
+    nothing left to do but wait for it (as slow to start as a loaded machine makes it): the
+    sessions the writer prepared itself meanwhile. Every session is reported in order, and
+    stored as preparing all in line stores them."""
     monkeypatch.setattr(catchup, "BATCH_SECONDS", 60.0)
     root = tmp_path / "cline" / "sessions"
     for index in range(12):
@@ -193,19 +194,23 @@ def prepared_here_while_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     in_line_here: list[str] = []
     while_stopped: list[str] = []
 
-    def resume() -> None:
-        while_stopped.extend(in_line_here)  # the writer waits for the process by now
-        for process in stopped:
-            process.resume()
-
     def stopped_at_start(self: Any, *args: Any, **kwargs: Any) -> None:
         real_init(self, *args, **kwargs)
         stopped.extend(psutil.Process(process.pid) for process in self.processes)
         for process in stopped:
             process.suspend()
-        threading.Timer(1.0, resume).start()
+
+    real_wait = pool.wait
+
+    def resumed_once_waited_for(connections: Any) -> Any:
+        if not while_stopped:
+            while_stopped.extend(in_line_here)
+            for process in stopped:
+                process.resume()
+        return real_wait(connections)
 
     monkeypatch.setattr(pool._Pool, "__init__", stopped_at_start)
+    monkeypatch.setattr(pool, "wait", resumed_once_waited_for)
     real_prepare = pool.prepare_location
 
     def counted(location: Any, *args: Any) -> Any:
@@ -229,9 +234,8 @@ def test_the_writer_prepares_sessions_while_its_processes_do_not_answer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(pool, "_AHEAD", 6)  # sessions given to a process ahead of the writer
-    monkeypatch.setattr(pool, "_HERE_AHEAD", 3)  # sessions the writer holds prepared ahead
-    # Session 0 went to the process, with the five after it; the writer took the next three.
-    assert prepared_here_while_stopped(tmp_path, monkeypatch) == [synthetic_id(i) for i in (6, 7, 8)]
+    # Session 0 went to the process, with the five after it; the writer took all the others.
+    assert prepared_here_while_stopped(tmp_path, monkeypatch) == [synthetic_id(i) for i in range(6, 12)]
 
 
 def test_a_process_is_given_so_many_bytes_ahead_not_a_run_of_large_sessions(
@@ -241,18 +245,40 @@ def test_a_process_is_given_so_many_bytes_ahead_not_a_run_of_large_sessions(
     ones, and the writer takes its share of the rest (given a count of sessions, the process had
     them all)."""
     monkeypatch.setattr(pool, "_AHEAD_BYTES", 1)  # every session is more: one given at a time
-    monkeypatch.setattr(pool, "_HERE_AHEAD", 3)
-    # Session 0 went to the process; the writer took the next three.
-    assert prepared_here_while_stopped(tmp_path, monkeypatch) == [synthetic_id(i) for i in (1, 2, 3)]
+    # Session 0 went to the process; the writer took all the others.
+    assert prepared_here_while_stopped(tmp_path, monkeypatch) == [synthetic_id(i) for i in range(1, 12)]
 
 
-def test_the_writer_holds_so_many_bytes_prepared_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """What the writer prepares ahead waits in its memory until its turn: so much source, not a
-    count of sessions (and always one)."""
-    monkeypatch.setattr(pool, "_AHEAD", 6)
-    monkeypatch.setattr(pool, "_HERE_AHEAD_BYTES", 1)  # every session is more: one held at a time
-    # Session 0 went to the process, with the five after it; the writer took the next one alone.
-    assert prepared_here_while_stopped(tmp_path, monkeypatch) == [synthetic_id(6)]
+def test_the_writer_stores_what_it_prepared_without_waiting_for_earlier_sessions(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer holds no session it prepared until an earlier one's turn: with its process
+    stopped, the sessions it prepared itself are stored and committed first, and the process's
+    once it answers; ``ingest_all`` still reports them in order."""
+    monkeypatch.setattr(catchup, "BATCH_SECONDS", 0.0)  # each session its own batch
+    monkeypatch.setattr(pool, "_AHEAD", 2)
+    real_init = pool._Pool.__init__
+    stopped: list[psutil.Process] = []
+
+    def stopped_at_start(self: Any, *args: Any, **kwargs: Any) -> None:
+        real_init(self, *args, **kwargs)
+        stopped.extend(psutil.Process(process.pid) for process in self.processes)
+        for process in stopped:
+            process.suspend()
+
+    monkeypatch.setattr(pool._Pool, "__init__", stopped_at_start)
+    with Database.open(tmp_path / "ahead.db") as database:
+        database.connection.limit(apsw.SQLITE_LIMIT_LENGTH, LIMIT)
+        ingester = Ingester(database, max_bytes=MAX_BYTES, mapping_processes=Processes(1, from_sessions=4))
+        batches = catchup.committed_batches(ingester, list_sessions(root).sessions)
+        first = [position for results in itertools.islice(batches, COUNT - 2) for position, _ in results]
+        assert first == list(range(2, COUNT))  # stored while sessions 0 and 1 wait for their process
+        for process in stopped:
+            process.resume()
+        rest = [position for results in batches for position, _ in results]
+    assert rest == [0, 1]
+    assert mapping_processes() == []
+    assert differences(read_records(tmp_path / "ahead.db"), one_at_a_time(root, tmp_path / "reference.db")) == []
 
 
 def test_a_bug_met_mapping_one_session_is_that_sessions_failure_alone(
@@ -332,7 +358,7 @@ def test_a_session_stored_by_someone_else_between_two_batches_is_read_again(
         ingester = Ingester(database, max_bytes=MAX_BYTES, mapping_processes=Processes(1, from_sessions=4))
         batches = catchup.committed_batches(ingester, list_sessions(root).sessions)
         first = next(batches)
-        assert [r.session_id for r in first] == [synthetic_id(0)]
+        assert [r.session_id for _, r in first] == [synthetic_id(0)]
         (process,) = mapping_processes()
         idle(process)  # it mapped every session it was sent, ``later`` included
         grown = Synthetic(later, seed=6)
@@ -341,7 +367,7 @@ def test_a_session_stored_by_someone_else_between_two_batches_is_read_again(
         grown.write(root)
         live, _ = ingester.ingest(SessionLocation.in_root(root, later), live=True)  # the live work
         assert live.status == "ingested"  # not stored yet by the catch-up
-        rest = [result for results in batches for result in results]
+        rest = [result for results in batches for _, result in results]
     assert mapping_processes() == []
     assert {r.session_id: r.status for r in rest if isinstance(r, IngestOutcome)}[later] == "unchanged"
     assert differences(read_records(db), one_at_a_time(root, tmp_path / "reference.db")) == []

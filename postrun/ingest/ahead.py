@@ -1,0 +1,111 @@
+"""Ingest processes started ahead of a batched ingest (see ``postrun.ingest.pool``).
+
+An ingest process starts an interpreter and imports what preparing needs: about as long as
+``postrun ingest`` takes to import the library, load its settings and list its targets. Started
+first, before any of that, its start-up overlaps the writer's, and it answers as soon as the
+writer has sessions to give; started when the writer has them, the writer prepares alone
+meanwhile. This module imports nothing of the library, so that starting them costs the writer
+nothing either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# The socket's buffer (the kernel's, capped by net.core.wmem_max): a reply holds the session's
+# raw files for the vault, often more than the default ~200 KB, and a process that waits to
+# send stops preparing; room for a few sessions keeps it preparing while the writer stores a slow one.
+_REPLY_BUFFER_BYTES = 4 * 2**20
+_STOP_SECONDS = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """An ingest process, and the writer's end of the socket it reads its work from."""
+
+    process: subprocess.Popen[bytes]
+    socket: socket.socket
+
+
+def default_count() -> int:
+    """One fewer than the CPUs this process may run on (the writer keeps one busy), at least one."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, cpus - 1)
+
+
+def start() -> Started | None:
+    """One ingest process (None: no process to be had, the sessions are prepared in line)."""
+    ours, theirs = socket.socketpair()
+    with contextlib.suppress(OSError):  # a smaller buffer only slows the batched ingest
+        theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _REPLY_BUFFER_BYTES)
+    try:
+        # A process of its own, started afresh: the writer holds an open SQLite connection
+        # that a fork must not share, and Postrun may run as any program's module. -P: the
+        # current folder is not put on the import path (a module there must never run).
+        process = subprocess.Popen(
+            [sys.executable, "-P", "-m", "postrun.ingest.pool_process", str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+        )
+    except OSError:
+        ours.close()
+        return None
+    finally:
+        theirs.close()  # only the process holds its end: the writer's end closing is its EOF
+    return Started(process, ours)
+
+
+def end(started: Sequence[subprocess.Popen[bytes]]) -> None:
+    """Wait for processes whose work ended (their socket closed) to exit; kill one that does not."""
+    deadline = time.monotonic() + _STOP_SECONDS
+    for process in started:
+        try:
+            process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+class Ahead:
+    """Ingest processes started before the batched ingest that may use them; those it does not
+    take are ended with this."""
+
+    def __init__(self, started: list[Started]) -> None:
+        self._started = started
+
+    def take(self, count: int) -> list[Started]:
+        taken, self._started = self._started[:count], self._started[count:]
+        return taken
+
+    def close(self) -> None:
+        left, self._started = self._started, []
+        for started in left:
+            started.socket.close()
+        end([started.process for started in left])
+
+
+def may_be_many(targets: Sequence[str]) -> bool:
+    """Whether ``postrun ingest`` of ``targets`` may be many sessions: more than one target, or a
+    folder (of sessions, or a session's). A guess before they are listed: one session's folder
+    costs a process started for nothing, on another core."""
+    return len(targets) > 1 or any(Path(target).is_dir() for target in targets)
+
+
+@contextlib.contextmanager
+def started_ahead(targets: Sequence[str]) -> Iterator[Ahead]:
+    """As many ingest processes as a batched ingest wants by default, started now when the
+    targets may be many sessions, none otherwise; those not taken end with the block."""
+    started = [one for _ in range(default_count() if may_be_many(targets) else 0) if (one := start()) is not None]
+    ahead = Ahead(started)
+    try:
+        yield ahead
+    finally:
+        ahead.close()

@@ -1,0 +1,78 @@
+"""Ingest processes started ahead of a batched ingest: started only for targets that may be many
+sessions, used by the ingest that wants them, and ended when it does not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from postrun.agents.cline import list_sessions
+from postrun.ingest import ahead
+from postrun.ingest.batches import ingest_targets
+from tests.reliability.kit import Synthetic, differences, read_records, synthetic_id
+from tests.support.processes import mapping_processes
+
+MAX_BYTES = 64 * 2**20
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    folder = tmp_path / "cline" / "sessions"
+    for index in range(6):
+        session = Synthetic(synthetic_id(index), seed=index)
+        for _ in range(3):
+            session.grow()
+        session.write(folder)
+    return folder
+
+
+def test_processes_start_ahead_only_for_targets_that_may_be_many_sessions(root: Path) -> None:
+    one_file = next(root.glob("*/*.messages.json"))
+    with ahead.started_ahead([str(one_file)]):
+        assert mapping_processes() == []
+    with ahead.started_ahead([str(root)]):
+        assert len(mapping_processes()) == ahead.default_count()
+    assert mapping_processes() == []  # those no ingest took end with the block
+    with ahead.started_ahead(["an-id", "another-id"]):
+        assert len(mapping_processes()) == ahead.default_count()
+    assert mapping_processes() == []
+
+
+def test_a_batched_ingest_takes_the_processes_started_ahead(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started_later: list[Any] = []
+    real_start = ahead.start
+
+    def counted() -> ahead.Started | None:
+        started = real_start()
+        started_later.append(started)
+        return started
+
+    with ahead.started_ahead([str(root)]) as started:
+        early = {process.pid for process in mapping_processes()}
+        monkeypatch.setattr(ahead, "start", counted)
+        report = ingest_targets(
+            [str(root)], db=tmp_path / "ahead.db", default_root=root, max_bytes=MAX_BYTES, processes=1, started=started
+        )
+        assert started_later == []  # the one it wanted had started ahead
+        left = {process.pid for process in mapping_processes()}
+        assert len(left) == len(early) - 1 and left < early  # it ended the one it took
+    assert mapping_processes() == []
+    assert [outcome.session_id for outcome in report.outcomes] == [s.session_id for s in list_sessions(root).sessions]
+    in_line_db = tmp_path / "in-line.db"
+    in_line = ingest_targets([str(root)], db=in_line_db, default_root=root, max_bytes=MAX_BYTES, processes=0)
+    assert differences(read_records(tmp_path / "ahead.db"), read_records(in_line_db)) == []
+    assert len(in_line.outcomes) == len(report.outcomes)
+
+
+def test_an_ingest_that_wants_no_processes_leaves_those_started_ahead_to_end(root: Path, tmp_path: Path) -> None:
+    with ahead.started_ahead([str(root)]) as started:
+        report = ingest_targets(
+            [str(root)], db=tmp_path / "none.db", default_root=root, max_bytes=MAX_BYTES, processes=0, started=started
+        )
+        assert len(mapping_processes()) == ahead.default_count()  # untouched, still waiting for work
+    assert mapping_processes() == []
+    assert len(report.outcomes) == 6
