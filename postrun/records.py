@@ -91,6 +91,25 @@ class RawFile:
 
 
 @dataclass(frozen=True, slots=True)
+class PackedFile:
+    """A raw file as an ingest process hands it to the vault: hashed and compressed beside the
+    writer, which only stores it. ``dictionary``: the id and content hash of the vault's
+    dictionary it was compressed with (None: none)."""
+
+    name: str
+    size: int  # raw bytes
+    hash: str  # SHA-256 of the raw bytes
+    blob: bytes  # zstd
+    dictionary: tuple[int, str] | None
+    fingerprint: SourceFile
+    settings: bool = False
+
+
+# What the vault is given to keep: the bytes as read, or packed by an ingest process.
+RawCopy = RawFile | PackedFile
+
+
+@dataclass(frozen=True, slots=True)
 class SessionExtras:
     """Facts users want in lists and ``show`` that are not v1.2 session fields."""
 

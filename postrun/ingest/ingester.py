@@ -126,7 +126,7 @@ class Ingester:
         self.clock = clock
         self.timer = timer
         self.hostname = hostname or socket.gethostname()
-        self.rules = MapRules(max_bytes, exclusions, flag_memo, turns_memo)
+        self.rules = MapRules(max_bytes, exclusions, flag_memo, turns_memo, keep_raw)
         # The mapping caches of sessions a write read again (stored by someone else meanwhile).
         self.fresh_caches: dict[str, Any] = {}
         self.known_steps = KnownSteps()  # what its last live writes left, not read back

@@ -34,6 +34,8 @@ from pathlib import Path
 from postrun.agents.registry import Helpers, Location
 from postrun.ingest import ahead
 from postrun.ingest.prepare import Known, Mapped, MapRules, Prepared, internal_error, prepare_location
+from postrun.records import PackedFile, RawFile
+from postrun.store import vault
 from postrun.store.actors import StoredHelpers
 from postrun.store.db import Database
 
@@ -135,6 +137,9 @@ def serve(connection: Connection) -> None:
     try:
         store, rules = connection.recv()
         with contextlib.closing(Database.open_reader(store)) as reader:
+            # The vault's hashing and compression here too: storing is the writer's alone, and on
+            # many small sessions the writer is the busier side.
+            pack = functools.partial(vault.pack, reader.connection) if rules.keep_raw else None
             for handled in itertools.count(1):
                 task = connection.recv()
                 if task is None:
@@ -143,20 +148,20 @@ def serve(connection: Connection) -> None:
                     gc.collect()
                 location, known = task
                 found = prepare_location(location, known, StoredHelpers(reader, location.session_id), rules)
-                connection.send_bytes(packed_reply(found))
+                connection.send_bytes(packed_reply(found, pack))
     except (EOFError, OSError):
         return  # the writer is gone
     finally:
         connection.close()
 
 
-def packed_reply(found: Mapped) -> memoryview:
-    """``found`` as sent to the writer, its steps packed; a bug met packing or pickling it is that
-    session's failure alone, as it would be in line."""
+def packed_reply(found: Mapped, pack: Callable[[RawFile], PackedFile] | None) -> memoryview:
+    """``found`` as sent to the writer, its steps and raw files packed (``Prepared.packed``); a bug
+    met packing or pickling it is that session's failure alone, as it would be in line."""
     location, result, mapped_ms = found
     try:
         if isinstance(result, Prepared):
-            result = result.packed()
+            result = result.packed(pack)
         return ForkingPickler.dumps((location, result, mapped_ms))
     except Exception as exc:  # noqa: BLE001 - one bad session never stops the others
         return ForkingPickler.dumps((location, internal_error(location, exc), mapped_ms))

@@ -7,13 +7,13 @@ import dataclasses
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from postrun.agents.registry import Approvals, Helpers, Location, ReadFiles, adapter_of
 from postrun.errors import Excluded, PostrunError, SourceError
-from postrun.records import MappedSession, RawFile
+from postrun.records import MappedSession, PackedFile, RawCopy, RawFile
 from postrun.review.apply import FlagMemo, flag_session
 from postrun.review.exclude import Exclusions
 from postrun.schema import SchemaError
@@ -50,6 +50,7 @@ class MapRules:
     exclusions: Exclusions | None = None
     flag_memo: FlagMemo | None = None
     turns_memo: TurnsMemo | None = None
+    keep_raw: bool = True  # whether the vault keeps the raw files (an ingest process packs them then)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,20 +76,22 @@ class Prepared:
 
     mapped: MappedSession
     files: Any | None  # a ``ReadFiles``; None once its raw files are in ``extra`` (packed)
-    extra: tuple[RawFile, ...] = ()
+    extra: tuple[RawCopy, ...] = ()
     steps: tuple[StepWrite, ...] | None = None
     cache: Any | None = None
 
     @property
-    def raw(self) -> tuple[RawFile, ...]:
+    def raw(self) -> tuple[RawCopy, ...]:
         """The raw files for the vault (read now when the files' ``raw`` reads)."""
         taken: tuple[RawFile, ...] = tuple(self.files.raw) if self.files is not None else ()
         return (*taken, *self.extra)
 
-    def packed(self) -> Prepared:
-        """For an ingest process's reply: the steps as the store writes them, the raw files taken."""
+    def packed(self, pack: Callable[[RawFile], PackedFile] | None) -> Prepared:
+        """For an ingest process's reply: the steps as the store writes them, and the raw files
+        taken and packed with ``pack`` (None: the vault keeps none, and none is taken)."""
         steps = tuple(step_write(row) for row in self.mapped.steps)
-        return Prepared(dataclasses.replace(self.mapped, steps=[]), None, self.raw, steps)
+        raw = tuple(pack(f) if isinstance(f, RawFile) else f for f in self.raw) if pack is not None else ()
+        return Prepared(dataclasses.replace(self.mapped, steps=[]), None, raw, steps)
 
 
 # A session, what it was prepared into (or why it cannot be stored), and how long that took (ms).

@@ -60,6 +60,25 @@ def compressor(connection: apsw.Connection) -> tuple[zstandard.ZstdCompressor, i
     return zstandard.ZstdCompressor(dict_data=_by_id(connection, dictionary_id, str(row[1]))), dictionary_id
 
 
+def newest(connection: apsw.Connection) -> tuple[zstandard.ZstdCompressor, tuple[int, str] | None]:
+    """A compressor for new copies with the newest dictionary, and its id and content hash (None:
+    none yet); read only, for an ingest process that compresses copies beside the writer."""
+    row = connection.execute("SELECT id, hash FROM raw_dictionaries ORDER BY id DESC LIMIT 1").fetchone()
+    if row is None:
+        return zstandard.ZstdCompressor(level=LEVEL), None
+    dictionary_id, hash_ = int(row[0]), str(row[1])
+    return zstandard.ZstdCompressor(dict_data=_by_id(connection, dictionary_id, hash_)), (dictionary_id, hash_)
+
+
+def holds(connection: apsw.Connection, dictionary: tuple[int, str] | None) -> bool:
+    """Whether the store holds that dictionary (None: no dictionary is needed): ``forget`` may
+    have removed it after an ingest process compressed a copy with it."""
+    if dictionary is None:
+        return True
+    found = connection.execute("SELECT 1 FROM raw_dictionaries WHERE id = ? AND hash = ?", dictionary).fetchone()
+    return found is not None
+
+
 def _build(connection: apsw.Connection) -> tuple[int, str] | None:
     kept = connection.execute("SELECT coalesce(sum(size), 0) FROM raw_blobs").get
     if int(kept) < BUILD_AFTER_BYTES:

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import apsw
 import zstandard
 
-from postrun.records import RawFile, SourceFile
+from postrun.errors import SourceError
+from postrun.records import PackedFile, RawCopy, RawFile, SourceFile
 from postrun.store import dictionary
 from postrun.store.db import Database
 
@@ -87,7 +88,16 @@ class _Current:
     settings: bool
 
 
-def keep(connection: apsw.Connection, session_id: str, files: Sequence[RawFile], *, now: str) -> int:
+def pack(connection: apsw.Connection, raw: RawFile) -> PackedFile:
+    """``raw`` hashed and compressed as the vault keeps it, with the newest dictionary of the store
+    ``connection`` reads: an ingest process's share of the vault's work."""
+    compressor, used = dictionary.newest(connection)
+    return PackedFile(
+        raw.name, len(raw.data), blob_hash(raw.data), compressor.compress(raw.data), used, raw.fingerprint, raw.settings
+    )
+
+
+def keep(connection: apsw.Connection, session_id: str, files: Sequence[RawCopy], *, now: str) -> int:
     """Keep ``files`` (the session's files as just read and stored) in the vault; how many rows
     it wrote. Call it inside the transaction that stores the session's records.
 
@@ -102,7 +112,7 @@ def keep(connection: apsw.Connection, session_id: str, files: Sequence[RawFile],
             (session_id,),
         )
     }
-    hashes = {raw.name: blob_hash(raw.data) for raw in files}
+    hashes = {raw.name: raw.hash if isinstance(raw, PackedFile) else blob_hash(raw.data) for raw in files}
     removed = [name for name, row in current.items() if name not in hashes and not row.settings]
     changed = [raw for raw in files if raw.name not in current or current[raw.name].hash != hashes[raw.name]]
     rows = 0
@@ -125,10 +135,10 @@ def keep(connection: apsw.Connection, session_id: str, files: Sequence[RawFile],
     compressor = dictionary.compressor(connection)
     for raw in changed:
         new_hash = hashes[raw.name]
-        _store_blob(connection, compressor, raw.data, new_hash)
+        _store_blob(connection, compressor, raw, new_hash)
         row = current.get(raw.name)
         f = raw.fingerprint
-        if row is not None and extends(_blob(connection, row.hash), raw.data):
+        if row is not None and extends(_blob(connection, row.hash), _data(connection, raw)):
             execute(
                 "UPDATE raw_files SET path = ?, hash = ?, size = ?, mtime_ns = ?, ino = ?, read_at = ? WHERE id = ?",
                 (f.path, new_hash, f.size, f.mtime_ns, f.ino, now, row.id),
@@ -180,13 +190,35 @@ def _replace(connection: apsw.Connection, row_id: int, generation: int, now: str
 
 
 def _store_blob(
-    connection: apsw.Connection, compressor: tuple[zstandard.ZstdCompressor, int | None], data: bytes, hash_: str
+    connection: apsw.Connection, compressor: tuple[zstandard.ZstdCompressor, int | None], raw: RawCopy, hash_: str
 ) -> None:
-    if connection.execute("SELECT 1 FROM raw_blobs WHERE hash = ?", (hash_,)).fetchone() is None:
-        connection.execute(
-            "INSERT INTO raw_blobs (hash, size, data, dictionary) VALUES (?, ?, ?, ?)",
-            (hash_, len(data), compressor[0].compress(data), compressor[1]),
+    if connection.execute("SELECT 1 FROM raw_blobs WHERE hash = ?", (hash_,)).fetchone() is not None:
+        return
+    if isinstance(raw, PackedFile):
+        _still_held(connection, raw)
+        used = raw.dictionary[0] if raw.dictionary is not None else None
+        row = (hash_, raw.size, raw.blob, used)
+    else:
+        row = (hash_, len(raw.data), compressor[0].compress(raw.data), compressor[1])
+    connection.execute("INSERT INTO raw_blobs (hash, size, data, dictionary) VALUES (?, ?, ?, ?)", row)
+
+
+def _still_held(connection: apsw.Connection, raw: PackedFile) -> None:
+    """Refuse a packed copy whose dictionary the store no longer holds (``forget`` removed it
+    after the ingest process packed it): nothing could decompress it, so that session is not
+    stored now, and is read again at its next ingest."""
+    if not dictionary.holds(connection, raw.dictionary):
+        raise SourceError(
+            raw.fingerprint.path, "its raw copy was packed with a vault dictionary that `forget` removed meanwhile"
         )
+
+
+def _data(connection: apsw.Connection, raw: RawCopy) -> bytes:
+    """The raw bytes of a copy."""
+    if isinstance(raw, RawFile):
+        return raw.data
+    _still_held(connection, raw)
+    return dictionary.decompress(connection, raw.dictionary[0] if raw.dictionary is not None else None, raw.blob)
 
 
 def _drop_unused_blob(connection: apsw.Connection, hash_: str) -> None:

@@ -17,7 +17,7 @@ from typing import Any, Literal, NamedTuple
 
 import orjson
 
-from postrun.records import MappedSession, RawFile, SourceFile, StepRow, canonical_json, digest
+from postrun.records import MappedSession, RawCopy, SourceFile, StepRow, canonical_json, digest
 from postrun.store import outbox, vault
 from postrun.store.actors import write_actor_metrics
 from postrun.store.codec import pack, search_body, unpack
@@ -242,7 +242,7 @@ def upsert_session(
     *,
     now: datetime,
     captured_on: str,
-    raw: Sequence[RawFile] = (),
+    raw: Sequence[RawCopy] = (),
     steps: Sequence[StepWrite] | None = None,
     known: dict[str, str] | None = None,
 ) -> UpsertResult:

@@ -67,7 +67,7 @@ def test_a_bug_met_packing_a_session_is_that_sessions_failure_alone(tmp_path: Pa
     mapped = MappedSession(
         agent="cline", session={"id": location.session_id}, segments=[], actors=[], turns=[], steps=[broken]
     )
-    crossed_location, result, mapped_ms = pickle.loads(packed_reply((location, Prepared(mapped, None), 12.5)))
+    crossed_location, result, mapped_ms = pickle.loads(packed_reply((location, Prepared(mapped, None), 12.5), None))
     assert (crossed_location, mapped_ms) == (location, 12.5)
     assert isinstance(result, PostrunError)
     assert str(result) == f"{location.messages}: internal error: KeyError: 'seq'"

@@ -1,0 +1,96 @@
+"""Raw copies packed (hashed, compressed) in ingest processes: kept as the writer keeps its own,
+with the vault's dictionary once the store has one, and never kept undecodable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from postrun.agents.cline import list_sessions
+from postrun.errors import SourceError
+from postrun.ingest import batches
+from postrun.ingest.batches import ingest_all
+from postrun.ingest.ingester import Ingester, IngestOutcome
+from postrun.ingest.pool import Processes
+from postrun.records import RawFile, SourceFile
+from postrun.store import dictionary, vault
+from postrun.store.db import Database
+from tests.reliability.kit import Synthetic, differences, read_records, synthetic_id
+from tests.support.processes import mapping_processes
+
+MAX_BYTES = 64 * 2**20
+
+
+def history(root: Path, count: int) -> None:
+    for index in range(count):
+        session = Synthetic(synthetic_id(index), seed=index)
+        for _ in range(30):
+            session.grow()
+        session.write(root)
+
+
+def copies_read_back(database: Database) -> int:
+    """How many copies the vault keeps, each checked against the file it was read from."""
+    kept = 0
+    for session_id in vault.vaulted_sessions(database):
+        for copy in vault.kept_versions(database, session_id)[-1].files:
+            assert vault.read_blob(database, copy.hash) == Path(copy.fingerprint.path).read_bytes()
+            kept += 1
+    return kept
+
+
+def test_copies_packed_in_a_process_are_kept_as_in_line_with_the_vaults_dictionary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(dictionary, "BUILD_AFTER_BYTES", 60_000)  # the writer cuts it; processes only read it
+    monkeypatch.setattr(dictionary, "CONTENT_BYTES", 40_000)
+    monkeypatch.setattr(batches, "BATCH_SECONDS", 0.0)  # each session committed: the process sees the dictionary
+    root = tmp_path / "cline" / "sessions"
+    history(root, 12)
+    sessions = list_sessions(root).sessions
+    with Database.open(tmp_path / "apart.db") as database:
+        ingester = Ingester(database, max_bytes=MAX_BYTES, mapping_processes=Processes(1, from_sessions=2))
+        results = list(ingest_all(ingester, sessions))
+        assert all(isinstance(result, IngestOutcome) for result in results)
+        assert copies_read_back(database) == 2 * len(sessions)  # messages and manifest, each
+        packed_with_it = database.execute("SELECT count(*) FROM raw_blobs WHERE dictionary IS NOT NULL").get
+        assert int(packed_with_it) >= 4
+    assert mapping_processes() == []
+    with Database.open(tmp_path / "in-line.db") as database:
+        list(ingest_all(Ingester(database, max_bytes=MAX_BYTES), sessions))
+    assert differences(read_records(tmp_path / "apart.db"), read_records(tmp_path / "in-line.db")) == []
+
+
+def test_a_copy_packed_with_a_dictionary_forget_removed_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``forget`` removed the dictionary after a process packed a copy with it: nothing could
+    decompress that copy, so it is refused (that session is not stored) rather than kept."""
+    monkeypatch.setattr(dictionary, "BUILD_AFTER_BYTES", 60_000)
+    monkeypatch.setattr(dictionary, "CONTENT_BYTES", 40_000)
+    root = tmp_path / "cline" / "sessions"
+    history(root, 8)
+    with Database.open(tmp_path / "store.db") as database:
+        list(ingest_all(Ingester(database, max_bytes=MAX_BYTES), list_sessions(root).sessions))
+        (cut_from,) = [orjson.loads(row[0]) for row in database.execute("SELECT sessions FROM raw_dictionaries")]
+        session_id = synthetic_id(9)
+        later = Synthetic(session_id, seed=9)
+        later.grow()
+        later.write(root)
+        path = root / session_id / f"{session_id}.messages.json"
+        info = path.stat()
+        fingerprint = SourceFile(str(path), info.st_size, info.st_mtime_ns, info.st_ino)
+        raw = RawFile(f"sessions/{session_id}/{path.name}", path.read_bytes(), fingerprint)
+        with Database.open_reader(database.path) as reader:
+            packed = vault.pack(reader.connection, raw)
+        assert packed.dictionary is not None
+        with database.transaction() as connection:
+            vault.forget_raw(connection, cut_from[0])
+        assert database.execute("SELECT count(*) FROM raw_dictionaries").get == 0
+        refused = pytest.raises(SourceError, match="packed with a vault dictionary that `forget` removed")
+        with refused, database.transaction() as connection:
+            vault.keep(connection, session_id, [packed], now="2026-12-02T12:00:00.000Z")
+        assert vault.kept_versions(database, session_id) == []
+        copies_read_back(database)
