@@ -103,7 +103,7 @@ def shape_rows(shape: ShapeResult, cores: int, startup: Startup) -> list[Row]:
     cold, store, work, name = shape.cold, shape.store, shape.work_floor, shape.name
     first = cold.runs[0]
     floor = shape.floor_seconds(cores)
-    started = floor + (startup.writer_seconds + startup.process_seconds) / cores
+    started = startup.floor_with(floor)
     out = [
         Row(
             f"1. Cold ingest, {name} (`postrun ingest`, whole process)",
@@ -166,10 +166,11 @@ def rows(results: Results) -> list[Row]:
     startup = results.startup
     out = [
         Row(
-            "1. Start-up of an ingest (CPU, best of 5, before any session is read)",
-            f"`postrun` {_s(startup.writer_seconds)} (interpreter and the CLI's imports), each ingest process"
-            f" {_s(startup.process_seconds)}",
-            "no target: what every `postrun ingest` pays whatever its size",
+            "1. Start-up of an ingest (best of 5, before any session is read)",
+            f"`postrun ingest` of an empty folder {_s(startup.writer_seconds)} wall (interpreter, the CLI's and"
+            f" the library's imports, settings); of it `postrun --version` {_s(startup.version_seconds)} of CPU;"
+            f" each ingest process's imports {_s(startup.process_seconds)} of CPU, beside it",
+            "no target: what every `postrun ingest` pays whatever its size, before its work can start",
             None,
         ),
         *(row for shape in results.shapes for row in shape_rows(shape, results.cores, startup)),

@@ -225,8 +225,8 @@ def measure(profile: Profile, seed: int, workdir: Path, command: str, *, peer_na
     if peer_name is not None:
         with phase(f"installing {peer.AGENTSVIEW}=={peer.AGENTSVIEW_VERSION} when missing"):
             binary = peer.ensure_agentsview()
-    with phase("1 start-up: postrun --version and an ingest process's imports, CPU"):
-        startup = workfloor.startup_floor(postrun_command())
+    with phase("1 start-up: postrun ingest of an empty folder, postrun --version and an ingest process's imports"):
+        startup = workfloor.startup_floor(postrun_command(), workdir / "startup")
     mark = CpuMark.now()
     logs = workdir / "logs"
     logs.mkdir(parents=True, exist_ok=True)

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import orjson
 
+from bench.proc import isolated_env, run
+
 _TIMER = """
 import sys, time, orjson, zstandard
 from pathlib import Path
@@ -90,16 +92,33 @@ def work_floor(root: Path, targets: Sequence[str], *, kind: str = "cline", max_b
 
 @dataclass(frozen=True, slots=True)
 class Startup:
-    """What starting an ingest costs before any session is read, CPU time, best of a few."""
+    """What starting an ingest costs before any session is read, best of a few."""
 
-    writer_seconds: float  # the ``postrun`` process: interpreter and the CLI's imports
-    process_seconds: float  # each ingest process: interpreter and what preparing imports
+    writer_seconds: float  # wall time of ``postrun ingest`` of an empty folder: interpreter, imports, settings
+    version_seconds: float  # CPU time of ``postrun --version``: the interpreter and the CLI's own imports
+    process_seconds: float  # CPU time of an ingest process's imports (they overlap the writer's start-up)
+
+    def floor_with(self, floor_seconds: float) -> float:
+        """A work floor with the writer's start-up before it: no session is read until the
+        interpreter started and the library and settings are loaded, whatever the cores."""
+        return self.writer_seconds + floor_seconds
 
 
-def startup_floor(postrun: Sequence[str], *, repeats: int = 5) -> Startup:
-    """The CPU time of ``postrun --version`` and of an ingest process's imports (fresh processes)."""
+def startup_floor(postrun: Sequence[str], workdir: Path, *, repeats: int = 5) -> Startup:
+    """The wall time of ``postrun ingest`` of an empty folder in an environment of its own under
+    ``workdir``, the CPU time of ``postrun --version`` and of an ingest process's imports (fresh
+    processes)."""
+    empty = workdir / "sessions"
+    empty.mkdir(parents=True, exist_ok=True)
+    env = isolated_env(workdir / "home", db=workdir / "store" / "postrun.db", cline_dir=empty)
+    writer = float("inf")
+    for _ in range(repeats):
+        finished = run([*postrun, "ingest", "--agent", "cline", str(empty)], env)
+        if finished.returncode != 0:
+            raise RuntimeError(f"postrun ingest of an empty folder: exit {finished.returncode}: {finished.stderr}")
+        writer = min(writer, finished.wall_seconds)
     process = [sys.executable, "-P", "-c", "import postrun.ingest.pool_process, postrun.agents.cline.adapter"]
-    return Startup(_child_cpu([*postrun, "--version"], repeats), _child_cpu(process, repeats))
+    return Startup(writer, _child_cpu([*postrun, "--version"], repeats), _child_cpu(process, repeats))
 
 
 def _child_cpu(command: Sequence[str], repeats: int) -> float:

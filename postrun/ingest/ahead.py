@@ -76,7 +76,7 @@ def end(started: Sequence[subprocess.Popen[bytes]]) -> None:
 
 class Ahead:
     """Ingest processes started before the batched ingest that may use them; those it does not
-    take are ended with this."""
+    take end with ``close``."""
 
     def __init__(self, started: list[Started]) -> None:
         self._started = started
@@ -86,10 +86,13 @@ class Ahead:
         return taken
 
     def close(self) -> None:
+        """End the processes no batched ingest took. Killed, not asked: they hold nothing but
+        their socket, and one still importing would answer only once it is done."""
         left, self._started = self._started, []
         for started in left:
             started.socket.close()
-        end([started.process for started in left])
+            started.process.kill()
+            started.process.wait()
 
 
 def may_be_many(targets: Sequence[str]) -> bool:
