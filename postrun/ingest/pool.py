@@ -171,16 +171,37 @@ class _Shares:
     """Which sessions of a batched ingest each process was given and has not given back (in the
     order it answers), and how many bytes of source they are."""
 
-    def __init__(self, processes: int, size_of: Callable[[int], int]) -> None:
+    def __init__(self, processes: int, size_of: Callable[[int], int], sessions: int) -> None:
         self.size_of = size_of
         self.given = [0] * processes
         self.queued: list[deque[int]] = [deque() for _ in range(processes)]
         self.taken = 0  # sessions given to a process or prepared here: the next is the first of the rest
+        self.left = sum(size_of(index) for index in range(sessions))  # bytes of those not taken yet
+
+    def may_give(self, number: int) -> bool:
+        """Whether process ``number`` may be given the next session: it holds none, or it would
+        then hold no more than ``_AHEAD`` sessions and ``_AHEAD_BYTES`` of source, nor more than
+        its fair share of the work left (its own and the rest, shared with the writer), so that
+        at the end the writer takes the last sessions rather than wait for a process to prepare
+        them one after another."""
+        held = len(self.queued[number])
+        if not held:
+            return True
+        size = self.size_of(self.taken)
+        fair = (sum(self.given) + self.left) / (len(self.given) + 1)
+        return held < _AHEAD and self.given[number] + size <= min(_AHEAD_BYTES, fair)
 
     def give(self, number: int) -> None:
         self.given[number] += self.size_of(self.taken)
         self.queued[number].append(self.taken)
+        self.take()
+
+    def take(self) -> int:
+        """The next session is taken (given, or prepared here); its index."""
+        position = self.taken
+        self.left -= self.size_of(position)
         self.taken += 1
+        return position
 
     def given_back(self, number: int) -> int:
         position = self.queued[number].popleft()
@@ -220,7 +241,7 @@ class _Pool:
         size_of: Callable[[int], int],
         here: Callable[[Location, Known], Mapped],
     ) -> Iterator[tuple[int, Mapped]]:
-        shares = _Shares(len(self.pipes), size_of)
+        shares = _Shares(len(self.pipes), size_of, len(tasks))
         while True:
             if not self.working:  # what the processes had not given back is prepared here
                 for queued in shares.queued:
@@ -236,8 +257,7 @@ class _Pool:
             elif shares.taken < len(tasks):
                 # No process has answered (starting up, or slower than the writer stores): the
                 # writer prepares the next session no process was given, rather than wait idle.
-                position = shares.taken
-                shares.taken += 1
+                position = shares.take()
                 yield position, here(*tasks[position])
             elif waited_for := shares.waited_for():
                 wait([self.pipes[number] for number in waited_for])  # a process's end answers too
@@ -248,9 +268,7 @@ class _Pool:
         """The next sessions to the process with the fewest bytes given, as far as it may be given ahead."""
         while self.working and shares.taken < len(tasks):
             least = min(range(len(shares.given)), key=shares.given.__getitem__)
-            size = shares.size_of(shares.taken)
-            held = len(shares.queued[least])
-            if held and (held >= _AHEAD or shares.given[least] + size > _AHEAD_BYTES):
+            if not shares.may_give(least):
                 return
             self._send(least, tasks[shares.taken])
             if self.working:

@@ -10,7 +10,7 @@ import pytest
 
 from postrun.agents.cline import SessionLocation
 from postrun.errors import Excluded, NotParseableYet, PostrunError, SourceError, StoreError
-from postrun.ingest.pool import PROCESSES_FROM_BYTES, PROCESSES_FROM_SESSIONS, Processes, packed_reply
+from postrun.ingest.pool import PROCESSES_FROM_BYTES, PROCESSES_FROM_SESSIONS, Processes, _Shares, packed_reply
 from postrun.ingest.prepare import Prepared
 from postrun.records import MappedSession, StepRow
 
@@ -71,3 +71,20 @@ def test_a_bug_met_packing_a_session_is_that_sessions_failure_alone(tmp_path: Pa
     assert (crossed_location, mapped_ms) == (location, 12.5)
     assert isinstance(result, PostrunError)
     assert str(result) == f"{location.messages}: internal error: KeyError: 'seq'"
+
+
+def test_a_process_is_given_no_more_than_its_fair_share_of_the_work_left() -> None:
+    """At the end of a batched ingest the writer takes the last sessions itself rather than wait
+    for its process to prepare a queue of them one after another."""
+    sizes = [10] * 10
+    shares = _Shares(1, sizes.__getitem__, len(sizes))
+    while shares.may_give(0):
+        shares.give(0)
+    assert len(shares.queued[0]) == 5  # half of the 100 bytes: the writer's half is the rest
+    assert shares.take() == 5 and shares.left == 40  # the writer prepares one
+    assert shares.given_back(0) == 0 and not shares.may_give(0)  # 40 held, 40 left: it holds its share
+    while shares.queued[0]:
+        shares.given_back(0)
+    assert shares.may_give(0)  # it holds none: given one, whatever its share
+    lone = _Shares(1, [10**9].__getitem__, 1)
+    assert lone.may_give(0)  # always one, however large
