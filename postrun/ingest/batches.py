@@ -106,8 +106,8 @@ def committed_batches(
             ) as results,
         ):
             for position, (location, mapped, mapped_ms) in results:
+                storing = location.session_id  # its transaction failing to begin is its store failing too
                 batch.open()
-                storing = location.session_id
                 before = stored_before.pop(location.session_id, None)
                 result = _store_mapped(ingester, location, mapped, mapped_ms, before, force, keep_cache)
                 batch.results.append((position, result))
