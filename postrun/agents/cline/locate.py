@@ -73,6 +73,12 @@ def _session_paths(sessions_root: Path, session_id: str) -> tuple[Path, Path, Pa
     return folder, folder / f"{session_id}{MESSAGES_SUFFIX}", folder / f"{session_id}.json"
 
 
+@functools.lru_cache(maxsize=64)
+def _compaction_path(folder: Path, session_id: str) -> Path:
+    """Made once for the few sessions being polled or read right now (each poll asks for it)."""
+    return folder / f"{session_id}{COMPACTION_SUFFIX}"
+
+
 class SessionLocation:
     """The files of one session. ``data_dir`` holds globalState.json and settings/.
 
@@ -121,7 +127,7 @@ class SessionLocation:
     @property
     def compaction(self) -> Path:
         """The optional compaction sidecar (its summary is recorded, its messages are not)."""
-        return self.folder / f"{self.session_id}{COMPACTION_SUFFIX}"
+        return _compaction_path(self.folder, self.session_id)
 
     @property
     def data_dir(self) -> Path:
@@ -305,9 +311,10 @@ def session_id_for_event(root: Path, path: str | os.PathLike[str]) -> str | None
     files over the real ones, so event types cannot be trusted); temp files,
     hidden entries, unsafe names and Cline's own root files map to None.
     """
-    relative = os.path.relpath(_absolute(path), _absolute(root))
-    parts = Path(relative).parts
-    if not parts or parts[0] in (".", ".."):
+    # Strings, no Path objects: every event of a busy session comes through here.
+    relative = os.path.relpath(os.path.abspath(path), os.path.abspath(root))  # noqa: PTH100 - symlinks kept
+    parts = relative.split(os.sep)  # noqa: PTH206 - normalized by relpath
+    if parts[0] in (".", ".."):
         return None
     name = parts[0]
     if _quietly_skipped(name) or not is_safe_name(name) or parts[-1].endswith(".tmp"):
