@@ -24,7 +24,7 @@ from postrun.errors import Excluded, NotParseableYet, PostrunError, SourceError,
 from postrun.ingest.guard import Guarded, forgotten_refusal, guarded, vault_copies
 from postrun.ingest.kept import reingest_session
 from postrun.ingest.known import KnownSteps
-from postrun.ingest.prepare import MapRules, Prepared, TurnsMemo, prepare, read_admitted
+from postrun.ingest.prepare import MapRules, Prepared, ValidMemo, prepare, read_admitted
 from postrun.records import MappedSession
 from postrun.review.apply import FlagMemo
 from postrun.review.exclude import Exclusions
@@ -111,7 +111,7 @@ class Ingester:
         keep_raw: bool = True,
         exclusions: Exclusions | None = None,
         flag_memo: FlagMemo | None = None,
-        turns_memo: TurnsMemo | None = None,
+        valid_memo: ValidMemo | None = None,
         raw_copy_seconds: float = 0.0,
         mapping_processes: Any | None = None,
     ) -> None:
@@ -126,7 +126,7 @@ class Ingester:
         self.clock = clock
         self.timer = timer
         self.hostname = hostname or socket.gethostname()
-        self.rules = MapRules(max_bytes, exclusions, flag_memo, turns_memo)
+        self.rules = MapRules(max_bytes, exclusions, flag_memo, valid_memo)
         # The mapping caches of sessions a write read again (stored by someone else meanwhile).
         self.fresh_caches: dict[str, Any] = {}
         self.known_steps = KnownSteps()  # what its last live writes left, not read back

@@ -116,7 +116,7 @@ def prepared_in_order(
     if processes is None or store is None or not processes.worth_it(sizes, len(locations)):
         yield (here(location, known) for location, known in known)
         return
-    pool = _Pool(processes.count, store, dataclasses.replace(rules, flag_memo=None, turns_memo=None))
+    pool = _Pool(processes.count, store, dataclasses.replace(rules, flag_memo=None, valid_memo=None))
     try:
         yield pool.results(known, size_of, here)
     finally:
