@@ -224,18 +224,28 @@ def _classify(root: Path, entry: os.DirEntry[str]) -> SessionLocation | Skipped:
     return Skipped(root / name, f"no {name}{MESSAGES_SUFFIX}", warn=True)
 
 
-def helper_transcripts(location: SessionLocation) -> tuple[tuple[str, Path], ...]:
-    """The helper transcripts beside a session's own, as (actor id, path), sorted by name.
-
-    Every ``<name>.messages.json`` of the session's folder but the lead's, with a safe
-    name; temp files and hidden entries are Cline's work in progress. One ``scandir``:
-    an unreadable folder has none (reading the lead transcript reports the folder).
-    """
-    folder = location.folder
+def folder_files(folder: Path) -> list[str] | None:
+    """The names of a session folder's entries that are not folders, sorted (one ``scandir``);
+    None when it cannot be listed."""
     try:
         with os.scandir(folder) as scan:
-            names = sorted(entry.name for entry in scan if not entry.is_dir())
+            return sorted(entry.name for entry in scan if not entry.is_dir())
     except OSError:
+        return None
+
+
+def helper_transcripts(location: SessionLocation, names: list[str] | None = None) -> tuple[tuple[str, Path], ...]:
+    """The helper transcripts beside a session's own, as (actor id, path), sorted by name.
+
+    Every ``<name>.messages.json`` of the session's folder (``names``: its ``folder_files``,
+    listed now when not given) but the lead's, with a safe name; temp files and hidden entries
+    are Cline's work in progress. An unreadable folder has none (reading the lead transcript
+    reports the folder).
+    """
+    folder = location.folder
+    if names is None:
+        names = folder_files(folder)
+    if names is None:
         return ()
     found: list[tuple[str, Path]] = []
     for name in names:
