@@ -163,34 +163,54 @@ class MappedSession:
     def id(self) -> str:
         return str(self.session["id"])
 
-    def problems(self, valid_turns: Sequence[Any] = ()) -> list[str]:
+    def problems(self, valid: Validated | None = None) -> list[str]:
         """Schema problems of the non-step records and of every reference.
 
-        Steps are validated when their ``StepRow`` is built. ``valid_turns``: the turns of an
-        earlier mapping of the session that were found valid; a turn equal to the one at its
-        place there is not checked again (a live session's re-ingest adds to its last turns).
+        Steps are validated when their ``StepRow`` is built. ``valid``: what an earlier check
+        of the session found valid (``validate``); a turn equal to the one at its place there
+        is not checked again, nor are the references of its steps when they come first (a live
+        session's re-ingest adds to its last turns and steps).
         """
+        return self._checked(valid)[0]
+
+    def validate(self, valid: Validated | None = None) -> Validated:
+        """Raise SchemaError on any of ``problems``; else what was found valid, for the next check."""
+        found, steps = self._checked(valid)
+        if found:
+            raise schema.SchemaError(found)
+        return Validated(self.turns, steps)
+
+    def _checked(self, valid: Validated | None) -> tuple[list[str], schema.ConsistentSteps | None]:
         found = schema.record_problems("session", self.session)
         for kind, key, records in (
             ("segment", "segments", self.segments),
             ("actor", "actors", self.actors),
             ("turn", "turns", self.turns),
         ):
-            known = valid_turns if kind == "turn" else ()
+            known = valid.turns if kind == "turn" and valid is not None else ()
             for i, record in enumerate(records):
                 if i < len(known) and known[i] == record:
                     continue
                 found += schema.record_problems(kind, record, f"{key}[{i}]")
         if found:
-            return found
-        return schema.reference_problems(
-            self.session, self.segments, self.actors, self.turns, [row.record for row in self.steps]
+            return found, None
+        return schema.checked_references(
+            self.session,
+            self.segments,
+            self.actors,
+            self.turns,
+            [row.record for row in self.steps],
+            None if valid is None else valid.steps,
         )
 
-    def validate(self, valid_turns: Sequence[Any] = ()) -> None:
-        found = self.problems(valid_turns)
-        if found:
-            raise schema.SchemaError(found)
+
+@dataclass(frozen=True, slots=True)
+class Validated:
+    """What a check of a session found valid: its turns, and its steps' references (None when
+    they were not found consistent at once)."""
+
+    turns: Sequence[Any] = ()
+    steps: schema.ConsistentSteps | None = None
 
 
 def summed_metrics(parts: Iterable[Mapping[str, Any] | None]) -> dict[str, Any] | None:

@@ -58,8 +58,10 @@ class Dispatcher:
 
     def changed(self, session_id: str, reason: Reason) -> None:
         with self._condition:
-            self.scheduler.changed(session_id, reason)
-            self._condition.notify()
+            # The worker wakes when the session is due: each event of a rewrite (several per
+            # write) would wake it only to find nothing due yet.
+            if self.scheduler.changed(session_id, reason):
+                self._condition.notify()
 
     def run_background(self) -> None:
         """Start the background work (it runs once nothing else is due)."""

@@ -39,7 +39,7 @@ from postrun.capture.startup import StartupCatchUp
 from postrun.errors import NotParseableYet, NotRecorded, PostrunError, SourceError, StoreError
 from postrun.ingest.ingester import Ingester, IngestOutcome, Progress, goes_on
 from postrun.ingest.pool import Processes
-from postrun.ingest.prepare import TurnsMemo
+from postrun.ingest.prepare import ValidMemo
 from postrun.ingest.reflag import refresh_flags
 from postrun.records import SourceFile
 from postrun.review.apply import FlagMemo
@@ -360,7 +360,7 @@ class IngestJob:
             keep_raw=self.keep_raw,
             exclusions=self.exclusions,
             flag_memo=FlagMemo(CACHE_LIMIT),
-            turns_memo=TurnsMemo(CACHE_LIMIT),
+            valid_memo=ValidMemo(CACHE_LIMIT),
             raw_copy_seconds=self.raw_copy_seconds,
             mapping_processes=self.mapping_processes,
         )

@@ -83,19 +83,22 @@ class Scheduler:
 
     # -- hints -------------------------------------------------------------------------
 
-    def changed(self, session_id: str, reason: Reason) -> None:
-        """Something about the session changed (or may have: events are only hints)."""
+    def changed(self, session_id: str, reason: Reason) -> bool:
+        """Something about the session changed (or may have: events are only hints). True when
+        it was not pending: a change of a pending session only makes it due later, never sooner."""
         state = self._sessions.setdefault(session_id, _Session())
         now = self.clock.now()
         if state.first_change is not None and reason == "poll":
             # A poll only discovers a change; the pending ingest reads the latest files anyway,
             # and letting each poll push the debounce would delay it by up to poll_seconds.
-            return
-        if state.first_change is None:
+            return False
+        pending = state.first_change is not None
+        if not pending:
             state.first_change = now
             state.reason = reason
             self._pending.add(session_id)
         state.last_change = now
+        return not pending
 
     def catch_up(self, session_ids: Iterable[str]) -> None:
         """Ingest these sessions as soon as the worker is free (start-up; after the store was recreated)."""

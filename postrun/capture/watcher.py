@@ -140,10 +140,11 @@ class SessionWatcher:
         Returns the sessions whose folder watch is new: their files may have changed before
         the watch existed, so the caller looks at them once more.
         """
+        alive = self._alive_watches()
         for session_id, folders in list(self._folders.items()):
-            if not all(self._alive(self._watches[folder]) for folder in folders):
+            if not all(self._watches[folder] in alive for folder in folders):
                 self._drop(session_id)
-        if self._root_watch is not None and (not self._alive(self._root_watch) or root_identity != self._root_identity):
+        if self._root_watch is not None and (self._root_watch not in alive or root_identity != self._root_identity):
             self._unschedule(self._root_watch)
             self._root_watch = None
         if root_identity is None:
@@ -234,10 +235,12 @@ class SessionWatcher:
             with contextlib.suppress(KeyError):  # never fully scheduled
                 self._observer.unschedule(watch)
 
-    def _alive(self, watch: ObservedWatch) -> bool:
+    def _alive_watches(self) -> set[ObservedWatch]:
+        """The watches whose emitter runs: one pass over the emitters, not one per watch (a
+        sync on every poll tick checks all of them)."""
         if self._observer is None:
-            return False
-        return any(emitter.watch == watch and emitter.is_alive() for emitter in self._observer.emitters)
+            return set()
+        return {emitter.watch for emitter in self._observer.emitters if emitter.is_alive()}
 
     def _log_limit(self, exc: OSError) -> None:
         if self._limit_logged:

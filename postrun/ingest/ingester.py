@@ -23,16 +23,16 @@ from postrun.agents.registry import Location, adapter_of
 from postrun.errors import Excluded, NotParseableYet, PostrunError, SourceError, StoreError
 from postrun.ingest.guard import Guarded, forgotten_refusal, guarded, vault_copies
 from postrun.ingest.kept import reingest_session
-from postrun.ingest.known import KnownSteps
-from postrun.ingest.prepare import MapRules, Prepared, TurnsMemo, prepare, read_admitted
-from postrun.records import MappedSession
+from postrun.ingest.known import KnownSteps, StoredSteps
+from postrun.ingest.prepare import MapRules, Prepared, ValidMemo, prepare, read_admitted
+from postrun.records import MappedSession, StepRow
 from postrun.review.apply import FlagMemo
 from postrun.review.exclude import Exclusions
 from postrun.store import vault
 from postrun.store.actors import StoredHelpers
 from postrun.store.db import Database, describe_sqlite_error
 from postrun.store.forget import lift_tombstone, remove_excluded, tombstone_kind
-from postrun.store.write import StoredState, UpsertResult, stored_state, upsert_session
+from postrun.store.write import StepWrite, StoredState, UpsertResult, stored_state, upsert_session
 from postrun.timestamps import utc_iso
 
 _NOW_UTC: Callable[[], datetime] = functools.partial(datetime.now, UTC)
@@ -111,7 +111,7 @@ class Ingester:
         keep_raw: bool = True,
         exclusions: Exclusions | None = None,
         flag_memo: FlagMemo | None = None,
-        turns_memo: TurnsMemo | None = None,
+        valid_memo: ValidMemo | None = None,
         raw_copy_seconds: float = 0.0,
         mapping_processes: Any | None = None,
     ) -> None:
@@ -126,7 +126,7 @@ class Ingester:
         self.clock = clock
         self.timer = timer
         self.hostname = hostname or socket.gethostname()
-        self.rules = MapRules(max_bytes, exclusions, flag_memo, turns_memo, keep_raw)
+        self.rules = MapRules(max_bytes, exclusions, flag_memo, valid_memo, keep_raw)
         # The mapping caches of sessions a write read again (stored by someone else meanwhile).
         self.fresh_caches: dict[str, Any] = {}
         self.known_steps = KnownSteps()  # what its last live writes left, not read back
@@ -209,10 +209,10 @@ class Ingester:
             with self.database.transaction():
                 known = self.known_steps.take(self.database, session_id) if live else None
                 checked = guarded(self, location, prepared, basis, force=force)
-                outcome, digests = self._write(location, checked, started, live, known)
+                outcome, stored = self._write(location, checked, started, live, known)
                 if checked.forgotten:
                     outcome = replace(outcome, revived=lift_tombstone(self.database, session_id))
-            self.known_steps.wrote(self.database, session_id, digests if live else None)
+            self.known_steps.wrote(self.database, session_id, stored if live else None)
         except Excluded as exc:  # its part of the transaction was rolled back
             raise self.drop_excluded(exc) from None
         except apsw.TooBigError:
@@ -237,9 +237,9 @@ class Ingester:
         return Excluded(session_id, f"{refusal.reason}; removed what was stored of it before its workspace was known")
 
     def _write(
-        self, location: Location, checked: Guarded, started: float, live: bool, known: dict[str, str] | None
-    ) -> tuple[IngestOutcome, dict[str, str]]:
-        """The upsert; the outcome, and the session's step digests as now stored."""
+        self, location: Location, checked: Guarded, started: float, live: bool, known: StoredSteps | None
+    ) -> tuple[IngestOutcome, StoredSteps]:
+        """The upsert; the outcome, and the session's steps as now stored."""
         prepared, state = checked.prepared, checked.state
         mapped = prepared.mapped
         session_id = location.session_id
@@ -262,16 +262,18 @@ class Ingester:
             captured_on=self.hostname,
             raw=raw if copy else (),
             steps=steps,
-            known=known,
+            known=None if known is None else known.digests,
+            written=() if known is None else known.rows,
         )
         if copy:
             self.behind.pop(session_id, None)
         elapsed_ms = (self.timer() - started) * 1000
         values = {f.name: getattr(result, f.name) for f in fields(result)}
         outcome = IngestOutcome(**values, elapsed_ms=elapsed_ms, unread=mapped.unread, incomplete=mapped.incomplete)
-        if known is not None:  # the upsert left it as the store now holds the steps
-            return outcome, known
-        return outcome, {row.id: row.digest for row in (mapped.steps if steps is None else steps)}
+        rows: tuple[StepRow | StepWrite, ...] = tuple(mapped.steps) if steps is None else tuple(steps)
+        if known is not None:  # the upsert left its digests as the store now holds the steps
+            return outcome, StoredSteps(known.digests, rows)
+        return outcome, StoredSteps({row.id: row.digest for row in rows}, rows)
 
     def _defer_copy(self, location: Location, mapped: MappedSession, now: datetime) -> bool:
         """True when this ingest leaves the open session's copies behind its records (its newest

@@ -16,8 +16,11 @@ committed yet), forgets them all: the next write reads the digests back.
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import dataclass
 
+from postrun.records import StepRow
 from postrun.store.db import Database
+from postrun.store.write import StepWrite
 
 KNOWN_SESSIONS = 8  # as many as capture keeps mapping caches for (the sessions changing now)
 
@@ -27,33 +30,41 @@ def _mark(database: Database) -> tuple[int, int]:
     return int(connection.execute("PRAGMA data_version").get), connection.total_changes()
 
 
+@dataclass(frozen=True, slots=True)
+class StoredSteps:
+    """What the store holds of a session's steps (id -> digest), and the rows that wrote them."""
+
+    digests: dict[str, str]
+    rows: tuple[StepRow | StepWrite, ...] = ()
+
+
 class KnownSteps:
-    """Each recent live session's stored step digests (id -> digest), valid while the store's
-    mark is the one this ingester's last commit left."""
+    """Each recent live session's stored steps (``StoredSteps``), valid while the store's mark is the
+    one this ingester's last commit left."""
 
     def __init__(self, limit: int = KNOWN_SESSIONS) -> None:
         self.limit = limit
         self._mark: tuple[int, int] | None = None
-        self._sessions: OrderedDict[str, dict[str, str]] = OrderedDict()
+        self._sessions: OrderedDict[str, StoredSteps] = OrderedDict()
 
-    def take(self, database: Database, session_id: str) -> dict[str, str] | None:
-        """The session's stored digests, when nothing else wrote since this ingester's last
+    def take(self, database: Database, session_id: str) -> StoredSteps | None:
+        """The session's stored steps, when nothing else wrote since this ingester's last
         commit; call it in the write transaction, before it writes anything."""
         if _mark(database) != self._mark:
             self._sessions.clear()
             return None
         return self._sessions.pop(session_id, None)
 
-    def wrote(self, database: Database, session_id: str, digests: dict[str, str] | None) -> None:
-        """After a write of the session (``digests``: its steps as now stored; None: unknown)."""
+    def wrote(self, database: Database, session_id: str, known: StoredSteps | None) -> None:
+        """After a write of the session (``known``: its steps as now stored; None: unknown)."""
         if not database.connection.getautocommit():  # a caller's transaction: not committed yet
             self._mark = None
             self._sessions.clear()
             return
         self._mark = _mark(database)
         self._sessions.pop(session_id, None)
-        if digests is None:
+        if known is None:
             return
-        self._sessions[session_id] = digests
+        self._sessions[session_id] = known
         while len(self._sessions) > self.limit:
             self._sessions.popitem(last=False)

@@ -108,7 +108,7 @@ def prepared(
         yield ((index, here(location, known)) for index, (location, known) in enumerate(known))
         return
     taken = processes.started.take(processes.count) if processes.started is not None else []
-    pool = _Pool(processes.count, taken, store, dataclasses.replace(rules, flag_memo=None, turns_memo=None))
+    pool = _Pool(processes.count, taken, store, dataclasses.replace(rules, flag_memo=None, valid_memo=None))
     try:
         yield pool.results(known, size_of, here)
     finally:

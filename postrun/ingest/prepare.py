@@ -13,30 +13,30 @@ from typing import Any
 
 from postrun.agents.registry import Approvals, Helpers, Location, ReadFiles, adapter_of
 from postrun.errors import Excluded, PostrunError, SourceError
-from postrun.records import MappedSession, PackedFile, RawCopy, RawFile
+from postrun.records import MappedSession, PackedFile, RawCopy, RawFile, Validated
 from postrun.review.apply import FlagMemo, flag_session
 from postrun.review.exclude import Exclusions
 from postrun.schema import SchemaError
 from postrun.store.write import StepWrite, step_write
 
 
-class TurnsMemo:
-    """The turns each recent session's last mapping had, once found valid: a live session is
-    re-mapped after each message, and its earlier turns come back unchanged (bounded, as the
-    mapping caches are; in the process that made it only)."""
+class ValidMemo:
+    """What each recent session's last mapping was found valid with (``records.Validated``): a
+    live session is re-mapped after each message, and its earlier turns and steps come back
+    unchanged (bounded, as the mapping caches are; in the process that made it only)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._lock = threading.Lock()
-        self._sessions: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+        self._sessions: OrderedDict[str, Validated] = OrderedDict()
 
-    def take(self, session_id: str) -> list[dict[str, Any]]:
+    def take(self, session_id: str) -> Validated | None:
         with self._lock:
-            return self._sessions.pop(session_id, [])
+            return self._sessions.pop(session_id, None)
 
-    def keep(self, session_id: str, turns: list[dict[str, Any]]) -> None:
+    def keep(self, session_id: str, valid: Validated) -> None:
         with self._lock:
-            self._sessions[session_id] = turns
+            self._sessions[session_id] = valid
             while len(self._sessions) > self.limit:
                 self._sessions.popitem(last=False)
 
@@ -49,7 +49,7 @@ class MapRules:
     max_bytes: int
     exclusions: Exclusions | None = None
     flag_memo: FlagMemo | None = None
-    turns_memo: TurnsMemo | None = None
+    valid_memo: ValidMemo | None = None
     keep_raw: bool = True  # whether the vault keeps the raw files (an ingest process packs them then)
 
 
@@ -142,10 +142,10 @@ def map_files(
     try:
         mapped, cache = adapter_of(location).map(files, approvals, cache, helpers)
         mapped = flag_session(mapped, rules.flag_memo)
-        memo = rules.turns_memo
-        mapped.validate(memo.take(location.session_id) if memo is not None else ())
+        memo = rules.valid_memo
+        valid = mapped.validate(memo.take(location.session_id) if memo is not None else None)
         if memo is not None:
-            memo.keep(location.session_id, mapped.turns)
+            memo.keep(location.session_id, valid)
     except SchemaError as exc:
         raise SourceError(str(location.where), f"maps to invalid records: {exc.problems[0]}") from None
     return Prepared(mapped, files, tuple(extra)), cache

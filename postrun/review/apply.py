@@ -10,9 +10,10 @@ already flagged are remembered per session (bounded) instead of recomputed.
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import OrderedDict
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from postrun.records import MappedSession, StepRow
 from postrun.review.flags import step_flags
@@ -20,9 +21,20 @@ from postrun.review.flags import step_flags
 MEMO_SESSIONS = 8  # sessions whose flagged steps are remembered (the ones changing right now)
 
 
+@dataclass(frozen=True, slots=True)
+class Flagged:
+    """One session's last flagging: each row flagged, by the digest of the step as the adapter
+    mapped it (and, for a read, the hash of the text read: within one process, as the memo
+    lives); and the rows it was given, in order, with the hash of each read's text."""
+
+    by_key: dict[str, StepRow]
+    given: tuple[StepRow, ...] = ()
+    flagged: tuple[StepRow, ...] = ()
+    read_hashes: dict[str, int] = field(default_factory=dict)
+
+
 class FlagMemo:
-    """Each recent session's flagged rows by the digest of the step as the adapter mapped it
-    (and, for a read, the hash of the text read: within one process, as the memo lives).
+    """Each recent session's last flagging (``Flagged``).
 
     A row without flags is the adapter's own (which its mapping cache holds anyway), so
     remembering it costs no memory."""
@@ -30,17 +42,17 @@ class FlagMemo:
     def __init__(self, limit: int = MEMO_SESSIONS) -> None:
         self.limit = limit
         self._lock = threading.Lock()
-        self._sessions: OrderedDict[str, dict[str, StepRow]] = OrderedDict()
+        self._sessions: OrderedDict[str, Flagged] = OrderedDict()
 
-    def take(self, session_id: str) -> dict[str, StepRow]:
+    def take(self, session_id: str) -> Flagged | None:
         with self._lock:
-            return self._sessions.pop(session_id, {})
+            return self._sessions.pop(session_id, None)
 
-    def keep(self, session_id: str, rows: dict[str, StepRow]) -> None:
+    def keep(self, session_id: str, flagged: Flagged) -> None:
         if self.limit <= 0:
             return
         with self._lock:
-            self._sessions[session_id] = rows
+            self._sessions[session_id] = flagged
             while len(self._sessions) > self.limit:
                 self._sessions.popitem(last=False)
 
@@ -48,11 +60,16 @@ class FlagMemo:
 def flag_session(mapped: MappedSession, memo: FlagMemo | None = None) -> MappedSession:
     """``mapped`` with every step's ``flags`` set by the rules, and no ``read_texts`` left."""
     root = str(mapped.session["workspace"]["root"])
-    known = memo.take(mapped.id) if memo is not None else {}
+    last = memo.take(mapped.id) if memo is not None else None
     read_texts = mapped.read_texts
-    seen: dict[str, StepRow] = {}
-    rows: list[StepRow] = []
-    for row in mapped.steps:
+    steps = mapped.steps
+    start = _unchanged(last, steps, read_texts)
+    known = last.by_key if last is not None else {}
+    # Taken from the memo, the last pass's rows by key are this one's: a pass that goes on from
+    # the same rows adds to them; any other keeps only its own rows' (the memo stays bounded).
+    seen = known if start else {}
+    rows = list(last.flagged) if last is not None and start else []
+    for row in steps[start:]:
         read_text = read_texts.get(row.id) if read_texts else None
         key = row.digest if read_text is None else f"{row.digest}:{hash(read_text)}"
         flagged = known.get(key)
@@ -64,5 +81,25 @@ def flag_session(mapped: MappedSession, memo: FlagMemo | None = None) -> MappedS
             seen[key] = flagged
         rows.append(flagged)
     if memo is not None:
-        memo.keep(mapped.id, seen)
+        hashes = {step_id: hash(text) for step_id, text in read_texts.items()}
+        memo.keep(mapped.id, Flagged(seen, tuple(steps), tuple(rows), hashes))
     return replace(mapped, steps=rows, read_texts={})
+
+
+def _unchanged(last: Flagged | None, steps: list[StepRow], read_texts: dict[str, str]) -> int:
+    """How many leading rows are the last flagging's, as they were given and with the same
+    texts read (their flagged rows are then its own, as they stand): all of them or none."""
+    if last is None or not last.given or len(steps) < len(last.given):
+        return 0
+    count = len(last.given)
+    if not all(map(operator.is_, last.given, steps)):
+        return 0
+    for step_id, value in last.read_hashes.items():
+        text = read_texts.get(step_id)
+        if text is None or hash(text) != value:
+            return 0
+    # A read text new to this pass must be a new row's, not one of the rows flagged without it.
+    new_texts = read_texts.keys() - last.read_hashes.keys()
+    if new_texts and not new_texts <= {row.id for row in steps[count:]}:
+        return 0
+    return count

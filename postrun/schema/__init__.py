@@ -12,13 +12,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from postrun.schema.base import SCHEMA_VERSION, SchemaError, check_timestamp
+from postrun.schema.consistent import ConsistentSteps
 from postrun.schema.plain import PLAIN_FIELDS, is_timestamp, plainly_valid, plainly_valid_step
 
 __all__ = [
     "PLAIN_FIELDS",
     "SCHEMA_VERSION",
+    "ConsistentSteps",
     "SchemaError",
     "check_timestamp",
+    "checked_references",
     "envelope_problems",
     "is_timestamp",
     "model_problems",
@@ -60,6 +63,19 @@ def reference_problems(
     steps: Sequence[Mapping[str, Any]],
 ) -> list[str]:
     """Check the references between already shape-valid records of one session."""
+    return checked_references(session, segments, actors, turns, steps)[0]
+
+
+def checked_references(
+    session: Mapping[str, Any],
+    segments: Sequence[Mapping[str, Any]],
+    actors: Sequence[Mapping[str, Any]],
+    turns: Sequence[Mapping[str, Any]],
+    steps: Sequence[Mapping[str, Any]],
+    known: ConsistentSteps | None = None,
+) -> tuple[list[str], ConsistentSteps | None]:
+    """``reference_problems``, and the steps' references when they have none; ``known``: those of
+    an earlier check of the session, whose steps then need no checking again."""
     problems: list[str] = []
     session_id = session["id"]
     segment_indexes: set[int] = set()
@@ -84,8 +100,11 @@ def reference_problems(
         if turn["id"] in turn_ids:
             problems.append(f"turns[{i}].id: duplicate {turn['id']}")
         turn_ids.add(turn["id"])
-    if _steps_consistent(steps, session_id, turn_ids, actor_ids, segment_indexes):
-        return problems
+    consistent = None if known is None else known.extended(steps, session_id, turn_ids, actor_ids, segment_indexes)
+    if consistent is None:
+        consistent = ConsistentSteps.found(steps, session_id, turn_ids, actor_ids, segment_indexes)
+    if consistent is not None:
+        return problems, consistent
     seqs: set[int] = set()
     step_ids: set[str] = set()
     for i, step in enumerate(steps):
@@ -103,22 +122,7 @@ def reference_problems(
         if step["id"] in step_ids:
             problems.append(f"steps[{i}].id: duplicate {step['id']}")
         step_ids.add(step["id"])
-    return problems
-
-
-def _steps_consistent(
-    steps: Sequence[Mapping[str, Any]], session_id: Any, turn_ids: set[str], actor_ids: set[Any], segments: set[int]
-) -> bool:
-    """No step has a reference problem: six set operations instead of six tests per step
-    (which then name the problems)."""
-    return (
-        {step["session_id"] for step in steps} <= {session_id}
-        and {step["turn_id"] for step in steps} <= turn_ids
-        and {step["actor_id"] for step in steps} <= actor_ids
-        and {step["segment_index"] for step in steps} <= segments
-        and len({step["seq"] for step in steps}) == len(steps)
-        and len({step["id"] for step in steps}) == len(steps)
-    )
+    return problems, None
 
 
 _ENVELOPE_KEYS = ("schema_version", "session", "segments", "actors", "turns", "steps")

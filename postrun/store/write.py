@@ -10,6 +10,7 @@ keeps its first. A session whose files disappear is never deleted.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -80,9 +81,16 @@ class _Writer:
         )
         self.rows += 1
 
-    def sync_steps(self, rows: Sequence[StepRow | StepWrite], known: dict[str, str] | None = None) -> None:
+    def sync_steps(
+        self,
+        rows: Sequence[StepRow | StepWrite],
+        known: dict[str, str] | None = None,
+        written: Sequence[StepRow | StepWrite] = (),
+    ) -> None:
         """Write the steps whose digests changed; ``known`` (what the store holds, id -> digest)
-        is compared against instead of read back, and left as what the store holds after."""
+        is compared against instead of read back, and left as what the store holds after.
+        ``written``: the rows whose write left ``known`` as it is; the very rows ``rows`` begins
+        with are unchanged, and not compared one by one."""
         execute = self.connection.execute
         # Only ids and digests: a re-ingest after one new message compares thousands of
         # unchanged steps, and looks up the rowid of the few that changed.
@@ -92,9 +100,12 @@ class _Writer:
             else dict(execute("SELECT id, digest FROM steps WHERE session_id = ?", (self.session_id,)))
         )
         before = len(stored)
-        kept = 0  # rows whose id the store held (the ids are unique: the session was validated)
+        start = 0
+        if known is not None and written and len(rows) >= len(written) and all(map(operator.is_, written, rows)):
+            start = len(written)
+        kept = start  # rows whose id the store held (the ids are unique: the session was validated)
         added: list[StepWrite] = []
-        for row in rows:
+        for row in rows[start:]:
             previous = stored.get(row.id)
             if previous is not None:
                 kept += 1
@@ -245,6 +256,7 @@ def upsert_session(
     raw: Sequence[RawCopy] = (),
     steps: Sequence[StepWrite] | None = None,
     known: dict[str, str] | None = None,
+    written: Sequence[StepRow | StepWrite] = (),
 ) -> UpsertResult:
     """Store ``mapped`` in one transaction, writing only what changed.
 
@@ -254,7 +266,7 @@ def upsert_session(
     ``mapped``'s steps as ``step_write`` made them (and ``mapped.steps`` is not read).
     ``known``, when given, is what the store holds of the session's steps (id -> digest,
     ``postrun.ingest.known``): it is compared against, not read back, and updated to what the
-    store holds after the write (only if it commits).
+    store holds after the write (only if it commits); ``written``, the rows that left it so.
     """
     rows: Sequence[StepRow | StepWrite] = mapped.steps if steps is None else steps
     session = mapped.session
@@ -309,7 +321,7 @@ def upsert_session(
         writer.sync_keyed(
             "turns", "turn", "id", [(t["id"], {k: v for k, v in t.items() if k != "step_ids"}) for t in mapped.turns]
         )
-        writer.sync_steps(rows, known)
+        writer.sync_steps(rows, known, written)
         if raw:
             vault.keep(connection, session_id, raw, now=stamp)
         session_changed = existing is not None and tuple(existing) != columns

@@ -13,8 +13,7 @@ from postrun.agents.cline import SessionLocation
 from postrun.errors import Forgotten
 from postrun.ingest.batches import ingest_all
 from postrun.ingest.ingester import Ingester, IngestFailure
-from postrun.records import StepRow
-from postrun.review.apply import FlagMemo
+from postrun.review.apply import Flagged, FlagMemo
 from postrun.store.db import Database
 from postrun.store.forget import forget_sessions
 from tests.reliability.kit import Synthetic, synthetic_id
@@ -31,8 +30,8 @@ class ForgetWhileMapping(FlagMemo):
         self.db = db
         self.forgot = False
 
-    def keep(self, session_id: str, rows: dict[str, StepRow]) -> None:
-        super().keep(session_id, rows)
+    def keep(self, session_id: str, flagged: Flagged) -> None:
+        super().keep(session_id, flagged)
         if session_id == SESSION and not self.forgot:
             self.forgot = True
             with Database.open(self.db) as other:

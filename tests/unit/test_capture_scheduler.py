@@ -67,6 +67,24 @@ def test_trailing_debounce_waits_for_quiet(scheduler: Scheduler, clock: FakeCloc
     assert scheduler.take() is None  # handed out once
 
 
+def test_only_a_change_that_makes_a_session_pending_can_make_it_due_sooner(
+    scheduler: Scheduler, clock: FakeClock
+) -> None:
+    # The worker is woken only for those: a pending session's next change only moves it later.
+    assert scheduler.changed("a", "event")
+    wakeups = [scheduler.next_wakeup()]
+    for reason in ("event", "poll", "event"):
+        clock.advance(0.5)
+        assert not scheduler.changed("a", reason)
+        wakeups.append(scheduler.next_wakeup())
+    assert wakeups == sorted(wakeups)
+    clock.advance(DEBOUNCE)
+    due = scheduler.take()
+    assert due == Due("a", "event")
+    assert scheduler.changed("a", "event")  # running: pending again, for after this ingest
+    ingest(scheduler, due, clock)
+
+
 def test_next_wakeup_is_the_debounce_deadline(scheduler: Scheduler, clock: FakeClock) -> None:
     assert scheduler.next_wakeup() is None
     scheduler.changed("a", "poll")

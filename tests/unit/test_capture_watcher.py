@@ -49,7 +49,7 @@ class Hints:
 
 def root_armed(watcher: SessionWatcher) -> bool:
     """Whether the watcher's watch on the root is in place (from its state)."""
-    return watcher._root_watch is not None and watcher._alive(watcher._root_watch)
+    return watcher._root_watch is not None and watcher._root_watch in watcher._alive_watches()
 
 
 def identity(path: Path) -> tuple[int, int] | None:

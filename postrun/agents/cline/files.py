@@ -20,6 +20,7 @@ from postrun.agents.cline.locate import (
     MESSAGES_SUFFIX,
     OUTSIDE_ROOT,
     SessionLocation,
+    folder_files,
     helper_transcripts,
     leads_outside,
 )
@@ -215,9 +216,14 @@ def _refuse_outside(location: SessionLocation, path: Path) -> None:
 def session_fingerprint(location: SessionLocation) -> tuple[SourceFile, ...]:
     """Fingerprints of the files ``read_session`` would read (stat only, no read): the
     messages file first, then the manifest, the helpers' transcripts and the sidecar."""
+    names = folder_files(location.folder)
     found = [stat_fingerprint(location.messages), stat_fingerprint(location.manifest)]
-    found.extend(_quiet_stat(path) for _, path in helper_transcripts(location))
-    found.append(_quiet_stat(location.compaction))
+    found.extend(_quiet_stat(path) for _, path in helper_transcripts(location, names))
+    compaction = location.compaction
+    # The listing says whether there is a sidecar (most sessions have none): a poll of the
+    # active sessions fingerprints each of them, and a stat that fails costs an exception.
+    if names is None or compaction.name in names:
+        found.append(_quiet_stat(compaction))
     return tuple(fingerprint for fingerprint in found if fingerprint is not None)
 
 

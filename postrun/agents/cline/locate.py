@@ -73,6 +73,12 @@ def _session_paths(sessions_root: Path, session_id: str) -> tuple[Path, Path, Pa
     return folder, folder / f"{session_id}{MESSAGES_SUFFIX}", folder / f"{session_id}.json"
 
 
+@functools.lru_cache(maxsize=64)
+def _compaction_path(folder: Path, session_id: str) -> Path:
+    """Made once for the few sessions being polled or read right now (each poll asks for it)."""
+    return folder / f"{session_id}{COMPACTION_SUFFIX}"
+
+
 class SessionLocation:
     """The files of one session. ``data_dir`` holds globalState.json and settings/.
 
@@ -121,7 +127,7 @@ class SessionLocation:
     @property
     def compaction(self) -> Path:
         """The optional compaction sidecar (its summary is recorded, its messages are not)."""
-        return self.folder / f"{self.session_id}{COMPACTION_SUFFIX}"
+        return _compaction_path(self.folder, self.session_id)
 
     @property
     def data_dir(self) -> Path:
@@ -218,18 +224,28 @@ def _classify(root: Path, entry: os.DirEntry[str]) -> SessionLocation | Skipped:
     return Skipped(root / name, f"no {name}{MESSAGES_SUFFIX}", warn=True)
 
 
-def helper_transcripts(location: SessionLocation) -> tuple[tuple[str, Path], ...]:
-    """The helper transcripts beside a session's own, as (actor id, path), sorted by name.
-
-    Every ``<name>.messages.json`` of the session's folder but the lead's, with a safe
-    name; temp files and hidden entries are Cline's work in progress. One ``scandir``:
-    an unreadable folder has none (reading the lead transcript reports the folder).
-    """
-    folder = location.folder
+def folder_files(folder: Path) -> list[str] | None:
+    """The names of a session folder's entries that are not folders, sorted (one ``scandir``);
+    None when it cannot be listed."""
     try:
         with os.scandir(folder) as scan:
-            names = sorted(entry.name for entry in scan if not entry.is_dir())
+            return sorted(entry.name for entry in scan if not entry.is_dir())
     except OSError:
+        return None
+
+
+def helper_transcripts(location: SessionLocation, names: list[str] | None = None) -> tuple[tuple[str, Path], ...]:
+    """The helper transcripts beside a session's own, as (actor id, path), sorted by name.
+
+    Every ``<name>.messages.json`` of the session's folder (``names``: its ``folder_files``,
+    listed now when not given) but the lead's, with a safe name; temp files and hidden entries
+    are Cline's work in progress. An unreadable folder has none (reading the lead transcript
+    reports the folder).
+    """
+    folder = location.folder
+    if names is None:
+        names = folder_files(folder)
+    if names is None:
         return ()
     found: list[tuple[str, Path]] = []
     for name in names:
@@ -305,9 +321,10 @@ def session_id_for_event(root: Path, path: str | os.PathLike[str]) -> str | None
     files over the real ones, so event types cannot be trusted); temp files,
     hidden entries, unsafe names and Cline's own root files map to None.
     """
-    relative = os.path.relpath(_absolute(path), _absolute(root))
-    parts = Path(relative).parts
-    if not parts or parts[0] in (".", ".."):
+    # Strings, no Path objects: every event of a busy session comes through here.
+    relative = os.path.relpath(os.path.abspath(path), os.path.abspath(root))  # noqa: PTH100 - symlinks kept
+    parts = relative.split(os.sep)  # noqa: PTH206 - normalized by relpath
+    if parts[0] in (".", ".."):
         return None
     name = parts[0]
     if _quietly_skipped(name) or not is_safe_name(name) or parts[-1].endswith(".tmp"):

@@ -13,6 +13,7 @@ instead of walking every message. With or without a cache the result is the same
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +55,15 @@ class MappingCache:
     transcript: TranscriptResume | None = None
     fold: FoldResume | None = None
     helpers: Mapping[str, MappingCache] = field(default_factory=dict)  # by actor id
+    turn_steps: TurnSteps | None = None  # the lead's (helpers' caches keep none)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSteps:
+    """The step ids of each turn, as the rows of the last mapping name them."""
+
+    rows: tuple[StepRow, ...]
+    step_ids: Mapping[str, tuple[str, ...]]
 
 
 _NOTHING_KEPT: Mapping[str, StoredActor] = {}
@@ -123,6 +133,7 @@ def map_session(
         if summary is not None:
             lead_rows.insert(*summary)
     rows = place_helpers(lead_rows, opened_turns, helpers)
+    turn_steps = _turn_steps(rows, previous.turn_steps if previous is not None else None)
     session = _session_record(files, transcript, manifest, metadata, started_at)
     metrics = summed_metrics([transcript.metrics.record(), *(helper.metrics for helper in helpers)])
     if metrics is not None:
@@ -136,7 +147,7 @@ def map_session(
         # The files the records come from, a kept helper's included (its content is stored).
         segments=[{**segment, "source_files": [path for path, _ in used]} for segment in plan.segments],
         actors=[root, *sorted((helper.actor for helper in helpers), key=lambda actor: str(actor["id"]))],
-        turns=_turn_records(facts.session_id, opened_turns, rows),
+        turns=_turn_records(facts.session_id, opened_turns, rows, turn_steps),
         steps=rows,
         extras=_extras(manifest, metadata, transcript),
         approvals=approvals,
@@ -146,7 +157,7 @@ def map_session(
         unread=tuple(unread),
         read_texts={step_id: text for resume in folds for step_id, text in resume.read_texts},
     )
-    return mapped, MappingCache(header, fold.cached, transcript.resume, fold.resume, helper_caches)
+    return mapped, MappingCache(header, fold.cached, transcript.resume, fold.resume, helper_caches, turn_steps)
 
 
 def _files_used(files: SessionFiles, actors: set[str], unread: set[str]) -> list[tuple[str, SourceFile | None]]:
@@ -246,11 +257,24 @@ def _fold(
     return fold_messages(transcript, facts, plan, started_at, header, reusable, last)
 
 
-def _turn_records(session_id: str, opened_turns: list[dict[str, Any]], rows: list[StepRow]) -> list[dict[str, Any]]:
+def _turn_steps(rows: list[StepRow], last: TurnSteps | None) -> TurnSteps:
+    """Each turn's step ids: a re-mapping whose rows begin with the last one's (the very same
+    rows, which its cache kept) goes through the new rows only."""
+    start = 0
     step_ids: dict[str, list[str]] = {}
-    for row in rows:
+    if last is not None and len(rows) >= len(last.rows) and all(map(operator.is_, last.rows, rows)):
+        start = len(last.rows)
+        step_ids = {turn_id: list(ids) for turn_id, ids in last.step_ids.items()}
+    for row in rows[start:]:
         record = row.record
         step_ids.setdefault(record["turn_id"], []).append(record["id"])
+    return TurnSteps(tuple(rows), {turn_id: tuple(ids) for turn_id, ids in step_ids.items()})
+
+
+def _turn_records(
+    session_id: str, opened_turns: list[dict[str, Any]], rows: list[StepRow], turn_steps: TurnSteps
+) -> list[dict[str, Any]]:
+    step_ids = turn_steps.step_ids
     turns: list[dict[str, Any]] = []
     if "turn:0" in step_ids:
         # Steps before the first prompt (e.g. a compacted or migrated transcript).
@@ -262,10 +286,10 @@ def _turn_records(session_id: str, opened_turns: list[dict[str, Any]], rows: lis
                 "actor_id": ROOT_ACTOR,
                 "index": 0,
                 "started_at": rows[0].record["at"],
-                "step_ids": step_ids["turn:0"],
+                "step_ids": list(step_ids["turn:0"]),
             }
         )
-    turns.extend({**turn, "step_ids": step_ids.get(turn["id"], [])} for turn in opened_turns)
+    turns.extend({**turn, "step_ids": list(step_ids.get(turn["id"], ()))} for turn in opened_turns)
     return turns
 
 

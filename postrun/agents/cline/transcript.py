@@ -98,6 +98,7 @@ class TranscriptResume:
 
     fingerprints: tuple[Fingerprint | None, ...]  # every message of the file by position (None: not an object)
     messages: tuple[Message, ...]
+    by_position: Mapping[int, Message]  # ``messages`` by position: copied, not built again, by the next pass
     answers: Mapping[int, Mapping[int, BlockRef]]
     seen_ids: Mapping[str, int]
     waiting: Mapping[str, tuple[BlockRef, ...]]
@@ -128,7 +129,7 @@ class _Pass:
     def restore(self, resume: TranscriptResume) -> None:
         transcript = self.transcript
         transcript.messages = list(resume.messages)
-        transcript.by_position = {message.position: message for message in resume.messages}
+        transcript.by_position = dict(resume.by_position)
         transcript.answers = dict(resume.answers)
         transcript.earliest_ms = resume.earliest_ms
         transcript.metrics = resume.metrics.copy()
@@ -204,6 +205,7 @@ class _Pass:
         transcript.resume = TranscriptResume(
             fingerprints=tuple(self.fingerprints),
             messages=tuple(transcript.messages),
+            by_position=dict(transcript.by_position),
             answers=dict(transcript.answers),
             seen_ids=self.seen_ids,
             waiting={call_id: tuple(calls) for call_id, calls in self.waiting.items() if calls},

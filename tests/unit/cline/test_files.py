@@ -115,3 +115,13 @@ def test_fifo_in_place_of_the_transcript_is_refused(subagents: SessionLocation) 
 def test_size_limit_applies(subagents: SessionLocation) -> None:
     with pytest.raises(SourceError, match="max_file_mb"):
         read_session(subagents, max_bytes=1000)
+
+
+def test_a_compaction_sidecar_is_fingerprinted_once_it_is_there(subagents: SessionLocation) -> None:
+    assert str(subagents.compaction) not in [source.path for source in session_fingerprint(subagents)]
+    subagents.compaction.write_text('{"summary": "so far"}')
+    fingerprints = session_fingerprint(subagents)
+    assert fingerprints[-1] == stat_fingerprint(subagents.compaction)
+    assert [source.path for source in read_session(subagents, max_bytes=MAX_BYTES).source_files] == [
+        source.path for source in fingerprints
+    ]

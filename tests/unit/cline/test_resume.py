@@ -108,3 +108,16 @@ def test_a_skipped_message_too_deep_to_fingerprint_is_skipped_and_never_resumed_
     cached, _ = map_session(files_for(transcript, default_manifest()), ALL_AUTO, cache)
     fresh, _ = map_session(files_for(transcript, default_manifest()), ALL_AUTO)
     assert same_mapping(cached, fresh)
+
+
+def test_an_append_gathers_the_step_ids_of_the_new_rows_only() -> None:
+    transcript = _session()
+    cache = _map(transcript, None)
+    assert cache.turn_steps is not None
+    before = cache.turn_steps.rows
+    transcript.append(message("a3", "assistant", "done"))
+    after = _map(transcript, cache).turn_steps
+    assert after is not None
+    assert after.rows[: len(before)] == before  # the same rows, the fold reused them
+    assert all(new is old for new, old in zip(after.rows, before, strict=False))
+    assert after.step_ids["turn:1"][-1] == after.rows[-1].id

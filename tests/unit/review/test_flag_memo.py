@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
-from postrun.records import MappedSession
+import pytest
+
+import postrun.review.apply
+from postrun.records import MappedSession, StepRow
 from postrun.review.apply import FlagMemo, flag_session
 from tests.unit.cline.kit import T0, answer, call, mapped_session, message, prompt
 
@@ -66,3 +70,51 @@ def test_a_read_is_remembered_with_its_text_and_the_text_goes_no_further() -> No
     other = flag_session(replace(mapped, read_texts={"c1#0": "DEBUG=1"}), memo)
     (read,) = [row.record for row in other.steps if row.id == "c1#0"]
     assert [flag["kind"] for flag in read["flags"]] == ["sensitive_read"]
+
+
+def flags_computed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of the steps whose flags the rules computed."""
+    computed: list[str] = []
+    real = postrun.review.apply.step_flags
+
+    def counting(record: dict[str, Any], *args: Any) -> list[dict[str, Any]]:
+        computed.append(str(record["id"]))
+        return real(record, *args)
+
+    monkeypatch.setattr(postrun.review.apply, "step_flags", counting)
+    return computed
+
+
+def test_an_append_flags_the_new_steps_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    mapped = session("sudo rm -rf /var")
+    memo = FlagMemo()
+    first = flag_session(mapped, memo)
+    last = mapped.steps[-1].record
+    extra = {**last, "id": "a3#0", "seq": last["seq"] + 1, "payload": {"role": "assistant", "text": "more"}}
+    grown = replace(mapped, steps=[*mapped.steps, StepRow.build(extra)])
+    computed = flags_computed(monkeypatch)
+    again = flag_session(grown, memo)
+    assert computed == [grown.steps[-1].id]
+    assert all(now is before for now, before in zip(again.steps, first.steps, strict=False))
+    assert blobs(again) == blobs(flag_session(grown))
+
+
+def test_a_step_read_again_with_another_text_is_flagged_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    result = [{"query": "/home/dev/app/.env", "result": "DEBUG=1\n", "success": True}]
+    mapped = mapped_session(
+        [
+            prompt("u1", "look"),
+            message(
+                "a1", "assistant", [call("c1", "read_files", {"files": [{"path": "/home/dev/app/.env"}]})], ts=T0 + 1000
+            ),
+            message("r1", "user", [answer("c1", result, name="read_files")], ts=T0 + 2000),
+        ]
+    )
+    memo = FlagMemo()
+    flag_session(mapped, memo)
+    token = "ghp_" + "A1b2C3d4" * 4 + "Zz9Y"
+    computed = flags_computed(monkeypatch)
+    other = flag_session(replace(mapped, read_texts={"c1#0": f"GH_TOKEN={token}"}), memo)
+    assert "c1#0" in computed
+    (read,) = [row.record for row in other.steps if row.id == "c1#0"]
+    assert [flag["kind"] for flag in read["flags"]] == ["sensitive_read", "secret_in_output"]
