@@ -11,7 +11,7 @@ import pytest
 from postrun.agents.cline import list_sessions
 from postrun.ingest import ahead
 from postrun.ingest.batches import ingest_targets
-from tests.reliability.kit import Synthetic, differences, read_records, synthetic_id
+from tests.reliability.kit import differences, read_records, write_synthetic
 from tests.support.processes import mapping_processes
 
 MAX_BYTES = 64 * 2**20
@@ -20,11 +20,7 @@ MAX_BYTES = 64 * 2**20
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     folder = tmp_path / "cline" / "sessions"
-    for index in range(6):
-        session = Synthetic(synthetic_id(index), seed=index)
-        for _ in range(3):
-            session.grow()
-        session.write(folder)
+    write_synthetic(folder, 6, grows=3)
     return folder
 
 

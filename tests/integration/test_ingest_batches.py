@@ -24,7 +24,7 @@ from postrun.ingest.ingester import Ingester, IngestFailure, IngestOutcome
 from postrun.ingest.pool import Processes
 from postrun.store.db import Database
 from postrun.store.forget import forget_sessions
-from tests.reliability.kit import Synthetic, differences, read_records, store_problems, synthetic_id
+from tests.reliability.kit import Synthetic, differences, read_records, store_problems, synthetic_id, write_synthetic
 from tests.support.processes import mapping_processes
 
 MAX_BYTES = 64 * 2**20
@@ -184,11 +184,7 @@ def prepared_here_while_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     stored as preparing all in line stores them."""
     monkeypatch.setattr(catchup, "BATCH_SECONDS", 60.0)
     root = tmp_path / "cline" / "sessions"
-    for index in range(12):
-        session = Synthetic(synthetic_id(index), seed=index)
-        for _ in range(3):
-            session.grow()
-        session.write(root)
+    write_synthetic(root, 12, grows=3)
     real_init = pool._Pool.__init__
     stopped: list[psutil.Process] = []
     in_line_here: list[str] = []

@@ -17,18 +17,10 @@ from postrun.ingest.pool import Processes
 from postrun.records import RawFile, SourceFile
 from postrun.store import dictionary, vault
 from postrun.store.db import Database
-from tests.reliability.kit import Synthetic, differences, read_records, synthetic_id
+from tests.reliability.kit import Synthetic, differences, read_records, synthetic_id, write_synthetic
 from tests.support.processes import mapping_processes
 
 MAX_BYTES = 64 * 2**20
-
-
-def history(root: Path, count: int) -> None:
-    for index in range(count):
-        session = Synthetic(synthetic_id(index), seed=index)
-        for _ in range(30):
-            session.grow()
-        session.write(root)
 
 
 def copies_read_back(database: Database) -> int:
@@ -48,7 +40,7 @@ def test_copies_packed_in_a_process_are_kept_as_in_line_with_the_vaults_dictiona
     monkeypatch.setattr(dictionary, "CONTENT_BYTES", 40_000)
     monkeypatch.setattr(batches, "BATCH_SECONDS", 0.0)  # each session committed: the process sees the dictionary
     root = tmp_path / "cline" / "sessions"
-    history(root, 12)
+    write_synthetic(root, 12, grows=30)
     sessions = list_sessions(root).sessions
     with Database.open(tmp_path / "apart.db") as database:
         ingester = Ingester(database, max_bytes=MAX_BYTES, mapping_processes=Processes(1, from_sessions=2))
@@ -71,7 +63,7 @@ def test_a_copy_packed_with_a_dictionary_forget_removed_is_refused(
     monkeypatch.setattr(dictionary, "BUILD_AFTER_BYTES", 60_000)
     monkeypatch.setattr(dictionary, "CONTENT_BYTES", 40_000)
     root = tmp_path / "cline" / "sessions"
-    history(root, 8)
+    write_synthetic(root, 8, grows=30)
     with Database.open(tmp_path / "store.db") as database:
         list(ingest_all(Ingester(database, max_bytes=MAX_BYTES), list_sessions(root).sessions))
         (cut_from,) = [orjson.loads(row[0]) for row in database.execute("SELECT sessions FROM raw_dictionaries")]

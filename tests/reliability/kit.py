@@ -358,6 +358,15 @@ def synthetic_id(index: int) -> str:
     return f"{T0_MS + index * 1000}_s{index:04d}"
 
 
+def write_synthetic(root: Path, count: int, *, grows: int) -> None:
+    """``count`` synthetic sessions under ``root`` (``synthetic_id(0)`` on), each grown ``grows`` times."""
+    for index in range(count):
+        session = Synthetic(synthetic_id(index), seed=index)
+        for _ in range(grows):
+            session.grow()
+        session.write(root)
+
+
 # -- sitecustomize hooks loaded into the real postrun process -----------------------------
 
 
