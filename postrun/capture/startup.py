@@ -62,7 +62,7 @@ class StartupCatchUp:
                     job.host.retry_catch_up(job.faults.failed(stop.error))
                     return
                 yield from self._reported(results)
-                if any(isinstance(result, IngestOutcome) for result in results):
+                if any(isinstance(result, IngestOutcome) for _, result in results):
                     job.on_ingested()
                 # Once every session is reported the catch-up runs on to its end (its processes
                 # end there), whatever is due: there is nothing left to resume it for.

@@ -29,6 +29,7 @@ from postrun.ingest.prepare import Known, Prepared, internal_error
 from postrun.ingest.reflag import refresh_flags
 from postrun.review.exclude import Exclusions
 from postrun.store.actors import StoredHelpers
+from postrun.store.checkpoints import Checkpoints, checkpointed_beside
 from postrun.store.db import Database, describe_sqlite_error
 from postrun.store.forget import tombstone_kinds
 from postrun.store.scrub import finish_pending
@@ -95,6 +96,7 @@ def committed_batches(
     try:
         forgotten = ingester.read(tombstone_kinds)
         with (
+            checkpointed_beside(ingester.database) as checkpoints,
             contextlib.closing(Database.open_reader(ingester.database.path)) as reader,
             prepared(
                 locations,
@@ -105,6 +107,7 @@ def committed_batches(
                 store=ingester.database.path,
             ) as results,
         ):
+            batch.checkpoints = checkpoints
             for position, (location, mapped, mapped_ms) in results:
                 storing = location.session_id  # its transaction failing to begin is its store failing too
                 batch.open()
@@ -198,6 +201,7 @@ class _Batch:
         self.timer = timer
         self.results: list[Placed] = []
         self.source_bytes = 0
+        self.checkpoints: Checkpoints | None = None  # told when each transaction begins and ends
         self._started: float | None = None
         self._transaction = contextlib.ExitStack()
 
@@ -207,6 +211,8 @@ class _Batch:
                 self._transaction.enter_context(self.database.transaction())
             except apsw.Error as exc:
                 raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+            if self.checkpoints is not None:
+                self.checkpoints.begun()
             self._started = self.timer()
 
     def full(self) -> bool:
@@ -222,6 +228,9 @@ class _Batch:
                 self._transaction.close()
             except apsw.Error as exc:
                 raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
+            finally:
+                if self.checkpoints is not None:
+                    self.checkpoints.ended()
         results, self.results = self.results, []
         return results
 
@@ -234,6 +243,8 @@ class _Batch:
             failure = StoreError(str(self.database.path), "rolled back")
             with contextlib.suppress(apsw.Error, StoreError):
                 self._transaction.__exit__(StoreError, failure, None)
+            if self.checkpoints is not None:
+                self.checkpoints.ended()
         return results
 
 

@@ -104,6 +104,12 @@ def _connect(path: Path, *, create: bool, read_only: bool, immutable: bool = Fal
     return connection
 
 
+def connect_writer(path: Path) -> apsw.Connection:
+    """One more read-write connection to an existing store, for work beside its writer
+    (``postrun.store.checkpoints``)."""
+    return _connect(path, create=False, read_only=False)
+
+
 class Database:
     """An open connection to the store, at the current schema (a writer's migrated it)."""
 
