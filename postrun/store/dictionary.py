@@ -51,13 +51,11 @@ def compressor(connection: apsw.Connection) -> tuple[zstandard.ZstdCompressor, i
 
     Cuts the dictionary, inside the caller's transaction, when the vault has grown enough.
     """
-    row = connection.execute("SELECT id, hash FROM raw_dictionaries ORDER BY id DESC LIMIT 1").fetchone()
-    if row is None:
-        row = _build(connection)
-    if row is None:
-        return zstandard.ZstdCompressor(level=LEVEL), None
-    dictionary_id = int(row[0])
-    return zstandard.ZstdCompressor(dict_data=_by_id(connection, dictionary_id, str(row[1]))), dictionary_id
+    found, used = newest(connection)
+    if used is None and (row := _build(connection)) is not None:
+        used = int(row[0]), str(row[1])
+        found = zstandard.ZstdCompressor(dict_data=_by_id(connection, *used))
+    return found, None if used is None else used[0]
 
 
 def newest(connection: apsw.Connection) -> tuple[zstandard.ZstdCompressor, tuple[int, str] | None]:
