@@ -28,6 +28,7 @@ from postrun.ingest.pool import Processes, prepared
 from postrun.ingest.prepare import Known, Prepared, internal_error
 from postrun.ingest.reflag import refresh_flags
 from postrun.review.exclude import Exclusions
+from postrun.store import dictionary
 from postrun.store.actors import StoredHelpers
 from postrun.store.checkpoints import Checkpoints, checkpointed_beside
 from postrun.store.db import Database, describe_sqlite_error
@@ -203,6 +204,7 @@ class _Batch:
         self.source_bytes = 0
         self.checkpoints: Checkpoints | None = None  # told when each transaction begins and ends
         self._started: float | None = None
+        self._dictionary: int | None = None  # the vault's newest dictionary as the transaction began
         self._transaction = contextlib.ExitStack()
 
     def open(self) -> None:
@@ -214,10 +216,16 @@ class _Batch:
             if self.checkpoints is not None:
                 self.checkpoints.begun()
             self._started = self.timer()
+            self._dictionary = dictionary.newest_id(self.database.connection)
 
     def full(self) -> bool:
+        # Also once the vault cut a dictionary: ingest processes read it only once it is
+        # committed, and compress every copy without it until then (on 400 one-turn sessions,
+        # 0.164 MB of copies per source MB with the batch left to run, 0.152 committed at once).
         return self._started is not None and (
-            self.timer() - self._started >= BATCH_SECONDS or self.source_bytes >= BATCH_SOURCE_BYTES
+            self.timer() - self._started >= BATCH_SECONDS
+            or self.source_bytes >= BATCH_SOURCE_BYTES
+            or dictionary.newest_id(self.database.connection) != self._dictionary
         )
 
     def commit(self) -> list[Placed]:

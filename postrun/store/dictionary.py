@@ -68,6 +68,12 @@ def newest(connection: apsw.Connection) -> tuple[zstandard.ZstdCompressor, tuple
     return zstandard.ZstdCompressor(dict_data=_by_id(connection, dictionary_id, hash_)), (dictionary_id, hash_)
 
 
+def newest_id(connection: apsw.Connection) -> int | None:
+    """The id of the newest dictionary (None: none yet)."""
+    found = connection.execute("SELECT max(id) FROM raw_dictionaries").get
+    return None if found is None else int(found)
+
+
 def holds(connection: apsw.Connection, dictionary: tuple[int, str] | None) -> bool:
     """Whether the store holds that dictionary (None: no dictionary is needed): ``forget`` may
     have removed it after an ingest process compressed a copy with it."""

@@ -55,6 +55,37 @@ def test_copies_packed_in_a_process_are_kept_as_in_line_with_the_vaults_dictiona
     assert differences(read_records(tmp_path / "apart.db"), read_records(tmp_path / "in-line.db")) == []
 
 
+def test_the_transaction_that_cuts_the_dictionary_commits_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ingest processes read the vault's dictionary only once it is committed: the batch that
+    cut it commits then, however long it could still run, so that the copies packed after it
+    use it."""
+    monkeypatch.setattr(dictionary, "BUILD_AFTER_BYTES", 60_000)
+    monkeypatch.setattr(dictionary, "CONTENT_BYTES", 40_000)
+    monkeypatch.setattr(batches, "BATCH_SECONDS", 600.0)
+    root = tmp_path / "cline" / "sessions"
+    write_synthetic(root, 12, grows=30)
+    sessions = list_sessions(root).sessions
+    with Database.open(tmp_path / "store.db") as database:
+        ingester = Ingester(database, max_bytes=MAX_BYTES, mapping_processes=Processes(1, from_sessions=2))
+        batched = list(batches.committed_batches(ingester, sessions))
+        assert len(batched) == 2  # the batch that cut it, then the rest
+        first = [sessions[index].session_id for index, _ in batched[0]]  # in the order stored
+
+        def kept(session_ids: list[str]) -> int:
+            marks = ", ".join("?" * len(session_ids))
+            query = f"SELECT coalesce(sum(size), 0) FROM raw_files WHERE session_id IN ({marks})"
+            return int(database.execute(query, session_ids).get)
+
+        # The dictionary was cut storing the first batch's last session, once the vault held
+        # enough copies before it; the batch committed right after that session.
+        assert kept(first[:-2]) < dictionary.BUILD_AFTER_BYTES <= kept(first[:-1])
+        (cut_from,) = [orjson.loads(row[0]) for row in database.execute("SELECT sessions FROM raw_dictionaries")]
+        assert set(cut_from) <= set(first[:-1])
+    assert mapping_processes() == []
+
+
 def test_a_copy_packed_with_a_dictionary_forget_removed_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
