@@ -274,3 +274,31 @@ def test_a_dictionary_of_earlier_copies_compresses_later_ones_and_forget_removes
     all_copies_read_back()
     for hash_, _ in database.execute("SELECT hash, size FROM raw_blobs"):
         assert marker.encode() not in vault.read_blob(database, hash_)
+
+
+def test_the_copies_kept_before_the_dictionary_are_compressed_with_it_within_a_budget(
+    tmp_path: Path, database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(dictionary, "BUILD_AFTER_BYTES", 60_000)
+    monkeypatch.setattr(dictionary, "CONTENT_BYTES", 40_000)
+    monkeypatch.setattr(dictionary, "RECOMPRESS_BYTES", 30_000)
+    root = tmp_path / "cline" / "sessions"
+    ingest = ingester(database)
+    before: dict[str, int] = {}  # the copies kept before the cut: raw size by hash
+    for index in range(12):
+        session = marked_session(root, index, f"marker-{index}-xyzzy")
+        if not database.execute("SELECT count(*) FROM raw_dictionaries").get:
+            before = {str(h): int(size) for h, size in database.execute("SELECT hash, size FROM raw_blobs")}
+        ingest.ingest(SessionLocation.in_root(root, session.session_id))
+    assert database.execute("SELECT count(*) FROM raw_dictionaries").get == 1
+    recompressed = {
+        str(h): int(size)
+        for h, size, used in database.execute("SELECT hash, size, dictionary FROM raw_blobs")
+        if str(h) in before and used is not None
+    }
+    assert recompressed  # the newest of them, each now smaller
+    assert sum(recompressed.values()) <= dictionary.RECOMPRESS_BYTES < sum(before.values())
+    assert len(recompressed) < len(before)  # the older ones, beyond the budget, are left as they were
+    for session_id in vault.vaulted_sessions(database):
+        for kept in vault.kept_versions(database, session_id)[-1].files:
+            assert vault.read_blob(database, kept.hash) == Path(kept.fingerprint.path).read_bytes()
