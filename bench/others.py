@@ -18,7 +18,8 @@ from bench import sections
 # name: (quick arguments, full arguments)
 _ARGUMENTS: dict[str, tuple[list[str], list[str]]] = {
     "review": (["--sessions", "300"], ["--sessions", "1000"]),
-    "vault": (["--sessions", "400", "--runs", "3"], []),
+    # Five runs each way: the vault's share of a cold ingest's CPU is a difference of two noisy figures.
+    "vault": (["--sessions", "400", "--runs", "5"], []),
     # Histories of 100-200 MB, so that a cold ingest's start-up is not most of what is timed.
     "claude": (["--sessions", "150"], ["--full"]),
     "codex": (["--sessions", "300"], ["--sessions", "1000"]),
