@@ -86,6 +86,12 @@ class Results:
     others_cpu: float  # share of the machine's CPU used by other processes during the run
 
 
+def _at_most(percent: float, target: float) -> bool:
+    """``percent`` ≤ ``target``, for CPU shares: the OS counts CPU time in clock ticks, and the
+    difference of two float sums of them is off by about 1e-16 (12 ticks in 30 s gave 0.40000000000000036 %)."""
+    return percent <= target + 1e-9
+
+
 def _verdict(passed: bool | None) -> str:
     return "—" if passed is None else ("pass" if passed else "**miss**")
 
@@ -250,7 +256,7 @@ def rows(results: Results) -> list[Row]:
                 f" {median(list(large.ingest_ms)) if large.ingest_ms else float('nan'):.0f} ms; parse of the file"
                 f" {large.floor_seconds * 1000:.1f} ms",
                 f"target ≤ {BUSY_CPU_TARGET:g} % per busy session",
-                large.cpu_percent <= BUSY_CPU_TARGET,
+                _at_most(large.cpu_percent, BUSY_CPU_TARGET),
             ),
         ]
     idle, busy = results.idle, results.busy
@@ -259,7 +265,7 @@ def rows(results: Results) -> list[Row]:
             f"5. Idle capture CPU ({idle.sessions_watched:,} sessions, {idle.seconds:.0f} s)",
             f"{idle.cpu_percent:.3f} % of a core",
             f"target ≤ {IDLE_CPU_TARGET:g} %",
-            idle.cpu_percent <= IDLE_CPU_TARGET,
+            _at_most(idle.cpu_percent, IDLE_CPU_TARGET),
         ),
         Row(
             "5. Idle capture memory",
@@ -274,7 +280,7 @@ def rows(results: Results) -> list[Row]:
             f" {busy.rewrites} rewrites, {busy.ingests} ingests, median {median(busy.ingest_ms):.0f} ms;"
             f" RSS peak {busy.rss_peak_bytes / MB:.0f} MB)",
             f"target ≤ {BUSY_CPU_TARGET:g} % per busy session",
-            busy.cpu_percent_per_busy_session <= BUSY_CPU_TARGET,
+            _at_most(busy.cpu_percent_per_busy_session, BUSY_CPU_TARGET),
         ),
     ]
     out += [
