@@ -128,13 +128,17 @@ def _build(connection: apsw.Connection) -> tuple[int, str] | None:
 def _recompress_with(connection: apsw.Connection, compressor: zstandard.ZstdCompressor, dictionary_id: int) -> None:
     """The newest copies compressed without a dictionary, up to ``RECOMPRESS_BYTES`` raw, compressed
     with ``dictionary_id`` instead where that is smaller."""
-    # The hashes first, then one blob at a time: the copies may be far larger than memory.
-    plain = list(connection.execute("SELECT hash, size FROM raw_blobs WHERE dictionary IS NULL ORDER BY rowid DESC"))
-    budget = RECOMPRESS_BYTES
-    for hash_, size in plain:
-        budget -= int(size)
-        if budget < 0:
-            return
+    # The hashes first (only those within the budget: after a forget, every copy the vault
+    # keeps may be one), then one blob at a time: the copies may be far larger than memory.
+    within = [
+        str(row[0])
+        for row in connection.execute(
+            "SELECT hash FROM (SELECT hash, sum(size) OVER (ORDER BY rowid DESC) AS newer FROM raw_blobs"
+            " WHERE dictionary IS NULL) WHERE newer <= ?",
+            (RECOMPRESS_BYTES,),
+        )
+    ]
+    for hash_ in within:
         data = bytes(connection.execute("SELECT data FROM raw_blobs WHERE hash = ?", (hash_,)).get)
         smaller = compressor.compress(zstandard.ZstdDecompressor().decompress(data))
         if len(smaller) < len(data):
