@@ -140,7 +140,7 @@ def _recompress_with(connection: apsw.Connection, compressor: zstandard.ZstdComp
     ]
     for hash_ in within:
         data = bytes(connection.execute("SELECT data FROM raw_blobs WHERE hash = ?", (hash_,)).get)
-        smaller = compressor.compress(zstandard.ZstdDecompressor().decompress(data))
+        smaller = compressor.compress(decompress(connection, None, data))
         if len(smaller) < len(data):
             connection.execute(
                 "UPDATE raw_blobs SET data = ?, dictionary = ? WHERE hash = ?", (smaller, dictionary_id, hash_)
