@@ -204,7 +204,7 @@ class _Batch:
         self.source_bytes = 0
         self.checkpoints: Checkpoints | None = None  # told when each transaction begins and ends
         self._started: float | None = None
-        self._dictionary: int | None = None  # the vault's newest dictionary as the transaction began
+        self._had_dictionary = False  # whether the vault held a dictionary as the transaction began
         self._transaction = contextlib.ExitStack()
 
     def open(self) -> None:
@@ -216,7 +216,7 @@ class _Batch:
             if self.checkpoints is not None:
                 self.checkpoints.begun()
             self._started = self.timer()
-            self._dictionary = dictionary.newest_id(self.database.connection)
+            self._had_dictionary = dictionary.newest_id(self.database.connection) is not None
 
     def full(self) -> bool:
         # Also once the vault cut a dictionary: ingest processes read it only once it is
@@ -226,7 +226,7 @@ class _Batch:
         return self._started is not None and (
             self.timer() - self._started >= BATCH_SECONDS
             or self.source_bytes >= BATCH_SOURCE_BYTES
-            or (self._dictionary is None and dictionary.newest_id(self.database.connection) is not None)
+            or (not self._had_dictionary and dictionary.newest_id(self.database.connection) is not None)
         )
 
     def commit(self) -> list[Placed]:
