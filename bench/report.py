@@ -126,7 +126,8 @@ def shape_rows(shape: ShapeResult, cores: int, startup: Startup) -> list[Row]:
             f" {_s(work.copies_seconds)}, SQLite {_s(shape.sqlite_floor_seconds)}"
             f" ({work.cpu_seconds / work.steps * 1e6:.0f} µs a step in Python): ÷ {cores} cores = {_s(floor)}",
             f"wall {_s(first.wall_seconds)} = **{first.wall_seconds / floor:.2f}× the work floor**,"
-            f" target ≤ {WORK_FLOOR_RATIO_TARGET:g}×; {first.wall_seconds / started:.2f}× it with the start-up",
+            f" target ≤ {WORK_FLOOR_RATIO_TARGET:g}×; {first.wall_seconds / started:.2f}× it with the start-up;"
+            f" {startup.against(floor, WORK_FLOOR_RATIO_TARGET)}",
             first.wall_seconds / floor <= WORK_FLOOR_RATIO_TARGET,
         ),
         Row(

@@ -103,6 +103,18 @@ class Startup:
         interpreter started and the library and settings are loaded, whatever the cores."""
         return self.writer_seconds + floor_seconds
 
+    def against(self, floor_seconds: float, target: float) -> str:
+        """What the start-up leaves of a wall ÷ work floor ``target``: the floor with the start-up,
+        in work floors. Above ``target``, no ingest of that size can meet it, whatever its pipeline
+        (the start-up is serial and comes first; the work floor is spread over every core)."""
+        with_it = self.floor_with(floor_seconds) / floor_seconds
+        if with_it > target:
+            return (
+                f"the start-up alone puts the floor at {with_it:.2f}× the work floor, so no ingest of"
+                " this size can meet the target (the work floor grows with the history, the start-up does not)"
+            )
+        return f"the floor with the start-up is {with_it:.2f}× the work floor: the rest is the pipeline's"
+
 
 def startup_floor(postrun: Sequence[str], workdir: Path, *, repeats: int = 5) -> Startup:
     """The wall time of ``postrun ingest`` of an empty folder in an environment of its own under
