@@ -136,8 +136,8 @@ def rows(figures: AgentCold) -> list[str]:
         f" raw copies {work.copies_seconds:.2f} s, SQLite {figures.sqlite_seconds:.2f} s; ÷ {figures.cores} cores)"
         f" | {floor:.2f} s; wall **{ratio:.2f}× the floor**"
         f" ({cold.wall_seconds / figures.started_floor_seconds:.2f}× it with the start-up before it: `postrun"
-        f" ingest` of an empty folder {figures.startup.writer_seconds:.2f} s;"
-        f" {figures.startup.against(floor, WORK_FLOOR_RATIO_TARGET)});"
+        f" ingest` of an empty folder {figures.startup.writer_seconds:.2f} s);"
+        f" {figures.startup.against(floor, WORK_FLOOR_RATIO_TARGET)};"
         f" cores used {cold.cpu_seconds / cold.wall_seconds:.2f}"
         f" | ≤ {WORK_FLOOR_RATIO_TARGET}× | {'met' if ratio <= WORK_FLOOR_RATIO_TARGET else 'missed'} |",
         f"| store with the vault's raw copies ({store.store_bytes / mb:,.0f} MB for"

@@ -104,16 +104,18 @@ class Startup:
         return self.writer_seconds + floor_seconds
 
     def against(self, floor_seconds: float, target: float) -> str:
-        """What the start-up leaves of a wall ÷ work floor ``target``: the floor with the start-up,
-        in work floors. Above ``target``, no ingest of that size can meet it, whatever its pipeline
-        (the start-up is serial and comes first; the work floor is spread over every core)."""
+        """What the start-up leaves of a wall ÷ work floor ``target`` (``floor_seconds`` > 0): the
+        start-up and the work floor together, in work floors. Above ``target``, no ingest of that
+        size can meet it while starting takes as long as it did here (the start-up is serial and
+        comes first; the work floor is spread over every core)."""
         with_it = self.floor_with(floor_seconds) / floor_seconds
         if with_it > target:
             return (
-                f"the start-up alone puts the floor at {with_it:.2f}× the work floor, so no ingest of"
-                " this size can meet the target (the work floor grows with the history, the start-up does not)"
+                f"start-up and work floor together are already {with_it:.2f}× the work floor: at this"
+                " start-up no ingest of this size can meet the target, as the work floor grows with the"
+                " history and the start-up does not"
             )
-        return f"the floor with the start-up is {with_it:.2f}× the work floor: the rest is the pipeline's"
+        return f"start-up and work floor together are {with_it:.2f}× the work floor: the rest is the pipeline's"
 
 
 def startup_floor(postrun: Sequence[str], workdir: Path, *, repeats: int = 5) -> Startup:
