@@ -189,7 +189,7 @@ class MappedSession:
         ):
             known = valid.turns if kind == "turn" and valid is not None else ()
             for i, record in enumerate(records):
-                if i < len(known) and known[i] == record:
+                if i < len(known) and (known[i] is record or known[i] == record):
                     continue
                 found += schema.record_problems(kind, record, f"{key}[{i}]")
         if found:

@@ -8,6 +8,7 @@ Failures are reported as ``<field path>: <message>``, for example
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -89,17 +90,7 @@ def checked_references(
     for i, actor in enumerate(actors):
         if "parent_id" in actor and actor["parent_id"] not in actor_ids:
             problems.append(f"actors[{i}].parent_id: names no actor of the session")
-    turn_ids: set[str] = set()
-    for i, turn in enumerate(turns):
-        if turn["session_id"] != session_id:
-            problems.append(f"turns[{i}].session_id: differs from session.id")
-        if turn["segment_index"] not in segment_indexes:
-            problems.append(f"turns[{i}].segment_index: names no segment of the session")
-        if turn["actor_id"] not in actor_ids:
-            problems.append(f"turns[{i}].actor_id: names no actor of the session")
-        if turn["id"] in turn_ids:
-            problems.append(f"turns[{i}].id: duplicate {turn['id']}")
-        turn_ids.add(turn["id"])
+    turn_ids = _turn_ids(turns, session_id, segment_indexes, actor_ids, problems)
     consistent = None if known is None else known.extended(steps, session_id, turn_ids, actor_ids, segment_indexes)
     if consistent is None:
         consistent = ConsistentSteps.found(steps, session_id, turn_ids, actor_ids, segment_indexes)
@@ -124,6 +115,43 @@ def checked_references(
         step_ids.add(step["id"])
     return problems, None
 
+
+def _turn_ids(
+    turns: Sequence[Mapping[str, Any]],
+    session_id: Any,
+    segment_indexes: set[int],
+    actor_ids: set[Any],
+    problems: list[str],
+) -> set[str]:
+    """The turns' ids, their reference problems added to ``problems``. Checked as sets first
+    (at C speed: a long session has thousands of turns), one by one only to name a problem."""
+    ids = list(map(_ID, turns))
+    turn_ids = set(ids)
+    if (
+        len(turn_ids) == len(ids)
+        and set(map(_SESSION_ID, turns)) <= {session_id}
+        and set(map(_SEGMENT_INDEX, turns)) <= segment_indexes
+        and set(map(_ACTOR_ID, turns)) <= actor_ids
+    ):
+        return turn_ids
+    turn_ids = set()
+    for i, turn in enumerate(turns):
+        if turn["session_id"] != session_id:
+            problems.append(f"turns[{i}].session_id: differs from session.id")
+        if turn["segment_index"] not in segment_indexes:
+            problems.append(f"turns[{i}].segment_index: names no segment of the session")
+        if turn["actor_id"] not in actor_ids:
+            problems.append(f"turns[{i}].actor_id: names no actor of the session")
+        if turn["id"] in turn_ids:
+            problems.append(f"turns[{i}].id: duplicate {turn['id']}")
+        turn_ids.add(turn["id"])
+    return turn_ids
+
+
+_ID = operator.itemgetter("id")
+_SESSION_ID = operator.itemgetter("session_id")
+_SEGMENT_INDEX = operator.itemgetter("segment_index")
+_ACTOR_ID = operator.itemgetter("actor_id")
 
 _ENVELOPE_KEYS = ("schema_version", "session", "segments", "actors", "turns", "steps")
 

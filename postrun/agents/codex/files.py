@@ -71,8 +71,12 @@ class SessionFiles:
         return tuple(copy for data in (self.root, *self.children) if (copy := data.copy()) is not None)
 
 
-def read_rollout(rollout: Rollout, *, max_bytes: int, mark: Mark | None = None) -> RolloutData:
+def read_rollout(
+    rollout: Rollout, *, max_bytes: int, mark: Mark | None = None, seen: SourceFile | None = None
+) -> RolloutData:
     """Read ``rollout``; from ``mark`` on when it still continues what was folded there.
+    ``seen``: its fingerprint when it was read up to ``mark``; a plain rollout still so is not
+    opened (a session's re-ingest stats its many finished sub-agents' rollouts, nothing more).
 
     Raises ``NotFound`` when it is gone, ``SourceError`` when it is not a regular file, is
     larger than ``max_bytes`` (decompressed, for a compressed one), cannot be read or
@@ -80,6 +84,12 @@ def read_rollout(rollout: Rollout, *, max_bytes: int, mark: Mark | None = None) 
     """
     _refuse_outside(rollout)
     if not rollout.compressed:
+        if mark is not None and seen is not None:
+            now = stat_fingerprint(rollout.path)
+            if now is None:
+                raise NotFound(str(rollout.path), "no such file")
+            if now == seen:
+                return RolloutData(rollout, Appended.unchanged(mark, now))
         read = read_appended(rollout.path, mark, max_bytes=max_bytes)
         return RolloutData(rollout, read, read.data if read.start == 0 else None)
     packed = read_appended(rollout.path, None, max_bytes=max_bytes)

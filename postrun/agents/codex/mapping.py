@@ -22,6 +22,7 @@ from postrun.agents.codex.meta import NOT_A_ROLLOUT
 from postrun.agents.codex.placing import Placing, placed_rows, session_order
 from postrun.agents.codex.session import (
     AGENT,
+    MadeTurn,
     actor_records,
     extras,
     segment_records,
@@ -31,7 +32,7 @@ from postrun.agents.codex.session import (
 from postrun.agents.codex.thread import Placer, ThreadFold
 from postrun.appendonly import Mark
 from postrun.errors import NotParseableYet, SourceError
-from postrun.records import MappedSession, StoredActor
+from postrun.records import MappedSession, SourceFile, StoredActor
 
 _PARENT_HOPS = 64
 _NOTHING_KEPT: Mapping[str, StoredActor] = {}
@@ -45,6 +46,8 @@ class MappingCache:
 
     threads: Mapping[str, ThreadFold] = field(default_factory=dict)
     placing: Placing | None = None
+    seen: Mapping[str, SourceFile] = field(default_factory=dict)  # each fold's rollout as it was read
+    turns: Mapping[str, MadeTurn] = field(default_factory=dict)  # the turn records last made
 
     def mark_of(self, thread_id: str) -> Mark | None:
         """Where a read of the thread's rollout may start: where its fold stopped."""
@@ -88,10 +91,9 @@ def map_session(
     children.extend(kept_thread(kept[thread_id], session_id) for thread_id in sorted(unused) if thread_id in kept)
     placing = placed_rows(session_order(root, children), previous.placing if previous is not None else None)
     rows = list(placing.rows)
-    used = [
-        files.root,
-        *(data for data in files.children if data.rollout.thread_id in {c.facts.actor_id for c in children}),
-    ]
+    turns, made = turn_records(root, rows, placing.by_turn, previous.turns if previous is not None else None)
+    placed = {child.facts.actor_id for child in children}
+    used = [files.root, *(data for data in files.children if data.rollout.thread_id in placed)]
     paths = [(str(files.root.rollout.path), -1)]
     paths.extend((str(data.rollout.path), _joins(threads, data.rollout.thread_id)) for data in used[1:])
     mapped = MappedSession(
@@ -99,7 +101,7 @@ def map_session(
         session=session_record(root, str(files.root.rollout.path), children),
         segments=segment_records(root, paths),
         actors=actor_records(root, children),
-        turns=turn_records(root, rows, placing.by_turn),
+        turns=turns,
         steps=rows,
         extras=extras(root),
         # A rollout not used this time is read again at the next start-up.
@@ -110,7 +112,8 @@ def map_session(
         unread=tuple(unread),
         incomplete=tuple(incomplete),
     )
-    return mapped, MappingCache(threads, placing)
+    seen = {data.rollout.thread_id: data.read.fingerprint for data in (files.root, *files.children)}
+    return mapped, MappingCache(threads, placing, seen, made)
 
 
 def _advanced(

@@ -89,8 +89,10 @@ def _workspace(root: Rollout, cache: MappingCache | None, max_bytes: int) -> str
 
 
 def _read(rollout: Rollout, max_bytes: int, cache: MappingCache | None) -> RolloutData:
-    mark = cache.mark_of(rollout.thread_id) if cache is not None else None
-    return read_rollout(rollout, max_bytes=max_bytes, mark=mark)
+    if cache is None:
+        return read_rollout(rollout, max_bytes=max_bytes)
+    thread_id = rollout.thread_id
+    return read_rollout(rollout, max_bytes=max_bytes, mark=cache.mark_of(thread_id), seen=cache.seen.get(thread_id))
 
 
 def kept_files(session_id: str, copies: Sequence[RawFile], *, max_bytes: int) -> SessionFiles | None:

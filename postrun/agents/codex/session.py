@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from postrun.agents.codex.entries import NO_TURN, ROOT_ACTOR
+from postrun.agents.codex.entries import NO_TURN, ROOT_ACTOR, Task
 from postrun.agents.codex.thread import ThreadFold
 from postrun.records import SessionExtras, StepRow, summed_metrics
 
@@ -84,25 +84,51 @@ def actor_records(root: ThreadFold, children: Sequence[ThreadFold]) -> list[dict
     return [{"id": ROOT_ACTOR, "type": "root", "label": AGENT}, *actors]
 
 
-def turn_records(root: ThreadFold, rows: Sequence[StepRow], step_ids: Mapping[str, list[str]]) -> list[dict[str, Any]]:
+# A turn's record as the last mapping made it, with what it was made of: the task, its
+# steps' ids (a list never changed once made, so identity means the same ids) and its index.
+MadeTurn = tuple[Task | None, list[str], int, dict[str, Any]]
+
+
+def turn_records(
+    root: ThreadFold,
+    rows: Sequence[StepRow],
+    step_ids: Mapping[str, list[str]],
+    made: Mapping[str, MadeTurn] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, MadeTurn]]:
     """The root's prompted turns, numbered from 1, and ``turn:0`` when steps came before any;
-    ``step_ids``: each turn's steps in ``seq`` order."""
+    ``step_ids``: each turn's steps in ``seq`` order. ``made``: the last mapping's turns, each
+    given back as the very same record when made of the same parts (a live session's
+    re-ingest changes its last turn, and the store and the checks pass over the others by
+    identity); the second value is this mapping's, for the next."""
     session_id = root.facts.session_id
-    turns: list[dict[str, Any]] = []
+    last = made or {}
+    now: dict[str, MadeTurn] = {}
     if NO_TURN in step_ids:
-        first = next(row.record for row in rows if row.record["turn_id"] == NO_TURN)
-        turns.append(_turn(NO_TURN, session_id, first["segment_index"], 0, first["at"], list(step_ids[NO_TURN])))
+        steps = step_ids[NO_TURN]
+        before = last.get(NO_TURN)
+        if before is not None and before[1] is steps:
+            now[NO_TURN] = before
+        else:
+            first = next(row.record for row in rows if row.record["turn_id"] == NO_TURN)
+            record = _turn(NO_TURN, session_id, first["segment_index"], 0, first["at"], list(steps))
+            now[NO_TURN] = (None, steps, 0, record)
     index = 0
+    empty: list[str] = []
     for task in root.tasks.values():
         if task.prompt is None:
             continue
         index += 1
-        turn = _turn(task.turn_id, session_id, task.segment, index, task.at, list(step_ids.get(task.turn_id, ())))
+        steps = step_ids.get(task.turn_id, empty)
+        before = last.get(task.turn_id)
+        if before is not None and before[0] is task and before[1] is steps and before[2] == index:
+            now[task.turn_id] = before
+            continue
+        turn = _turn(task.turn_id, session_id, task.segment, index, task.at, list(steps))
         turn["prompt_id"] = task.prompt
         if task.mode is not None:
             turn["mode"] = task.mode
-        turns.append(turn)
-    return turns
+        now[task.turn_id] = (task, steps, index, turn)
+    return [made_turn[3] for made_turn in now.values()], now
 
 
 def _turn(turn_id: str, session_id: str, segment: int, index: int, at: str, steps: list[str]) -> dict[str, Any]:

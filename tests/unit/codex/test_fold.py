@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -227,3 +228,53 @@ def test_every_byte_prefix_maps_its_complete_lines_or_waits(tmp_path: Path) -> N
         whole = RolloutData(rollout, Appended.whole(complete, files.root.read.fingerprint))
         expected, _ = map_session(SessionFiles(location, whole))
         assert same_mapping(mapped, expected), end
+
+
+def _delegating(tmp_path: Path) -> tuple[RolloutWriter, SessionLocation]:
+    root = RolloutWriter(SID)
+    child = RolloutWriter(CHILD, parent=SID, nickname="Dirac", start_ms=root.clock + 100)
+    root.begin("t1")
+    root.user("u1", "MARK: delegate", "t1")
+    root.spawn("s1", "t1", CHILD, "Dirac", "SUB: look")
+    child.task_started("ct1", parent_turn="t1", root_turn="t1")
+    child.user("cu1", "SUB: look", "ct1")
+    child.command("cc1", "ls", "ct1", output="x\n")
+    return root, _session(tmp_path, root, child)
+
+
+def test_a_rollout_unchanged_since_its_fold_is_not_opened_again(tmp_path: Path) -> None:
+    root, location = _delegating(tmp_path)
+    _, cache = map_session(read_session(location, max_bytes=MAX_BYTES))
+    root.agent("m1", "Waiting.", "t1")
+    root.write(tmp_path / "sessions")  # the child's rollout is left as it was
+    files = read_session(location, max_bytes=MAX_BYTES, cache=cache)
+    (unchanged,) = files.children
+    # Its fingerprint is the one its fold was read at: not a byte read, the fold's mark kept.
+    assert unchanged.read.data == b"" and unchanged.read.kept == cache.mark_of(CHILD)
+    assert len(files.root.read.new) > 0
+    grown, _ = map_session(files, cache)
+    fresh, _ = map_session(read_session(location, max_bytes=MAX_BYTES))
+    assert same_mapping(grown, fresh)
+    # Touched (another mtime, the same bytes): read from its mark again, its fold unchanged.
+    stamp = location.children[0].path.stat().st_mtime_ns + 1_000_000
+    os.utime(location.children[0].path, ns=(stamp, stamp))
+    touched = read_session(location, max_bytes=MAX_BYTES, cache=cache).children[0]
+    assert touched.read.kept is None and touched.read.start == cache.mark_of(CHILD).end  # type: ignore[union-attr]
+
+
+def test_the_turns_a_line_left_as_they_were_are_the_very_same_records(tmp_path: Path) -> None:
+    root = _busy_root(3)
+    for turn in ("t2", "t3"):
+        root.begin(turn, first=False)
+        root.user(f"u-{turn}", f"MARK: {turn}", turn)
+        root.command(f"c-{turn}", "true", turn, output="")
+    location = _session(tmp_path, root)
+    first, cache = map_session(read_session(location, max_bytes=MAX_BYTES))
+    root.agent("m3", "Done with t3.", "t3")
+    location = _session(tmp_path, root)
+    grown, _ = map_session(read_session(location, max_bytes=MAX_BYTES, cache=cache), cache)
+    assert [turn["id"] for turn in grown.turns] == ["t1", "t2", "t3"]
+    assert all(now is before for now, before in zip(grown.turns[:2], first.turns[:2], strict=True))
+    assert grown.turns[2] is not first.turns[2] and grown.turns[2]["step_ids"][-1] == "m3"
+    fresh, _ = map_session(read_session(location, max_bytes=MAX_BYTES))
+    assert same_mapping(grown, fresh)
