@@ -32,7 +32,14 @@ from postrun.store import vault
 from postrun.store.actors import StoredHelpers
 from postrun.store.db import Database, describe_sqlite_error
 from postrun.store.forget import lift_tombstone, remove_excluded, tombstone_kind
-from postrun.store.write import StepWrite, StoredState, UpsertResult, stored_state, upsert_session
+from postrun.store.write import (
+    StepWrite,
+    StoredState,
+    StoredTurns,
+    UpsertResult,
+    stored_state,
+    upsert_session,
+)
 from postrun.timestamps import utc_iso
 
 _NOW_UTC: Callable[[], datetime] = functools.partial(datetime.now, UTC)
@@ -255,6 +262,7 @@ class Ingester:
             if copy:
                 raw = (*raw, *vault_copies(self.database, session_id, unread))
         steps = prepared.steps
+        turns = known.turns if known is not None else StoredTurns()
         result = upsert_session(
             self.database,
             mapped,
@@ -264,6 +272,7 @@ class Ingester:
             steps=steps,
             known=None if known is None else known.digests,
             written=() if known is None else known.rows,
+            turns=turns,
         )
         if copy:
             self.behind.pop(session_id, None)
@@ -272,8 +281,8 @@ class Ingester:
         outcome = IngestOutcome(**values, elapsed_ms=elapsed_ms, unread=mapped.unread, incomplete=mapped.incomplete)
         rows: tuple[StepRow | StepWrite, ...] = tuple(mapped.steps) if steps is None else tuple(steps)
         if known is not None:  # the upsert left its digests as the store now holds the steps
-            return outcome, StoredSteps(known.digests, rows)
-        return outcome, StoredSteps({row.id: row.digest for row in rows}, rows)
+            return outcome, StoredSteps(known.digests, rows, turns)
+        return outcome, StoredSteps({row.id: row.digest for row in rows}, rows, turns)
 
     def _defer_copy(self, location: Location, mapped: MappedSession, now: datetime) -> bool:
         """True when this ingest leaves the open session's copies behind its records (its newest

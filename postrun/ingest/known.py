@@ -16,11 +16,11 @@ committed yet), forgets them all: the next write reads the digests back.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from postrun.records import StepRow
 from postrun.store.db import Database
-from postrun.store.write import StepWrite
+from postrun.store.write import StepWrite, StoredTurns
 
 KNOWN_SESSIONS = 8  # as many as capture keeps mapping caches for (the sessions changing now)
 
@@ -32,10 +32,12 @@ def _mark(database: Database) -> tuple[int, int]:
 
 @dataclass(frozen=True, slots=True)
 class StoredSteps:
-    """What the store holds of a session's steps (id -> digest), and the rows that wrote them."""
+    """What the store holds of a session's steps (id -> digest), the rows that wrote them, and
+    its turns."""
 
     digests: dict[str, str]
     rows: tuple[StepRow | StepWrite, ...] = ()
+    turns: StoredTurns = field(default_factory=StoredTurns)
 
 
 class KnownSteps:

@@ -10,11 +10,11 @@ already flagged are remembered per session (bounded) instead of recomputed.
 
 from __future__ import annotations
 
-import operator
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
+from postrun.prefix import same_prefix
 from postrun.records import MappedSession, StepRow
 from postrun.review.flags import step_flags
 
@@ -66,9 +66,10 @@ def flag_session(mapped: MappedSession, memo: FlagMemo | None = None) -> MappedS
     start = _unchanged(last, steps, read_texts)
     known = last.by_key if last is not None else {}
     # Taken from the memo, the last pass's rows by key are this one's: a pass that goes on from
-    # the same rows adds to them; any other keeps only its own rows' (the memo stays bounded).
+    # the same rows adds to them (and keeps those of the few re-made at the end); any other
+    # keeps only its own rows' (the memo stays bounded).
     seen = known if start else {}
-    rows = list(last.flagged) if last is not None and start else []
+    rows = list(last.flagged[:start]) if last is not None and start else []
     for row in steps[start:]:
         read_text = read_texts.get(row.id) if read_texts else None
         key = row.digest if read_text is None else f"{row.digest}:{hash(read_text)}"
@@ -87,12 +88,12 @@ def flag_session(mapped: MappedSession, memo: FlagMemo | None = None) -> MappedS
 
 
 def _unchanged(last: Flagged | None, steps: list[StepRow], read_texts: dict[str, str]) -> int:
-    """How many leading rows are the last flagging's, as they were given and with the same
-    texts read (their flagged rows are then its own, as they stand): all of them or none."""
-    if last is None or not last.given or len(steps) < len(last.given):
+    """How many leading rows are the last flagging's, as they were given, when every text it
+    read is read the same (their flagged rows are then its own, as they stand)."""
+    if last is None or not last.given:
         return 0
-    count = len(last.given)
-    if not all(map(operator.is_, last.given, steps)):
+    count = same_prefix(steps, last.given)
+    if not count:
         return 0
     for step_id, value in last.read_hashes.items():
         text = read_texts.get(step_id)

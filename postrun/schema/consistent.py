@@ -1,17 +1,18 @@
 """Steps found free of reference problems, and what they reference.
 
 A live session is checked again after each message: its steps are those of the last check
-(the very same records, the mapping cache kept them) and a few new ones. When the records it
-references still exist, only the new steps need checking (``ConsistentSteps.extended``)
-instead of walking thousands of them again.
+(the very same records, the mapping cache kept them) with a few new or re-made at the end.
+When the records they reference still exist, only those need checking
+(``ConsistentSteps.extended``) instead of walking thousands of them again.
 """
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+
+from postrun.prefix import same_prefix
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,28 +61,36 @@ class ConsistentSteps:
         actor_ids: set[Any],
         segments: set[int],
     ) -> ConsistentSteps | None:
-        """``steps`` found consistent by checking only those after these: None unless they
-        begin with these very records (identity, not equality: a record changed in place is
-        not trusted) and every step, old and new, fits the session's records."""
-        count = len(self.steps)
-        if len(steps) < count or not all(map(operator.is_, self.steps, steps)):
+        """``steps`` found consistent by checking only those after the start they share with
+        these (identity, not equality: a record changed in place is not trusted); None unless
+        they share one and every step, old and new, fits the session's records.
+
+        These steps after the shared start are taken out first: their seqs and ids are unique
+        among these, so taking those out is exact; the records they name stay named, which
+        can only make the fit stricter (a miss is then checked in full)."""
+        count = same_prefix(steps, self.steps)
+        if not count and self.steps:
             return None
+        kept = self
+        if count < len(self.steps):
+            dropped = _named(self.steps[count:])
+            kept = replace(self, steps=self.steps[:count], seqs=self.seqs - dropped.seqs, ids=self.ids - dropped.ids)
         new = _named(tuple(steps[count:]))
         if not (
-            self.fits(session_id, turn_ids, actor_ids, segments)
+            kept.fits(session_id, turn_ids, actor_ids, segments)
             and new.fits(session_id, turn_ids, actor_ids, segments)
-            and self.seqs.isdisjoint(new.seqs)
-            and self.ids.isdisjoint(new.ids)
+            and kept.seqs.isdisjoint(new.seqs)
+            and kept.ids.isdisjoint(new.ids)
         ):
             return None
         return ConsistentSteps(
-            (*self.steps, *new.steps),
-            self.session_ids | new.session_ids,
-            self.turn_ids | new.turn_ids,
-            self.actor_ids | new.actor_ids,
-            self.segments | new.segments,
-            self.seqs | new.seqs,
-            self.ids | new.ids,
+            (*kept.steps, *new.steps),
+            kept.session_ids | new.session_ids,
+            kept.turn_ids | new.turn_ids,
+            kept.actor_ids | new.actor_ids,
+            kept.segments | new.segments,
+            kept.seqs | new.seqs,
+            kept.ids | new.ids,
         )
 
 

@@ -10,14 +10,14 @@ keeps its first. A session whose files disappear is never deleted.
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
 import orjson
 
+from postrun.prefix import same_prefix
 from postrun.records import MappedSession, RawCopy, SourceFile, StepRow, canonical_json, digest
 from postrun.store import outbox, vault
 from postrun.store.actors import write_actor_metrics
@@ -65,6 +65,15 @@ def _encode_source_files(files: Iterable[SourceFile]) -> str:
     ).decode()
 
 
+@dataclass(slots=True)
+class StoredTurns:
+    """What the store holds of a session's turns as a write left them: turn id -> (the turn
+    record as given, the digest stored). Not ``filled`` until a write read them back."""
+
+    by_key: dict[Any, tuple[Mapping[str, Any], str]] = field(default_factory=dict)
+    filled: bool = False
+
+
 class _Writer:
     def __init__(self, database: Database, session_id: str, now: str) -> None:
         self.database = database
@@ -89,8 +98,8 @@ class _Writer:
     ) -> None:
         """Write the steps whose digests changed; ``known`` (what the store holds, id -> digest)
         is compared against instead of read back, and left as what the store holds after.
-        ``written``: the rows whose write left ``known`` as it is; the very rows ``rows`` begins
-        with are unchanged, and not compared one by one."""
+        ``written``: the rows whose write left ``known`` as it is; those of them ``rows`` begins
+        with, the very same, are unchanged, and not compared one by one."""
         execute = self.connection.execute
         # Only ids and digests: a re-ingest after one new message compares thousands of
         # unchanged steps, and looks up the rowid of the few that changed.
@@ -100,9 +109,7 @@ class _Writer:
             else dict(execute("SELECT id, digest FROM steps WHERE session_id = ?", (self.session_id,)))
         )
         before = len(stored)
-        start = 0
-        if known is not None and written and len(rows) >= len(written) and all(map(operator.is_, written, rows)):
-            start = len(written)
+        start = same_prefix(rows, written) if known is not None else 0
         kept = start  # rows whose id the store held (the ids are unique: the session was validated)
         added: list[StepWrite] = []
         for row in rows[start:]:
@@ -181,18 +188,41 @@ class _Writer:
         ):
             self.keep_history("step", step_id, unpack(record).decode(), record_digest, reason)
 
-    def sync_keyed(self, table: str, kind: str, key_column: str, records: list[tuple[Any, dict[str, Any]]]) -> None:
-        """Upsert small records (segments, actors, turns) keyed by ``key_column``."""
+    def sync_keyed(
+        self,
+        table: str,
+        kind: str,
+        key_column: str,
+        records: Sequence[tuple[Any, Mapping[str, Any]]],
+        *,
+        omit: str | None = None,
+        known: StoredTurns | None = None,
+    ) -> None:
+        """Upsert small records (segments, actors, turns) keyed by ``key_column``; each record
+        is stored without its ``omit`` field. ``known``: what the store holds of them as the
+        last write left it, compared against by identity (a record given again as the very
+        same object is unchanged) and left as the store holds them after; when not ``filled``
+        yet, read back and filled."""
         execute = self.connection.execute
+        given = known.by_key if known is not None and known.filled else None
         # Only keys and digests: a live re-ingest finds nearly every record unchanged, and
         # reads back the earlier version of the few that changed, for ``history``.
-        stored: dict[Any, str] = dict(
-            execute(f"SELECT {key_column}, digest FROM {table} WHERE session_id = ?", (self.session_id,))
+        stored: dict[Any, str] = (
+            {key: stored_digest for key, (_, stored_digest) in given.items()}
+            if given is not None
+            else dict(execute(f"SELECT {key_column}, digest FROM {table} WHERE session_id = ?", (self.session_id,)))
         )
+        left: dict[Any, tuple[Mapping[str, Any], str]] = {}
         extra_column = ", idx" if table == "turns" else ""
         for key, record in records:
-            blob = canonical_json(record)
+            last = given.get(key) if given is not None else None
+            if last is not None and last[0] is record:
+                del stored[key]
+                left[key] = last
+                continue
+            blob = canonical_json({k: v for k, v in record.items() if k != omit} if omit else record)
             record_digest = digest(blob)
+            left[key] = (record, record_digest)
             previous = stored.pop(key, None)
             if previous == record_digest:
                 continue
@@ -211,6 +241,9 @@ class _Writer:
             self._keyed_to_history(table, kind, key_column, key, stored_digest, "removed")
             execute(f"DELETE FROM {table} WHERE session_id = ? AND {key_column} = ?", (self.session_id, key))
             self.rows += 1
+        if known is not None:
+            known.by_key = left
+            known.filled = True
 
     def _keyed_to_history(
         self, table: str, kind: str, key_column: str, key: Any, stored_digest: str, reason: str
@@ -257,6 +290,7 @@ def upsert_session(
     steps: Sequence[StepWrite] | None = None,
     known: dict[str, str] | None = None,
     written: Sequence[StepRow | StepWrite] = (),
+    turns: StoredTurns | None = None,
 ) -> UpsertResult:
     """Store ``mapped`` in one transaction, writing only what changed.
 
@@ -267,6 +301,7 @@ def upsert_session(
     ``known``, when given, is what the store holds of the session's steps (id -> digest,
     ``postrun.ingest.known``): it is compared against, not read back, and updated to what the
     store holds after the write (only if it commits); ``written``, the rows that left it so.
+    ``turns``, likewise, what it holds of the session's turns (``StoredTurns``).
     """
     rows: Sequence[StepRow | StepWrite] = mapped.steps if steps is None else steps
     session = mapped.session
@@ -318,9 +353,7 @@ def upsert_session(
         write_actor_metrics(
             connection, session_id, {a["id"]: mapped.helper_metrics.get(a["id"]) for a in mapped.actors}
         )
-        writer.sync_keyed(
-            "turns", "turn", "id", [(t["id"], {k: v for k, v in t.items() if k != "step_ids"}) for t in mapped.turns]
-        )
+        writer.sync_keyed("turns", "turn", "id", [(t["id"], t) for t in mapped.turns], omit="step_ids", known=turns)
         writer.sync_steps(rows, known, written)
         if raw:
             vault.keep(connection, session_id, raw, now=stamp)

@@ -1,4 +1,4 @@
-"""A live re-ingest compares its steps against the digests its own last write left
+"""A live re-ingest compares its steps and turns against the digests its own last write left
 (``postrun.ingest.known``) instead of reading them back, and reads them back whenever anything
 else wrote to the store since: another connection, or another writer on its own."""
 
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,7 @@ from postrun.store.db import Database
 from tests.reliability.kit import Synthetic, read_records, synthetic_id
 
 DIGESTS = "SELECT id, digest FROM steps WHERE session_id = ?"
+TURN_DIGESTS = "SELECT id, digest FROM turns WHERE session_id = ?"
 
 
 @pytest.fixture
@@ -33,7 +35,7 @@ def digest_reads(database: Database) -> list[str]:
     seen: list[str] = []
 
     def trace(_cursor: object, sql: str, _bindings: object) -> bool:
-        if sql == DIGESTS:
+        if sql in (DIGESTS, TURN_DIGESTS):
             seen.append(sql)
         return True
 
@@ -42,10 +44,15 @@ def digest_reads(database: Database) -> list[str]:
 
 
 def one_shot(tmp_path: Path, root: Path, session: Synthetic) -> tuple[object, ...]:
-    """The session's steps as a fresh store holds them after one ingest of its files now."""
+    """The session's steps and turns as a fresh store holds them after one ingest of its files now."""
     with Database.open(tmp_path / "fresh" / "postrun.db") as fresh:
         Ingester(fresh, max_bytes=2**26).ingest(SessionLocation.in_root(root, session.session_id))
-        return read_records(fresh.path)[session.session_id].steps
+        return stored(fresh, session)
+
+
+def stored(database: Database, session: Synthetic) -> tuple[object, ...]:
+    records = read_records(database.path)[session.session_id]
+    return records.steps, records.turns
 
 
 def live_session(root: Path, database: Database, index: int) -> tuple[Ingester, Synthetic, SessionLocation, object]:
@@ -70,7 +77,7 @@ def test_a_live_reingest_after_its_own_write_does_not_read_the_digests_back(
         outcome, cache = ingester.ingest(location, cache, live=True)
         assert outcome.status == "updated" and outcome.rows_written <= 4
     assert reads == []
-    assert read_records(database.path)[session.session_id].steps == one_shot(tmp_path, root, session)
+    assert stored(database, session) == one_shot(tmp_path, root, session)
 
 
 def test_live_reingests_through_a_restore_and_an_edit_keep_the_store_one_shot(
@@ -84,38 +91,44 @@ def test_live_reingests_through_a_restore_and_an_edit_keep_the_store_one_shot(
         change()
         session.write(root)
         _, cache = ingester.ingest(location, cache, live=True)
-        assert read_records(database.path)[session.session_id].steps == one_shot(tmp_path / str(k), root, session)
+        assert stored(database, session) == one_shot(tmp_path / str(k), root, session)
     assert reads == []
+
+
+def _meddle(connection: Any, session_id: str) -> None:
+    connection.execute("DELETE FROM steps WHERE session_id = ? AND seq = 0", (session_id,))
+    connection.execute("UPDATE turns SET record = '{}', digest = 'x' WHERE session_id = ? AND idx = 1", (session_id,))
 
 
 def other_connection(database: Database, session_id: str) -> None:
     with Database.open(database.path) as other, other.transaction() as connection:
-        connection.execute("DELETE FROM steps WHERE session_id = ? AND seq = 0", (session_id,))
+        _meddle(connection, session_id)
 
 
 def same_connection(database: Database, session_id: str) -> None:
     with database.transaction() as connection:
-        connection.execute("DELETE FROM steps WHERE session_id = ? AND seq = 0", (session_id,))
+        _meddle(connection, session_id)
 
 
 @pytest.mark.parametrize("meddle", [other_connection, same_connection])
 def test_a_write_by_anyone_else_since_makes_it_read_the_digests_back(
     tmp_path: Path, root: Path, database: Database, meddle: Callable[[Database, str], None]
 ) -> None:
-    """A step removed behind the ingester's back (by another connection, or by another writer on
-    its own) is stored again by the next live re-ingest, as a one-shot ingest would have it."""
+    """A step removed and a turn spoilt behind the ingester's back (by another connection, or by
+    another writer on its own) are stored again by the next live re-ingest, as a one-shot ingest
+    would have them."""
     ingester, session, location, cache = live_session(root, database, 2)
     meddle(database, session.session_id)
     reads = digest_reads(database)
     session.grow()
     session.write(root)
     _, cache = ingester.ingest(location, cache, live=True)
-    assert read_records(database.path)[session.session_id].steps == one_shot(tmp_path, root, session)
-    assert reads == [DIGESTS]
+    assert stored(database, session) == one_shot(tmp_path, root, session)
+    assert reads == [TURN_DIGESTS, DIGESTS]
     session.grow()
     session.write(root)
     ingester.ingest(location, cache, live=True)
-    assert reads == [DIGESTS]  # known again from that write on
+    assert reads == [TURN_DIGESTS, DIGESTS]  # known again from that write on
 
 
 def test_an_ingest_that_is_not_live_forgets_what_was_known(root: Path, database: Database) -> None:
@@ -127,4 +140,4 @@ def test_an_ingest_that_is_not_live_forgets_what_was_known(root: Path, database:
     session.grow()
     session.write(root)
     ingester.ingest(location, cache, live=True)
-    assert reads == [DIGESTS]
+    assert reads == [TURN_DIGESTS, DIGESTS]

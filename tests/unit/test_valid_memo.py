@@ -1,6 +1,7 @@
 """A live session's turns and steps found valid at its last mapping are not checked again; any
-turn that changed is, and so are new steps and every step once they are not the last check's
-(``MappedSession.validate``' ``valid``, ``postrun.ingest.prepare.ValidMemo``)."""
+turn that changed is, and so are new steps, steps re-made at the end, and every step once the
+first are not the last check's (``MappedSession.validate``' ``valid``,
+``postrun.ingest.prepare.ValidMemo``)."""
 
 from __future__ import annotations
 
@@ -113,6 +114,26 @@ def test_steps_whose_turn_is_gone_are_refused_whatever_was_valid_before() -> Non
     after = replace_steps(mapped_session([]), rows)  # the same steps, but only turn:1 left
     with pytest.raises(SchemaError, match=r"steps\[1\]\.turn_id: names no turn"):
         after.validate(valid)
+
+
+def test_a_step_re_made_at_the_end_is_checked_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = _rows(message_step(0, "hi"), message_step(1, "go"), message_step(2, "on"))
+    valid = replace_steps(mapped_session([]), rows).validate()
+    counts = steps_named(monkeypatch)
+    # The last step re-made (a call's output came): the two before it are the very same rows.
+    again = replace_steps(mapped_session([]), [*rows[:2], *_rows(message_step(2, "on and on"))]).validate(valid)
+    assert counts == [1, 1]  # the step taken out, and the one put in its place
+    assert again.steps is not None and [step["seq"] for step in again.steps.steps] == [0, 1, 2]
+    further = replace_steps(mapped_session([]), [*rows[:2], *_rows(message_step(2, "x"), message_step(3, "y"))])
+    assert further.validate(again).steps is not None
+
+
+def test_a_re_made_step_that_repeats_a_kept_id_or_seq_is_refused() -> None:
+    rows = _rows(message_step(0, "hi"), message_step(1, "go"), message_step(2, "on"))
+    valid = replace_steps(mapped_session([]), rows).validate()
+    for repeat in (message_step(1, "on", step_id="msg_9#0"), message_step(2, "on", step_id="msg_0#0")):
+        with pytest.raises(SchemaError, match=r"steps\[2\]\.(seq|id): duplicate"):
+            replace_steps(mapped_session([]), [*rows[:2], *_rows(repeat)]).validate(valid)
 
 
 def test_steps_that_are_not_the_last_checks_are_all_checked(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,13 +12,13 @@ costs the rows of its new steps (and of the few that moved behind them), not the
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, islice
+from itertools import chain
 from typing import Any
 
 from postrun.agents.codex.thread import ThreadFold
+from postrun.prefix import same_prefix
 from postrun.records import StepRow
 
 _MAX_DEPTH = 64  # sub-agents nested deeper than this are placed after their session's steps
@@ -96,7 +96,7 @@ def _reviews(guardian: ThreadFold) -> list[list[dict[str, Any]]]:
 def placed_rows(sources: list[dict[str, Any]], previous: Placing | None) -> Placing:
     """Rows of ``sources`` with ``seq`` their position, reusing the last placing's where it had them."""
     last = previous or Placing()
-    start = _unchanged_prefix(sources, last.sources)
+    start = same_prefix(sources, last.sources)
     # A record that moved keeps its row, renumbered (no second validation).
     moved = {id(source): row for source, row in zip(last.sources[start:], last.rows[start:], strict=True)}
     rows = list(last.rows[:start])
@@ -119,20 +119,3 @@ def _turn_ids(by_turn: dict[str, list[str]], copied: set[str], turn_id: str) -> 
         by_turn[turn_id] = list(by_turn.get(turn_id, ()))
         copied.add(turn_id)
     return by_turn[turn_id]
-
-
-def _unchanged_prefix(new: Sequence[Any], old: Sequence[Any]) -> int:
-    """How many leading items of ``new`` are the very objects ``old`` has there."""
-    limit = min(len(new), len(old))
-    if all(map(operator.is_, new, old)):
-        return limit  # only appended to: the common case, checked at C speed
-    low, high = 0, limit  # the first difference is in [low, high)
-    while high - low > 32:
-        middle = (low + high) // 2
-        if all(map(operator.is_, islice(new, low, middle), islice(old, low, middle))):
-            low = middle
-        else:
-            high = middle
-    while low < high and new[low] is old[low]:
-        low += 1
-    return low

@@ -118,3 +118,19 @@ def test_a_step_read_again_with_another_text_is_flagged_again(monkeypatch: pytes
     assert "c1#0" in computed
     (read,) = [row.record for row in other.steps if row.id == "c1#0"]
     assert [flag["kind"] for flag in read["flags"]] == ["sensitive_read", "secret_in_output"]
+
+
+def test_a_step_re_made_at_the_end_is_flagged_again_and_the_rest_handed_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    mapped = session("sudo rm -rf /var")
+    memo = FlagMemo()
+    first = flag_session(mapped, memo)
+    last = mapped.steps[-1].record
+    remade = StepRow.build({**last, "payload": {"role": "assistant", "text": "done: sudo rm -rf /var"}})
+    changed = replace(mapped, steps=[*mapped.steps[:-1], remade])
+    computed = flags_computed(monkeypatch)
+    again = flag_session(changed, memo)
+    assert computed == [remade.id]
+    assert all(now is before for now, before in zip(again.steps[:-1], first.steps[:-1], strict=True))
+    assert blobs(again) == blobs(flag_session(changed))
+    # And on from there: the next pass hands back this one's rows, the re-made one's included.
+    assert all(now is before for now, before in zip(flag_session(changed, memo).steps, again.steps, strict=True))
