@@ -19,7 +19,7 @@ from postrun.agents.codex.kept import kept_thread
 from postrun.agents.codex.lines import rollout_lines
 from postrun.agents.codex.locate import rollout_at
 from postrun.agents.codex.meta import NOT_A_ROLLOUT
-from postrun.agents.codex.placing import Placing, placed_rows, session_order
+from postrun.agents.codex.placing import Order, Placing, placed_rows, session_order
 from postrun.agents.codex.session import (
     AGENT,
     MadeTurn,
@@ -48,6 +48,7 @@ class MappingCache:
     placing: Placing | None = None
     seen: Mapping[str, SourceFile] = field(default_factory=dict)  # each fold's rollout as it was read
     turns: Mapping[str, MadeTurn] = field(default_factory=dict)  # the turn records last made
+    order: Order | None = None
 
     def mark_of(self, thread_id: str) -> Mark | None:
         """Where a read of the thread's rollout may start: where its fold stopped."""
@@ -89,7 +90,8 @@ def map_session(
         threads[child.facts.actor_id] = child
     unused = {rollout.thread_id for problem in unread if (rollout := rollout_at(Path(problem.where))) is not None}
     children.extend(kept_thread(kept[thread_id], session_id) for thread_id in sorted(unused) if thread_id in kept)
-    placing = placed_rows(session_order(root, children), previous.placing if previous is not None else None)
+    order = session_order(root, children, previous.order if previous is not None else None)
+    placing = placed_rows(order.records, previous.placing if previous is not None else None)
     rows = list(placing.rows)
     turns, made = turn_records(root, rows, placing.by_turn, previous.turns if previous is not None else None)
     placed = {child.facts.actor_id for child in children}
@@ -113,7 +115,7 @@ def map_session(
         incomplete=tuple(incomplete),
     )
     seen = {data.rollout.thread_id: data.read.fingerprint for data in (files.root, *files.children)}
-    return mapped, MappingCache(threads, placing, seen, made)
+    return mapped, MappingCache(threads, placing, seen, made, order)
 
 
 def _advanced(

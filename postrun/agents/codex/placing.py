@@ -8,12 +8,14 @@ policy that asks. A child no step names goes after its parent's steps.
 ``seq`` is the place in that order. Rows (validated, serialized) are made only from the
 first record that is not where the last placing had it: a thread that grew by one line
 costs the rows of its new steps (and of the few that moved behind them), not the session's.
+The order itself goes on from the last one while only the root's latest entries changed.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain
 from typing import Any
 
@@ -34,8 +36,34 @@ class Placing:
     by_turn: Mapping[str, list[str]] = field(default_factory=dict)  # never changed once made
 
 
-def session_order(root: ThreadFold, children: Sequence[ThreadFold]) -> list[dict[str, Any]]:
-    """Every step record of the session, in the session's order."""
+@dataclass(frozen=True, slots=True)
+class Order:
+    """A session order and what it was made of, for the next one to go on from: the children
+    and the root's records (each entry's), spawns and escalations as they were; where the
+    root's last run of entries that started nothing begins (``split``: how many entries come
+    before it; ``tail``: its place in ``records``); and whether anything came after it."""
+
+    records: tuple[dict[str, Any], ...]
+    children: tuple[ThreadFold, ...]
+    root_records: list[tuple[dict[str, Any], ...]]
+    spawns: Mapping[str, str]
+    escalations: Sequence[str]
+    split: int
+    tail: int
+    closed: bool  # nothing after the root's own records (no child no step names, no review left)
+
+
+def session_order(root: ThreadFold, children: Sequence[ThreadFold], last: Order | None = None) -> Order:
+    """Every step record of the session, in the session's order. ``last``: the order before;
+    when only the root's entries after the last one that started a child changed (a live
+    session's common case), the order up to them is taken from it, not made again."""
+    entries = list(root.records.values())
+    if last is not None and _goes_on(root, children, last):
+        changed = same_prefix(entries, last.root_records)
+        if changed >= last.split:
+            kept = last.tail + sum(map(len, last.root_records[last.split : changed]))
+            records = (*last.records[:kept], *chain.from_iterable(entries[changed:]))
+            return replace(last, records=records, root_records=entries)
     by_id = {child.facts.actor_id: child for child in children}
     kids: dict[str, list[ThreadFold]] = {}
     for child in children:
@@ -46,32 +74,52 @@ def session_order(root: ThreadFold, children: Sequence[ThreadFold]) -> list[dict
         kids.setdefault(parent, []).append(child)
     out: list[dict[str, Any]] = []
     done: set[str] = set()
-    _emit(root, kids, out, done, 0)
+    split, tail, end = _emit(root, kids, out, done, 0)
     for child in children:
         if child.facts.actor_id not in done:  # a loop of parents: none of them reached from the root
             _emit(child, kids, out, done, _MAX_DEPTH)
-    return out
+    closed = end == len(out)
+    return Order(tuple(out), tuple(children), entries, root.spawns, list(root.escalations), split, tail, closed)
+
+
+def _goes_on(root: ThreadFold, children: Sequence[ThreadFold], last: Order) -> bool:
+    """The children are the very same folds, and the root started and asked for the same."""
+    return (
+        last.closed
+        and len(children) == len(last.children)
+        and all(map(operator.is_, children, last.children))
+        and root.spawns == last.spawns
+        and root.escalations == last.escalations
+    )
 
 
 def _emit(
     thread: ThreadFold, kids: Mapping[str, list[ThreadFold]], out: list[dict[str, Any]], done: set[str], depth: int
-) -> None:
+) -> tuple[int, int, int]:
+    """Add the thread's records and its children's to ``out``; (how many of its entries come
+    before its last run of entries that started nothing, where that run begins in ``out``,
+    where its own entries' part ends)."""
     done.add(thread.facts.actor_id)
     mine = [kid for kid in kids.get(thread.facts.actor_id, ()) if kid.facts.actor_id not in done]
     if not mine or depth >= _MAX_DEPTH:
+        tail = len(out)
         out.extend(chain.from_iterable(thread.records.values()))
-        return
+        return 0, tail, len(out)
     spawned = {kid.facts.actor_id: kid for kid in mine if not _guardian(kid)}
     reviews = [review for kid in mine if _guardian(kid) for review in _reviews(kid)]
     review_after = {key: k for k, key in enumerate(thread.escalations[: len(reviews)])}
-    for key, records in thread.records.items():
+    split, tail = 0, len(out)
+    for at, (key, records) in enumerate(thread.records.items(), start=1):
         out.extend(records)
         started = thread.spawns.get(key)
         if started is not None and started in spawned and started not in done:
             _emit(spawned[started], kids, out, done, depth + 1)
+            split, tail = at, len(out)
         k = review_after.get(key)
         if k is not None:
             out.extend(reviews[k])
+            split, tail = at, len(out)
+    end = len(out)
     for kid in mine:
         if not _guardian(kid) and kid.facts.actor_id not in done:
             _emit(kid, kids, out, done, depth + 1)
@@ -79,6 +127,7 @@ def _emit(
         out.extend(review)
     for kid in mine:
         done.add(kid.facts.actor_id)
+    return split, tail, end
 
 
 def _guardian(thread: ThreadFold) -> bool:
@@ -93,7 +142,7 @@ def _reviews(guardian: ThreadFold) -> list[list[dict[str, Any]]]:
     return [records for records in by_turn.values() if records]
 
 
-def placed_rows(sources: list[dict[str, Any]], previous: Placing | None) -> Placing:
+def placed_rows(sources: Sequence[dict[str, Any]], previous: Placing | None) -> Placing:
     """Rows of ``sources`` with ``seq`` their position, reusing the last placing's where it had them."""
     last = previous or Placing()
     start = same_prefix(sources, last.sources)

@@ -278,3 +278,32 @@ def test_the_turns_a_line_left_as_they_were_are_the_very_same_records(tmp_path: 
     assert grown.turns[2] is not first.turns[2] and grown.turns[2]["step_ids"][-1] == "m3"
     fresh, _ = map_session(read_session(location, max_bytes=MAX_BYTES))
     assert same_mapping(grown, fresh)
+
+
+def test_a_line_after_the_last_child_started_is_ordered_without_ordering_the_session_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, location = _delegating(tmp_path)
+    root.agent("m1", "Waiting.", "t1")
+    root.write(tmp_path / "sessions")
+    _, cache = map_session(read_session(location, max_bytes=MAX_BYTES))
+    emitted: list[str] = []
+    real = placing_module._emit
+
+    def counting(thread: Any, *args: Any) -> tuple[int, int, int]:
+        emitted.append(thread.facts.actor_id)
+        return real(thread, *args)
+
+    monkeypatch.setattr(placing_module, "_emit", counting)
+    root.agent("m2", "Still waiting.", "t1")
+    root.write(tmp_path / "sessions")
+    grown, cache = map_session(read_session(location, max_bytes=MAX_BYTES, cache=cache), cache)
+    assert emitted == []  # the order up to the new step is the last one's
+    assert [row.id for row in grown.steps][-3:] == [f"{CHILD}/cc1", "m1", "m2"]
+    assert same_mapping(grown, map_session(read_session(location, max_bytes=MAX_BYTES))[0])
+    # A line that starts no child but changes an entry before the last one that did: ordered again.
+    root.output("s1", {"agent_id": CHILD, "nickname": "Dirac"}, "t1")
+    root.write(tmp_path / "sessions")
+    again, _ = map_session(read_session(location, max_bytes=MAX_BYTES, cache=cache), cache)
+    assert emitted
+    assert same_mapping(again, map_session(read_session(location, max_bytes=MAX_BYTES))[0])
