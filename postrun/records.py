@@ -18,6 +18,7 @@ import orjson
 
 from postrun import schema
 from postrun.errors import SourceError
+from postrun.prefix import same_prefix
 
 
 def canonical_json(value: Any) -> bytes:
@@ -167,9 +168,9 @@ class MappedSession:
         """Schema problems of the non-step records and of every reference.
 
         Steps are validated when their ``StepRow`` is built. ``valid``: what an earlier check
-        of the session found valid (``validate``); a turn equal to the one at its place there
-        is not checked again, nor are the references of its steps when they come first (a live
-        session's re-ingest adds to its last turns and steps).
+        of the session found valid (``validate``); a segment, actor or turn equal to the one at
+        its place there is not checked again, nor are the references of its steps when they
+        come first (a live session's re-ingest adds to its last turns and steps).
         """
         return self._checked(valid)[0]
 
@@ -178,39 +179,39 @@ class MappedSession:
         found, steps = self._checked(valid)
         if found:
             raise schema.SchemaError(found)
-        return Validated(self.turns, steps)
+        return Validated(self.turns, steps, self.segments, self.actors, tuple(self.steps))
 
     def _checked(self, valid: Validated | None) -> tuple[list[str], schema.ConsistentSteps | None]:
         found = schema.record_problems("session", self.session)
-        for kind, key, records in (
-            ("segment", "segments", self.segments),
-            ("actor", "actors", self.actors),
-            ("turn", "turns", self.turns),
+        for kind, key, records, known in (
+            ("segment", "segments", self.segments, valid.segments if valid is not None else ()),
+            ("actor", "actors", self.actors, valid.actors if valid is not None else ()),
+            ("turn", "turns", self.turns, valid.turns if valid is not None else ()),
         ):
-            known = valid.turns if kind == "turn" and valid is not None else ()
             for i, record in enumerate(records):
                 if i < len(known) and (known[i] is record or known[i] == record):
                     continue
                 found += schema.record_problems(kind, record, f"{key}[{i}]")
         if found:
             return found, None
-        return schema.checked_references(
-            self.session,
-            self.segments,
-            self.actors,
-            self.turns,
-            [row.record for row in self.steps],
-            None if valid is None else valid.steps,
-        )
+        consistent = None if valid is None else valid.steps
+        # The records of the rows the last check had at the start are its own, as they stand.
+        shared = same_prefix(self.steps, valid.rows) if valid is not None and consistent is not None else 0
+        kept = consistent.steps[:shared] if consistent is not None else ()
+        steps: list[Mapping[str, Any]] = [*kept, *(row.record for row in self.steps[shared:])]
+        return schema.checked_references(self.session, self.segments, self.actors, self.turns, steps, consistent)
 
 
 @dataclass(frozen=True, slots=True)
 class Validated:
-    """What a check of a session found valid: its turns, and its steps' references (None when
-    they were not found consistent at once)."""
+    """What a check of a session found valid: its turns, its steps' references (None when
+    they were not found consistent at once), its segments and actors, and the rows checked."""
 
     turns: Sequence[Any] = ()
     steps: schema.ConsistentSteps | None = None
+    segments: Sequence[Any] = ()
+    actors: Sequence[Any] = ()
+    rows: Sequence[StepRow] = ()
 
 
 def summed_metrics(parts: Iterable[Mapping[str, Any] | None]) -> dict[str, Any] | None:
