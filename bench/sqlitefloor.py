@@ -1,12 +1,15 @@
 """The SQLite floor: what SQLite alone costs to keep the rows a cold ingest stores.
 
 Beside the parse floor, this is the other half of the budget the cold-ingest target leaves
-for Postrun's own Python: the stored steps of one cold-ingest slice (read back through the
-library, untimed) are written into a fresh file with none of Postrun's mapping — each step's
-record as it is exported (bytes) into a plain table, and its searchable text into a
-contentless FTS5 table with the store's tokenizer — in one transaction, WAL with
-``synchronous=normal`` as the store runs, then checkpointed. Timed in a fresh Python process
-like the parse floor; the text is the store's own ``search_body`` of each step.
+for Postrun's own Python. The rows the store keeps of one cold-ingest slice — its sessions,
+segments, actors, turns, steps (records as stored, compressed), flags, and the vault's files,
+copies and dictionaries — are read from the store (untimed) and written into a fresh store
+of the same schema (created by ``Database.open``, untimed: its tables and the indexes its
+readers need), with the steps' search text into its search index, one ``executemany`` per
+table in one transaction, as the store runs (WAL, ``synchronous=normal``), then
+checkpointed. None of Postrun's mapping or bookkeeping runs: no reads of what is stored, no
+digests compared, one statement a table. Left out: the mirror's outbox (a store without a
+mirror could go without it). Timed in a fresh Python process like the parse floor.
 """
 
 from __future__ import annotations
@@ -24,42 +27,56 @@ _TIMER = """
 import sys, time, orjson, apsw
 from pathlib import Path
 from postrun.store.db import Database
-from postrun.store.codec import search_body
-from postrun.store.query import load_envelope
+from postrun.store.codec import search_body, unpack
 store, scratch, repeats = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
 ids = sys.stdin.read().split()
-rows = []
-with Database.open(store, create=False) as database:
-    for session_id in ids:
-        for step in load_envelope(database, session_id)["steps"]:
-            rows.append((orjson.dumps(step), search_body(step)))
+marks = ",".join("?" * len(ids))
+hashes = f"SELECT hash FROM raw_files WHERE session_id IN ({marks})"
+chosen = {
+    "sessions": (f"id IN ({marks})", ids),
+    "segments": (f"session_id IN ({marks})", ids),
+    "actors": (f"session_id IN ({marks})", ids),
+    "turns": (f"session_id IN ({marks})", ids),
+    "steps": (f"session_id IN ({marks})", ids),
+    "step_flags": (f"session_id IN ({marks})", ids),
+    "raw_dictionaries": (f"id IN (SELECT dictionary FROM raw_blobs WHERE hash IN ({hashes}))", ids),
+    "raw_blobs": (f"hash IN ({hashes})", ids),
+    "raw_files": (f"session_id IN ({marks})", ids),
+}
+source = apsw.Connection(str(store), flags=apsw.SQLITE_OPEN_READONLY)
+tables = []
+for table, (where, bindings) in chosen.items():
+    columns = [name for (name,) in source.execute("SELECT name FROM pragma_table_info(?)", (table,))]
+    found = source.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE {where}", bindings).fetchall()
+    tables.append((table, columns, found))
+steps = next(found for table, _, found in tables if table == "steps")
+record_at = next(columns for table, columns, _ in tables if table == "steps").index("record")
+bodies = [(row[0], search_body(orjson.loads(unpack(row[record_at])))) for row in steps]
+source.close()
 def once(index):
     path = scratch / f"sqlite-floor-{index}.db"
-    connection = apsw.Connection(str(path))
-    connection.execute("pragma journal_mode=wal")
-    connection.execute("pragma synchronous=normal")
-    connection.execute("CREATE TABLE steps (id INTEGER PRIMARY KEY, record BLOB NOT NULL)")
-    connection.execute(
-        "CREATE VIRTUAL TABLE search USING fts5 (body, content='', contentless_delete=1,"
-        " tokenize='unicode61 remove_diacritics 2')"
-    )
-    started = time.perf_counter()
-    with connection:
-        connection.executemany("INSERT INTO steps VALUES (?, ?)", enumerate(r for r, _ in rows))
-        connection.executemany("INSERT INTO search (rowid, body) VALUES (?, ?)", enumerate(t for _, t in rows))
-    connection.execute("pragma wal_checkpoint(TRUNCATE)")
-    elapsed = time.perf_counter() - started
-    connection.close()
+    with Database.open(path) as database:
+        connection = database.connection
+        started = time.perf_counter()
+        with connection:
+            for table, columns, found in tables:
+                if found:
+                    named = ", ".join(columns)
+                    places = ", ".join("?" * len(columns))
+                    connection.executemany(f"INSERT INTO {table} ({named}) VALUES ({places})", found)
+            connection.executemany("INSERT INTO step_search (rowid, body) VALUES (?, ?)", bodies)
+        connection.execute("pragma wal_checkpoint(TRUNCATE)")
+        elapsed = time.perf_counter() - started
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     return elapsed
 once(0)
-print(orjson.dumps({"steps": len(rows), "seconds": [once(i + 1) for i in range(repeats)]}).decode())
+print(orjson.dumps({"steps": len(steps), "seconds": [once(i + 1) for i in range(repeats)]}).decode())
 """
 
 
 def sqlite_floor(store: Path, session_ids: Sequence[str], *, scratch: Path, repeats: int = 3) -> float:
-    """The median time SQLite takes to write the stored steps of ``session_ids`` (see above)."""
+    """The median time SQLite takes to write the stored rows of ``session_ids`` (see above)."""
     scratch.mkdir(parents=True, exist_ok=True)
     finished = subprocess.run(
         [sys.executable, "-c", _TIMER, str(store), str(scratch), str(repeats)],
