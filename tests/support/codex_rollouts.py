@@ -355,3 +355,17 @@ class RolloutWriter:
             path = folder / self.name()
             path.write_bytes(data)
         return path
+
+
+def delegating(root_id: str, child_id: str) -> tuple[RolloutWriter, RolloutWriter]:
+    """A root thread whose turn ``t1`` started a sub-agent (Dirac), and the sub-agent's turn so
+    far: its prompt and one command."""
+    root = RolloutWriter(root_id)
+    child = RolloutWriter(child_id, parent=root_id, nickname="Dirac", start_ms=root.clock + 100)
+    root.begin("t1")
+    root.user("u1", "MARK: delegate", "t1")
+    root.spawn("s1", "t1", child_id, "Dirac", "SUB: look")
+    child.task_started("ct1", parent_turn="t1", root_turn="t1")
+    child.user("cu1", "SUB: look", "ct1")
+    child.command("cc1", "ls", "ct1", output="x\n")
+    return root, child

@@ -22,7 +22,7 @@ from postrun.agents.codex.reading import read_session
 from postrun.appendonly import TAIL_BYTES, Appended
 from postrun.errors import NotParseableYet, SourceError
 from postrun.records import StepRow
-from tests.support.codex_rollouts import RolloutWriter
+from tests.support.codex_rollouts import RolloutWriter, delegating
 from tests.unit.codex.kit import MAX_BYTES, assert_valid, remap, same_mapping
 
 SID = "01a2330d-2877-74e1-85dd-6d88f53166fa"
@@ -160,14 +160,7 @@ def test_a_rollout_compressed_in_place_continues_the_same_fold(tmp_path: Path) -
 
 
 def test_a_child_rollout_waits_for_its_parent_and_then_joins_its_session(tmp_path: Path) -> None:
-    root = RolloutWriter(SID)
-    child = RolloutWriter(CHILD, parent=SID, nickname="Dirac", start_ms=root.clock + 100)
-    root.begin("t1")
-    root.user("u1", "MARK: delegate", "t1")
-    root.spawn("s1", "t1", CHILD, "Dirac", "SUB: look")
-    child.task_started("ct1", parent_turn="t1", root_turn="t1")
-    child.user("cu1", "SUB: look", "ct1")
-    child.command("cc1", "ls", "ct1", output="x\n")
+    root, child = delegating(SID, CHILD)
     alone = rollout_at(child.write(tmp_path / "sessions"))
     with pytest.raises(SourceError, match="whose own rollout is not there yet"):
         read_session(SessionLocation(SID, None, (alone,)), max_bytes=MAX_BYTES)  # type: ignore[arg-type]
@@ -231,14 +224,7 @@ def test_every_byte_prefix_maps_its_complete_lines_or_waits(tmp_path: Path) -> N
 
 
 def _delegating(tmp_path: Path) -> tuple[RolloutWriter, SessionLocation]:
-    root = RolloutWriter(SID)
-    child = RolloutWriter(CHILD, parent=SID, nickname="Dirac", start_ms=root.clock + 100)
-    root.begin("t1")
-    root.user("u1", "MARK: delegate", "t1")
-    root.spawn("s1", "t1", CHILD, "Dirac", "SUB: look")
-    child.task_started("ct1", parent_turn="t1", root_turn="t1")
-    child.user("cu1", "SUB: look", "ct1")
-    child.command("cc1", "ls", "ct1", output="x\n")
+    root, child = delegating(SID, CHILD)
     return root, _session(tmp_path, root, child)
 
 
