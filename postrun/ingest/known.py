@@ -1,9 +1,10 @@
-"""The step digests this ingester's last live write of a session left in the store.
+"""The step and turn digests this ingester's last live write of a session left in the store.
 
 A live session is re-ingested after each message; reading back the digests of its thousands
-of stored steps to find the one new step was most of the store's part of a re-ingest. When
-nothing but this ingester wrote to the store since its last write, the store holds exactly
-the steps that write left, so their digests are compared instead of read back.
+of stored steps (and of its turns) to find the one new step was most of the store's part of
+a re-ingest. When nothing but this ingester wrote to the store since its last write, the
+store holds exactly the steps and turns that write left, so their digests are compared
+instead of read back.
 
 Nothing else wrote when both of these are as this ingester's last commit left them: SQLite's
 ``data_version`` (it changes when any other connection commits: a ``postrun ingest``, a

@@ -66,13 +66,14 @@ def flag_session(mapped: MappedSession, memo: FlagMemo | None = None) -> MappedS
     start = _unchanged(last, steps, read_texts)
     known = last.by_key if last is not None else {}
     # Taken from the memo, the last pass's rows by key are this one's: a pass that goes on from
-    # the same rows adds to them (and keeps those of the few re-made at the end); any other
-    # keeps only its own rows' (the memo stays bounded).
+    # the same rows adds to them and drops those of the last pass's rows after what they share
+    # (re-made or moved); any other keeps only its own rows' (the memo stays bounded).
     seen = known if start else {}
     rows = list(last.flagged[:start]) if last is not None and start else []
+    keys: set[str] = set()
     for row in steps[start:]:
         read_text = read_texts.get(row.id) if read_texts else None
-        key = row.digest if read_text is None else f"{row.digest}:{hash(read_text)}"
+        key = _key(row, None if read_text is None else hash(read_text))
         flagged = known.get(key)
         if flagged is None:
             # The rules only make valid v1.2 flags, so the row is re-serialized, not re-validated.
@@ -80,11 +81,22 @@ def flag_session(mapped: MappedSession, memo: FlagMemo | None = None) -> MappedS
             flagged = row if flags == row.record["flags"] else row.with_fields(flags=flags)
         if memo is not None:
             seen[key] = flagged
+            keys.add(key)
         rows.append(flagged)
+    if memo is not None and last is not None and start:
+        for row in last.given[start:]:
+            key = _key(row, last.read_hashes.get(row.id))
+            if key not in keys:
+                seen.pop(key, None)
     if memo is not None:
         hashes = {step_id: hash(text) for step_id, text in read_texts.items()}
         memo.keep(mapped.id, Flagged(seen, tuple(steps), tuple(rows), hashes))
     return replace(mapped, steps=rows, read_texts={})
+
+
+def _key(row: StepRow, text_hash: int | None) -> str:
+    """What a flagged row is remembered by: the step as mapped, and the hash of its read's text."""
+    return row.digest if text_hash is None else f"{row.digest}:{text_hash}"
 
 
 def _unchanged(last: Flagged | None, steps: list[StepRow], read_texts: dict[str, str]) -> int:

@@ -62,8 +62,9 @@ class ConsistentSteps:
         segments: set[int],
     ) -> ConsistentSteps | None:
         """``steps`` found consistent by checking only those after the start they share with
-        these (identity, not equality: a record changed in place is not trusted); None unless
-        they share one and every step, old and new, fits the session's records.
+        these (identity, not equality: a record changed in place is not trusted); None when
+        they share none (and these are not none at all), or a step, old or new, does not fit
+        the session's records.
 
         These steps after the shared start are taken out first: their seqs and ids are unique
         among these, so taking those out is exact; the records they name stay named, which

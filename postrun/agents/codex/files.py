@@ -75,8 +75,10 @@ def read_rollout(
     rollout: Rollout, *, max_bytes: int, mark: Mark | None = None, seen: SourceFile | None = None
 ) -> RolloutData:
     """Read ``rollout``; from ``mark`` on when it still continues what was folded there.
-    ``seen``: its fingerprint when it was read up to ``mark``; a plain rollout still so is not
-    opened (a session's re-ingest stats its many finished sub-agents' rollouts, nothing more).
+    ``seen``: its fingerprint when it was read up to ``mark``; a plain rollout still so, whose
+    fold took every byte of it, is not opened (a session's re-ingest stats its many finished
+    sub-agents' rollouts, nothing more). One whose last line was not complete is read on from
+    the mark, so that line is still said to be incomplete and its copy is of the whole file.
 
     Raises ``NotFound`` when it is gone, ``SourceError`` when it is not a regular file, is
     larger than ``max_bytes`` (decompressed, for a compressed one), cannot be read or
@@ -88,7 +90,7 @@ def read_rollout(
             now = stat_fingerprint(rollout.path)
             if now is None:
                 raise NotFound(str(rollout.path), "no such file")
-            if now == seen:
+            if now == seen and now.size == mark.end:
                 return RolloutData(rollout, Appended.unchanged(mark, now))
         read = read_appended(rollout.path, mark, max_bytes=max_bytes)
         return RolloutData(rollout, read, read.data if read.start == 0 else None)

@@ -55,8 +55,9 @@ class Order:
 
 def session_order(root: ThreadFold, children: Sequence[ThreadFold], last: Order | None = None) -> Order:
     """Every step record of the session, in the session's order. ``last``: the order before;
-    when only the root's entries after the last one that started a child changed (a live
-    session's common case), the order up to them is taken from it, not made again."""
+    when only the root's entries after the last one that started a child or got a review
+    changed, and nothing came after the root's own entries (a live session's common case:
+    ``_goes_on``), the order up to them is taken from it, not made again."""
     entries = list(root.records.values())
     if last is not None and _goes_on(root, children, last):
         changed = same_prefix(entries, last.root_records)
@@ -83,7 +84,8 @@ def session_order(root: ThreadFold, children: Sequence[ThreadFold], last: Order 
 
 
 def _goes_on(root: ThreadFold, children: Sequence[ThreadFold], last: Order) -> bool:
-    """The children are the very same folds, and the root started and asked for the same."""
+    """Nothing came after the root's entries last time, the children are the very same folds,
+    and the root started the same children and asked for the same reviews."""
     return (
         last.closed
         and len(children) == len(last.children)

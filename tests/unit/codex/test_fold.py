@@ -293,3 +293,20 @@ def test_a_line_after_the_last_child_started_is_ordered_without_ordering_the_ses
     again, _ = map_session(read_session(location, max_bytes=MAX_BYTES, cache=cache), cache)
     assert emitted
     assert same_mapping(again, map_session(read_session(location, max_bytes=MAX_BYTES))[0])
+
+
+def test_an_unchanged_rollout_caught_mid_line_is_still_read_on_from_its_mark(tmp_path: Path) -> None:
+    root, location = _delegating(tmp_path)
+    child_path = location.children[0].path
+    with child_path.open("ab") as out:
+        out.write(b'{"timestamp":"2026-12-01T19:21:00.000Z","type":"event_msg","pay')  # Codex mid-write
+    _, cache = map_session(read_session(location, max_bytes=MAX_BYTES))
+    root.agent("m1", "Waiting.", "t1")
+    root.write(tmp_path / "sessions")
+    files = read_session(location, max_bytes=MAX_BYTES, cache=cache)
+    (torn,) = files.children
+    assert torn.read.kept is None and torn.read.start == cache.mark_of(CHILD).end  # type: ignore[union-attr]
+    grown, _ = map_session(files, cache)
+    assert str(child_path) in grown.incomplete
+    (copy,) = [raw for raw in files.raw if raw.fingerprint.path == str(child_path)]
+    assert copy.data == child_path.read_bytes()  # the whole file, its torn line included

@@ -134,3 +134,15 @@ def test_a_step_re_made_at_the_end_is_flagged_again_and_the_rest_handed_back(mon
     assert blobs(again) == blobs(flag_session(changed))
     # And on from there: the next pass hands back this one's rows, the re-made one's included.
     assert all(now is before for now, before in zip(flag_session(changed, memo).steps, again.steps, strict=True))
+
+
+def test_passes_that_go_on_from_a_re_made_end_keep_the_memo_to_their_own_rows() -> None:
+    mapped = session("sudo rm -rf /var")
+    memo = FlagMemo()
+    flag_session(mapped, memo)
+    last = mapped.steps[-1].record
+    for k in range(5):
+        remade = StepRow.build({**last, "payload": {"role": "assistant", "text": f"done {k}"}})
+        flag_session(replace(mapped, steps=[*mapped.steps[:-1], remade]), memo)
+    kept = memo.take(mapped.id)
+    assert kept is not None and len(kept.by_key) == len(mapped.steps)
