@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from postrun.agents.codex.entries import NO_TURN, ROOT_ACTOR, Task
 from postrun.agents.codex.thread import ThreadFold
@@ -84,9 +84,13 @@ def actor_records(root: ThreadFold, children: Sequence[ThreadFold]) -> list[dict
     return [{"id": ROOT_ACTOR, "type": "root", "label": AGENT}, *actors]
 
 
-# A turn's record as the last mapping made it, with what it was made of: the task, its
-# steps' ids (a list never changed once made, so identity means the same ids) and its index.
-MadeTurn = tuple[Task | None, list[str], int, dict[str, Any]]
+class MadeTurn(NamedTuple):
+    """A turn's record as a mapping made it, with what it was made of."""
+
+    task: Task | None  # None for ``turn:0``
+    steps: list[str]  # its steps' ids: a list never changed once made, so identity means the same ids
+    number: int  # the turn record's index
+    record: dict[str, Any]
 
 
 def turn_records(
@@ -106,12 +110,12 @@ def turn_records(
     if NO_TURN in step_ids:
         steps = step_ids[NO_TURN]
         before = last.get(NO_TURN)
-        if before is not None and before[1] is steps:
+        if before is not None and before.steps is steps:
             now[NO_TURN] = before
         else:
             first = next(row.record for row in rows if row.record["turn_id"] == NO_TURN)
             record = _turn(NO_TURN, session_id, first["segment_index"], 0, first["at"], list(steps))
-            now[NO_TURN] = (None, steps, 0, record)
+            now[NO_TURN] = MadeTurn(None, steps, 0, record)
     index = 0
     empty: list[str] = []
     for task in root.tasks.values():
@@ -120,15 +124,15 @@ def turn_records(
         index += 1
         steps = step_ids.get(task.turn_id, empty)
         before = last.get(task.turn_id)
-        if before is not None and before[0] is task and before[1] is steps and before[2] == index:
+        if before is not None and before.task is task and before.steps is steps and before.number == index:
             now[task.turn_id] = before
             continue
         turn = _turn(task.turn_id, session_id, task.segment, index, task.at, list(steps))
         turn["prompt_id"] = task.prompt
         if task.mode is not None:
             turn["mode"] = task.mode
-        now[task.turn_id] = (task, steps, index, turn)
-    return [made_turn[3] for made_turn in now.values()], now
+        now[task.turn_id] = MadeTurn(task, steps, index, turn)
+    return [made_turn.record for made_turn in now.values()], now
 
 
 def _turn(turn_id: str, session_id: str, segment: int, index: int, at: str, steps: list[str]) -> dict[str, Any]:
