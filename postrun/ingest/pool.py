@@ -49,8 +49,10 @@ PROCESSES_FROM_BYTES = 16 * 2**20
 # many small ones: given 32 sessions ahead, one process was given a whole run of 40 large ones,
 # and the writer (which prepares only sessions no process was given) waited for it; given 6,
 # a process ran out of small sessions whenever the writer paused (a commit, a large session):
-# over 1,000 one-turn sessions it waited for work 3.5 s of its 25 s, 0.7 s with 48.
-_AHEAD_BYTES = 4 * 2**20
+# over 1,000 one-turn sessions it waited for work 3.5 s of its 25 s, 0.7 s with 48. 8 MB, not
+# 4: 4 MB is three 1.2 MB sessions, which a process had prepared before the writer was back from
+# a commit or cutting the vault's dictionary (1-2 % of 40 large sessions' cold ingest).
+_AHEAD_BYTES = 8 * 2**20
 _AHEAD = 32
 _COLLECT_EVERY = 500
 
