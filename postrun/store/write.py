@@ -197,21 +197,24 @@ class _Writer:
         *,
         omit: str | None = None,
         known: StoredTurns | None = None,
+        new: bool = False,
     ) -> None:
         """Upsert small records (segments, actors, turns) keyed by ``key_column``; each record
         is stored without its ``omit`` field. ``known``: what the store holds of them as the
         last write left it, compared against by identity (a record given again as the very
         same object is unchanged) and left as the store holds them after; when not ``filled``
-        yet, read back and filled."""
+        yet, read back and filled. ``new``: the session has no row yet, so it holds none."""
         execute = self.connection.execute
         given = known.by_key if known is not None and known.filled else None
         # Only keys and digests: a live re-ingest finds nearly every record unchanged, and
         # reads back the earlier version of the few that changed, for ``history``.
-        stored: dict[Any, str] = (
-            {key: stored_digest for key, (_, stored_digest) in given.items()}
-            if given is not None
-            else dict(execute(f"SELECT {key_column}, digest FROM {table} WHERE session_id = ?", (self.session_id,)))
-        )
+        stored: dict[Any, str]
+        if given is not None:
+            stored = {key: stored_digest for key, (_, stored_digest) in given.items()}
+        elif new:
+            stored = {}
+        else:
+            stored = dict(execute(f"SELECT {key_column}, digest FROM {table} WHERE session_id = ?", (self.session_id,)))
         left: dict[Any, tuple[Mapping[str, Any], str]] = {}
         extra_column = ", idx" if table == "turns" else ""
         for key, record in records:
@@ -348,13 +351,18 @@ def upsert_session(
                 ),
             )
             writer.rows += 1
-        writer.sync_keyed("segments", "segment", "idx", [(s["index"], s) for s in mapped.segments])
-        writer.sync_keyed("actors", "actor", "id", [(a["id"], a) for a in mapped.actors])
+        # A session without its row holds no segments, actors, turns or steps (their foreign
+        # keys, enforced): they are not read back to be compared.
+        new = existing is None
+        writer.sync_keyed("segments", "segment", "idx", [(s["index"], s) for s in mapped.segments], new=new)
+        writer.sync_keyed("actors", "actor", "id", [(a["id"], a) for a in mapped.actors], new=new)
         write_actor_metrics(
             connection, session_id, {a["id"]: mapped.helper_metrics.get(a["id"]) for a in mapped.actors}
         )
-        writer.sync_keyed("turns", "turn", "id", [(t["id"], t) for t in mapped.turns], omit="step_ids", known=turns)
-        writer.sync_steps(rows, known, written)
+        writer.sync_keyed(
+            "turns", "turn", "id", [(t["id"], t) for t in mapped.turns], omit="step_ids", known=turns, new=new
+        )
+        writer.sync_steps(rows, {} if new and known is None else known, written)
         if raw:
             vault.keep(connection, session_id, raw, now=stamp)
         session_changed = existing is not None and tuple(existing) != columns
