@@ -75,12 +75,25 @@ class StoredTurns:
 
 
 class _Writer:
-    def __init__(self, database: Database, session_id: str, now: str) -> None:
+    def __init__(self, database: Database, session_id: str, now: str, *, new: bool) -> None:
+        """``new``: the session has no row yet."""
         self.database = database
         self.connection = database.connection
         self.session_id = session_id
         self.now = now
+        self.new = new
         self.rows = 0
+
+    def stored_digests(self, table: str, key_column: str) -> dict[Any, str]:
+        """What ``table`` holds of the session, key -> digest. A session without its row holds no
+        segments, actors, turns or steps (their foreign keys, enforced): nothing is read back."""
+        if self.new:
+            return {}
+        return dict(
+            self.connection.execute(
+                f"SELECT {key_column}, digest FROM {table} WHERE session_id = ?", (self.session_id,)
+            )
+        )
 
     def keep_history(self, kind: str, record_id: str, record: str, record_digest: str, reason: str) -> None:
         self.connection.execute(
@@ -103,11 +116,7 @@ class _Writer:
         execute = self.connection.execute
         # Only ids and digests: a re-ingest after one new message compares thousands of
         # unchanged steps, and looks up the rowid of the few that changed.
-        stored: dict[str, str] = (
-            known
-            if known is not None
-            else dict(execute("SELECT id, digest FROM steps WHERE session_id = ?", (self.session_id,)))
-        )
+        stored: dict[str, str] = known if known is not None else self.stored_digests("steps", "id")
         before = len(stored)
         start = same_prefix(rows, written) if known is not None else 0
         kept = start  # rows whose id the store held (the ids are unique: the session was validated)
@@ -197,24 +206,21 @@ class _Writer:
         *,
         omit: str | None = None,
         known: StoredTurns | None = None,
-        new: bool = False,
     ) -> None:
         """Upsert small records (segments, actors, turns) keyed by ``key_column``; each record
         is stored without its ``omit`` field. ``known``: what the store holds of them as the
         last write left it, compared against by identity (a record given again as the very
         same object is unchanged) and left as the store holds them after; when not ``filled``
-        yet, read back and filled. ``new``: the session has no row yet, so it holds none."""
+        yet, read back and filled."""
         execute = self.connection.execute
         given = known.by_key if known is not None and known.filled else None
         # Only keys and digests: a live re-ingest finds nearly every record unchanged, and
         # reads back the earlier version of the few that changed, for ``history``.
-        stored: dict[Any, str]
-        if given is not None:
-            stored = {key: stored_digest for key, (_, stored_digest) in given.items()}
-        elif new:
-            stored = {}
-        else:
-            stored = dict(execute(f"SELECT {key_column}, digest FROM {table} WHERE session_id = ?", (self.session_id,)))
+        stored: dict[Any, str] = (
+            {key: stored_digest for key, (_, stored_digest) in given.items()}
+            if given is not None
+            else self.stored_digests(table, key_column)
+        )
         left: dict[Any, tuple[Mapping[str, Any], str]] = {}
         extra_column = ", idx" if table == "turns" else ""
         for key, record in records:
@@ -334,7 +340,7 @@ def upsert_session(
         ).fetchone()
         stored_source_files = existing[-1] if existing is not None else None
         existing = existing[:-1] if existing is not None else None
-        writer = _Writer(database, session_id, stamp)
+        writer = _Writer(database, session_id, stamp, new=existing is None)
         if existing is None:
             connection.execute(
                 "INSERT INTO sessions (agent, record, digest, started_at, ended_at, model, provider, cline_title,"
@@ -351,18 +357,13 @@ def upsert_session(
                 ),
             )
             writer.rows += 1
-        # A session without its row holds no segments, actors, turns or steps (their foreign
-        # keys, enforced): they are not read back to be compared.
-        new = existing is None
-        writer.sync_keyed("segments", "segment", "idx", [(s["index"], s) for s in mapped.segments], new=new)
-        writer.sync_keyed("actors", "actor", "id", [(a["id"], a) for a in mapped.actors], new=new)
+        writer.sync_keyed("segments", "segment", "idx", [(s["index"], s) for s in mapped.segments])
+        writer.sync_keyed("actors", "actor", "id", [(a["id"], a) for a in mapped.actors])
         write_actor_metrics(
             connection, session_id, {a["id"]: mapped.helper_metrics.get(a["id"]) for a in mapped.actors}
         )
-        writer.sync_keyed(
-            "turns", "turn", "id", [(t["id"], t) for t in mapped.turns], omit="step_ids", known=turns, new=new
-        )
-        writer.sync_steps(rows, {} if new and known is None else known, written)
+        writer.sync_keyed("turns", "turn", "id", [(t["id"], t) for t in mapped.turns], omit="step_ids", known=turns)
+        writer.sync_steps(rows, known, written)
         if raw:
             vault.keep(connection, session_id, raw, now=stamp)
         session_changed = existing is not None and tuple(existing) != columns
