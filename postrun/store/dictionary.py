@@ -14,6 +14,8 @@ session without it, and deletes the dictionary (a new one is cut from what remai
 from __future__ import annotations
 
 import hashlib
+import threading
+from typing import TypeVar
 
 import apsw
 import orjson
@@ -34,9 +36,53 @@ LEVEL = 3
 # Prepared dictionaries by content hash: preparing one costs milliseconds, and every copy
 # stored or read needs it.
 _PREPARED: dict[str, zstandard.ZstdCompressionDict] = {}
+_KEPT = 4  # prepared dictionaries (and each thread's contexts) kept: a store holds one in use
 
 
-def _by_id(connection: apsw.Connection, dictionary_id: int, hash_: str | None = None) -> zstandard.ZstdCompressionDict:
+class _Contexts(threading.local):
+    """zstd contexts by dictionary hash (None: none), each thread its own (a context is not safe
+    to share between threads): a fresh one costs a copy about 45 µs (allocating it and loading
+    the dictionary), as much as compressing a one-turn session's file, on every copy stored."""
+
+    def __init__(self) -> None:
+        self.compressors: dict[str | None, zstandard.ZstdCompressor] = {}
+        self.decompressors: dict[str | None, zstandard.ZstdDecompressor] = {}
+
+
+_contexts = _Contexts()
+
+
+def _compressor(prepared: zstandard.ZstdCompressionDict | None, hash_: str | None) -> zstandard.ZstdCompressor:
+    found = _contexts.compressors.get(hash_)
+    if found is None:
+        found = (
+            zstandard.ZstdCompressor(level=LEVEL) if prepared is None else zstandard.ZstdCompressor(dict_data=prepared)
+        )
+        _keep(_contexts.compressors, hash_, found)
+    return found
+
+
+def _decompressor(prepared: zstandard.ZstdCompressionDict | None, hash_: str | None) -> zstandard.ZstdDecompressor:
+    found = _contexts.decompressors.get(hash_)
+    if found is None:
+        found = zstandard.ZstdDecompressor() if prepared is None else zstandard.ZstdDecompressor(dict_data=prepared)
+        _keep(_contexts.decompressors, hash_, found)
+    return found
+
+
+_T = TypeVar("_T")
+
+
+def _keep(cache: dict[str | None, _T], hash_: str | None, value: _T) -> None:
+    if len(cache) >= _KEPT:
+        cache.clear()
+    cache[hash_] = value
+
+
+def _by_id(
+    connection: apsw.Connection, dictionary_id: int, hash_: str | None = None
+) -> tuple[zstandard.ZstdCompressionDict, str]:
+    """The prepared dictionary ``dictionary_id``, and its content hash."""
     if hash_ is None:
         hash_ = str(connection.execute("SELECT hash FROM raw_dictionaries WHERE id = ?", (dictionary_id,)).get)
     prepared = _PREPARED.get(hash_)
@@ -45,10 +91,10 @@ def _by_id(connection: apsw.Connection, dictionary_id: int, hash_: str | None = 
         content = zstandard.ZstdDecompressor().decompress(data)
         prepared = zstandard.ZstdCompressionDict(content, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
         prepared.precompute_compress(level=LEVEL)
-        if len(_PREPARED) >= 4:
+        if len(_PREPARED) >= _KEPT:
             _PREPARED.clear()
         _PREPARED[hash_] = prepared
-    return prepared
+    return prepared, hash_
 
 
 def compressor(connection: apsw.Connection) -> tuple[zstandard.ZstdCompressor, int | None]:
@@ -59,7 +105,7 @@ def compressor(connection: apsw.Connection) -> tuple[zstandard.ZstdCompressor, i
     found, used = newest(connection)
     if used is None and (row := _build(connection)) is not None:
         used = int(row[0]), str(row[1])
-        found = zstandard.ZstdCompressor(dict_data=_by_id(connection, *used))
+        found = _compressor(*_by_id(connection, *used))
         _recompress_with(connection, found, used[0])
     return found, None if used is None else used[0]
 
@@ -69,9 +115,9 @@ def newest(connection: apsw.Connection) -> tuple[zstandard.ZstdCompressor, tuple
     none yet); read only, for an ingest process that compresses copies beside the writer."""
     row = connection.execute("SELECT id, hash FROM raw_dictionaries ORDER BY id DESC LIMIT 1").fetchone()
     if row is None:
-        return zstandard.ZstdCompressor(level=LEVEL), None
+        return _compressor(None, None), None
     dictionary_id, hash_ = int(row[0]), str(row[1])
-    return zstandard.ZstdCompressor(dict_data=_by_id(connection, dictionary_id, hash_)), (dictionary_id, hash_)
+    return _compressor(*_by_id(connection, dictionary_id, hash_)), (dictionary_id, hash_)
 
 
 def newest_id(connection: apsw.Connection) -> int | None:
@@ -149,15 +195,15 @@ def _recompress_with(connection: apsw.Connection, compressor: zstandard.ZstdComp
 
 def decompress(connection: apsw.Connection, dictionary_id: int | None, data: bytes) -> bytes:
     if dictionary_id is None:
-        return zstandard.ZstdDecompressor().decompress(data)
-    return zstandard.ZstdDecompressor(dict_data=_by_id(connection, dictionary_id)).decompress(data)
+        return _decompressor(None, None).decompress(data)
+    return _decompressor(*_by_id(connection, dictionary_id)).decompress(data)
 
 
 def drop_for_session(connection: apsw.Connection, session_id: str) -> int:
     """Remove every dictionary cut from ``session_id``'s files, recompressing the copies that use
     it without one (inside the caller's transaction); how many copies were recompressed."""
     recompressed = 0
-    plain = zstandard.ZstdCompressor(level=LEVEL)
+    plain = _compressor(None, None)
     for dictionary_id, sessions in list(connection.execute("SELECT id, sessions FROM raw_dictionaries")):
         if session_id not in orjson.loads(sessions):
             continue
