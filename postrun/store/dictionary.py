@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from typing import TypeVar
+from dataclasses import dataclass
 
 import apsw
 import orjson
@@ -36,47 +36,58 @@ LEVEL = 3
 # Prepared dictionaries by content hash: preparing one costs milliseconds, and every copy
 # stored or read needs it.
 _PREPARED: dict[str, zstandard.ZstdCompressionDict] = {}
-_KEPT = 4  # prepared dictionaries (and each thread's contexts) kept: a store holds one in use
+_KEPT = 4  # prepared dictionaries (and each thread's decompressors) kept: a store holds one in use
+# A fresh compression context costs a copy about 45 µs (allocating it, loading the dictionary):
+# as much as compressing a one-turn session's file, a few percent of a large one's. Copies up to
+# this size reuse their thread's context; a larger one gets its own, freed after: a context
+# keeps the tables of the largest copy it compressed (2 MB and more a process for 1 MB files).
+_REUSED_UP_TO = 256 * 2**10
 
 
 class _Contexts(threading.local):
-    """zstd contexts by dictionary hash (None: none), each thread its own (a context is not safe
-    to share between threads): a fresh one costs a copy about 45 µs (allocating it and loading
-    the dictionary), as much as compressing a one-turn session's file, on every copy stored."""
+    """Each thread's zstd contexts (a context is not safe to share between threads): the
+    compressor of the dictionary it last compressed with, and decompressors by dictionary hash."""
 
     def __init__(self) -> None:
-        self.compressors: dict[str | None, zstandard.ZstdCompressor] = {}
+        self.compressor: tuple[str | None, zstandard.ZstdCompressor] | None = None
         self.decompressors: dict[str | None, zstandard.ZstdDecompressor] = {}
 
 
 _contexts = _Contexts()
 
 
-def _compressor(prepared: zstandard.ZstdCompressionDict | None, hash_: str | None) -> zstandard.ZstdCompressor:
-    found = _contexts.compressors.get(hash_)
-    if found is None:
-        found = (
-            zstandard.ZstdCompressor(level=LEVEL) if prepared is None else zstandard.ZstdCompressor(dict_data=prepared)
-        )
-        _keep(_contexts.compressors, hash_, found)
-    return found
+@dataclass(frozen=True, slots=True)
+class Compressor:
+    """Compresses copies at the vault's level with one dictionary (None: none)."""
+
+    prepared: zstandard.ZstdCompressionDict | None
+    hash: str | None
+
+    def compress(self, data: bytes) -> bytes:
+        if len(data) > _REUSED_UP_TO:
+            return self._fresh().compress(data)
+        kept = _contexts.compressor
+        if kept is None or kept[0] != self.hash:
+            kept = _contexts.compressor = (self.hash, self._fresh())
+        return kept[1].compress(data)
+
+    def _fresh(self) -> zstandard.ZstdCompressor:
+        if self.prepared is None:
+            return zstandard.ZstdCompressor(level=LEVEL)
+        return zstandard.ZstdCompressor(dict_data=self.prepared)
+
+
+_PLAIN = Compressor(None, None)
 
 
 def _decompressor(prepared: zstandard.ZstdCompressionDict | None, hash_: str | None) -> zstandard.ZstdDecompressor:
     found = _contexts.decompressors.get(hash_)
     if found is None:
         found = zstandard.ZstdDecompressor() if prepared is None else zstandard.ZstdDecompressor(dict_data=prepared)
-        _keep(_contexts.decompressors, hash_, found)
+        if len(_contexts.decompressors) >= _KEPT:
+            _contexts.decompressors.clear()
+        _contexts.decompressors[hash_] = found
     return found
-
-
-_T = TypeVar("_T")
-
-
-def _keep(cache: dict[str | None, _T], hash_: str | None, value: _T) -> None:
-    if len(cache) >= _KEPT:
-        cache.clear()
-    cache[hash_] = value
 
 
 def _by_id(
@@ -97,7 +108,7 @@ def _by_id(
     return prepared, hash_
 
 
-def compressor(connection: apsw.Connection) -> tuple[zstandard.ZstdCompressor, int | None]:
+def compressor(connection: apsw.Connection) -> tuple[Compressor, int | None]:
     """A compressor for new copies, and the id of the dictionary it uses (None: none yet).
 
     Cuts the dictionary, inside the caller's transaction, when the vault has grown enough.
@@ -105,19 +116,19 @@ def compressor(connection: apsw.Connection) -> tuple[zstandard.ZstdCompressor, i
     found, used = newest(connection)
     if used is None and (row := _build(connection)) is not None:
         used = int(row[0]), str(row[1])
-        found = _compressor(*_by_id(connection, *used))
+        found = Compressor(*_by_id(connection, *used))
         _recompress_with(connection, found, used[0])
     return found, None if used is None else used[0]
 
 
-def newest(connection: apsw.Connection) -> tuple[zstandard.ZstdCompressor, tuple[int, str] | None]:
+def newest(connection: apsw.Connection) -> tuple[Compressor, tuple[int, str] | None]:
     """A compressor for new copies with the newest dictionary, and its id and content hash (None:
     none yet); read only, for an ingest process that compresses copies beside the writer."""
     row = connection.execute("SELECT id, hash FROM raw_dictionaries ORDER BY id DESC LIMIT 1").fetchone()
     if row is None:
-        return _compressor(None, None), None
+        return _PLAIN, None
     dictionary_id, hash_ = int(row[0]), str(row[1])
-    return _compressor(*_by_id(connection, dictionary_id, hash_)), (dictionary_id, hash_)
+    return Compressor(*_by_id(connection, dictionary_id, hash_)), (dictionary_id, hash_)
 
 
 def newest_id(connection: apsw.Connection) -> int | None:
@@ -171,7 +182,7 @@ def _build(connection: apsw.Connection) -> tuple[int, str] | None:
     ).fetchone()
 
 
-def _recompress_with(connection: apsw.Connection, compressor: zstandard.ZstdCompressor, dictionary_id: int) -> None:
+def _recompress_with(connection: apsw.Connection, compressor: Compressor, dictionary_id: int) -> None:
     """The newest copies compressed without a dictionary, up to ``RECOMPRESS_BYTES`` raw, compressed
     with ``dictionary_id`` instead where that is smaller."""
     # The hashes first (only those within the budget: after a forget, every copy the vault
@@ -203,7 +214,7 @@ def drop_for_session(connection: apsw.Connection, session_id: str) -> int:
     """Remove every dictionary cut from ``session_id``'s files, recompressing the copies that use
     it without one (inside the caller's transaction); how many copies were recompressed."""
     recompressed = 0
-    plain = _compressor(None, None)
+    plain = _PLAIN
     for dictionary_id, sessions in list(connection.execute("SELECT id, sessions FROM raw_dictionaries")):
         if session_id not in orjson.loads(sessions):
             continue

@@ -22,7 +22,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import apsw
-import zstandard
 
 from postrun.errors import SourceError
 from postrun.records import PackedFile, RawCopy, RawFile, SourceFile
@@ -190,7 +189,7 @@ def _replace(connection: apsw.Connection, row_id: int, generation: int, now: str
 
 
 def _store_blob(
-    connection: apsw.Connection, compressor: tuple[zstandard.ZstdCompressor, int | None], raw: RawCopy, hash_: str
+    connection: apsw.Connection, compressor: tuple[dictionary.Compressor, int | None], raw: RawCopy, hash_: str
 ) -> None:
     if connection.execute("SELECT 1 FROM raw_blobs WHERE hash = ?", (hash_,)).fetchone() is not None:
         return
