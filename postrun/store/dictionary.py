@@ -36,7 +36,7 @@ LEVEL = 3
 # Prepared dictionaries by content hash: preparing one costs milliseconds, and every copy
 # stored or read needs it.
 _PREPARED: dict[str, zstandard.ZstdCompressionDict] = {}
-_KEPT = 4  # prepared dictionaries (and each thread's decompressors) kept: a store holds one in use
+_KEPT = 4  # prepared dictionaries kept: a store holds one in use
 # A fresh compression context costs a copy about 45 µs (allocating it, loading the dictionary):
 # as much as compressing a one-turn session's file, a few percent of a large one's. Copies up to
 # this size reuse their thread's context; a larger one gets its own, freed after: a context
@@ -45,12 +45,11 @@ _REUSED_UP_TO = 256 * 2**10
 
 
 class _Contexts(threading.local):
-    """Each thread's zstd contexts (a context is not safe to share between threads): the
-    compressor of the dictionary it last compressed with, and decompressors by dictionary hash."""
+    """Each thread's compression context (a context is not safe to share between threads): the
+    one of the dictionary it last compressed with."""
 
     def __init__(self) -> None:
         self.compressor: tuple[str | None, zstandard.ZstdCompressor] | None = None
-        self.decompressors: dict[str | None, zstandard.ZstdDecompressor] = {}
 
 
 _contexts = _Contexts()
@@ -78,16 +77,6 @@ class Compressor:
 
 
 _PLAIN = Compressor(None, None)
-
-
-def _decompressor(prepared: zstandard.ZstdCompressionDict | None, hash_: str | None) -> zstandard.ZstdDecompressor:
-    found = _contexts.decompressors.get(hash_)
-    if found is None:
-        found = zstandard.ZstdDecompressor() if prepared is None else zstandard.ZstdDecompressor(dict_data=prepared)
-        if len(_contexts.decompressors) >= _KEPT:
-            _contexts.decompressors.clear()
-        _contexts.decompressors[hash_] = found
-    return found
 
 
 def _by_id(
@@ -206,8 +195,8 @@ def _recompress_with(connection: apsw.Connection, compressor: Compressor, dictio
 
 def decompress(connection: apsw.Connection, dictionary_id: int | None, data: bytes) -> bytes:
     if dictionary_id is None:
-        return _decompressor(None, None).decompress(data)
-    return _decompressor(*_by_id(connection, dictionary_id)).decompress(data)
+        return zstandard.ZstdDecompressor().decompress(data)
+    return zstandard.ZstdDecompressor(dict_data=_by_id(connection, dictionary_id)[0]).decompress(data)
 
 
 def drop_for_session(connection: apsw.Connection, session_id: str) -> int:
