@@ -41,6 +41,12 @@ from postrun.store.write import StoredState
 # the batch holds the store's write lock, and another writer waits at most the busy timeout.
 BATCH_SECONDS = 0.5
 BATCH_SOURCE_BYTES = 64 * 2**20
+# The last transaction's pages are checkpointed once the work is done, with nothing left to do
+# meanwhile (the thread of ``checkpointed_beside`` copies each committed transaction while the
+# next is stored): the one before it commits early, once the sessions left are at most this
+# share of those it holds, so that the last stays small (the large and mix slices' cold ingest
+# 2 % faster, the small slice's the same).
+TAIL_SHARE = 0.2
 
 Result = IngestOutcome | IngestFailure
 Placed = tuple[int, Result]  # a result, and the index of its session among those given
@@ -119,7 +125,7 @@ def committed_batches(
                 if isinstance(mapped, Prepared):
                     batch.source_bytes += sum(f.size for f in mapped.mapped.source_files)
                 handled += 1
-                if batch.full():
+                if batch.full(left=len(locations) - handled):
                     yield batch.commit()
             last = batch.commit()
             if last:
@@ -205,6 +211,7 @@ class _Batch:
         self.checkpoints: Checkpoints | None = None  # told when each transaction begins and ends
         self._started: float | None = None
         self._had_dictionary = False  # whether the vault held a dictionary as the transaction began
+        self._tail = False  # whether a transaction committed early for the last one to be small
         self._transaction = contextlib.ExitStack()
 
     def open(self) -> None:
@@ -218,16 +225,24 @@ class _Batch:
             self._started = self.timer()
             self._had_dictionary = dictionary.newest_id(self.database.connection) is not None
 
-    def full(self) -> bool:
+    def full(self, *, left: int) -> bool:
+        """Whether the open transaction commits now, ``left`` sessions still to store."""
+        if self._started is None:
+            return False
         # Also once the vault cut a dictionary: ingest processes read it only once it is
         # committed, and compress every copy without it until then (on 400 one-turn sessions,
         # 0.164 MB of copies per source MB with the batch left to run, 0.152 committed at once).
         # One is cut only while the store has none, so only then is it looked for.
-        return self._started is not None and (
+        if (
             self.timer() - self._started >= BATCH_SECONDS
             or self.source_bytes >= BATCH_SOURCE_BYTES
             or (not self._had_dictionary and dictionary.newest_id(self.database.connection) is not None)
-        )
+        ):
+            return True
+        if left and not self._tail and self.checkpoints is not None and left <= TAIL_SHARE * len(self.results):
+            self._tail = True
+            return True
+        return False
 
     def commit(self) -> list[Placed]:
         if self._started is not None:

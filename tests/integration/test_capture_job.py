@@ -168,6 +168,7 @@ def test_a_catch_up_that_gives_way_after_its_last_batch_still_ends_its_mapping_p
     """Live work due just as the last batch commits: nothing is left to resume the catch-up for,
     so it ends there, and so do its mapping processes."""
     monkeypatch.setattr(catchup, "BATCH_SECONDS", 60.0)  # one batch
+    monkeypatch.setattr(catchup, "TAIL_SHARE", 0.0)
     ids = []
     for index in range(6):
         session = Synthetic(synthetic_id(index), seed=index)

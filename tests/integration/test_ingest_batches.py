@@ -87,6 +87,7 @@ def summary(results: list[IngestOutcome | IngestFailure]) -> list[tuple[object, 
 @pytest.fixture
 def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(catchup, "BATCH_SECONDS", 60.0)  # one transaction however loaded the machine
+    monkeypatch.setattr(catchup, "TAIL_SHARE", 0.0)  # and none committed early for a small last one
     folder = tmp_path / "cline" / "sessions"
     history(folder)
     return folder

@@ -63,3 +63,23 @@ def test_a_batched_ingest_abandoned_between_batches_ends_its_thread(
         committed.close()  # capture abandons a catch-up this way
         assert checkpoint_threads() == []
         assert database.execute("pragma wal_autocheckpoint").get == 1000
+
+
+def test_the_transaction_before_the_last_commits_early_so_that_the_last_is_small(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last transaction's pages are checkpointed after the work: the one before it commits
+    once the sessions left are at most ``TAIL_SHARE`` of those it holds, and never again."""
+    monkeypatch.setattr(batches, "BATCH_SECONDS", 600.0)  # no transaction ends on time
+    root = tmp_path / "cline" / "sessions"
+    write_synthetic(root, 12, grows=3)
+    sessions = list_sessions(root).sessions
+    with Database.open(tmp_path / "store.db") as database:
+        committed = list(batches.committed_batches(Ingester(database, max_bytes=MAX_BYTES), sessions))
+    # Ten stored, two left: 2 <= 0.2 * 10.
+    assert [len(results) for results in committed] == [10, 2]
+    monkeypatch.setattr(batches, "TAIL_SHARE", 0.0)
+    with Database.open(tmp_path / "one.db") as database:
+        committed = list(batches.committed_batches(Ingester(database, max_bytes=MAX_BYTES), sessions))
+    assert [len(results) for results in committed] == [12]
+    assert differences(read_records(tmp_path / "store.db"), read_records(tmp_path / "one.db")) == []

@@ -64,6 +64,7 @@ def test_the_transaction_that_cuts_the_dictionary_commits_at_once(
     monkeypatch.setattr(dictionary, "BUILD_AFTER_BYTES", 60_000)
     monkeypatch.setattr(dictionary, "CONTENT_BYTES", 40_000)
     monkeypatch.setattr(batches, "BATCH_SECONDS", 600.0)
+    monkeypatch.setattr(batches, "TAIL_SHARE", 0.0)  # nor a small last one committed apart
     root = tmp_path / "cline" / "sessions"
     write_synthetic(root, 12, grows=30)
     sessions = list_sessions(root).sessions
