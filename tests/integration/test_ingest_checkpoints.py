@@ -72,14 +72,14 @@ def test_the_transaction_before_the_last_commits_early_so_that_the_last_is_small
     once the sessions left are at most ``TAIL_SHARE`` of those it holds, and never again."""
     monkeypatch.setattr(batches, "BATCH_SECONDS", 600.0)  # no transaction ends on time
     root = tmp_path / "cline" / "sessions"
-    write_synthetic(root, 12, grows=3)
+    write_synthetic(root, 36, grows=3)
     sessions = list_sessions(root).sessions
     with Database.open(tmp_path / "store.db") as database:
         committed = list(batches.committed_batches(Ingester(database, max_bytes=MAX_BYTES), sessions))
-    # Ten stored, two left: 2 <= 0.2 * 10.
-    assert [len(results) for results in committed] == [10, 2]
+    # Thirty stored, six left: 6 <= 0.2 * 30. Not again in the last (at five, 1 <= 0.2 * 5).
+    assert [len(results) for results in committed] == [30, 6]
     monkeypatch.setattr(batches, "TAIL_SHARE", 0.0)
     with Database.open(tmp_path / "one.db") as database:
         committed = list(batches.committed_batches(Ingester(database, max_bytes=MAX_BYTES), sessions))
-    assert [len(results) for results in committed] == [12]
+    assert [len(results) for results in committed] == [36]
     assert differences(read_records(tmp_path / "store.db"), read_records(tmp_path / "one.db")) == []
