@@ -17,6 +17,7 @@ from bench.live import BusyLatency, LiveResult
 from bench.machine import Machine
 from bench.mcp import RecallResult
 from bench.mcp import rows as recall_rows
+from bench.overhead import Overhead
 from bench.peer import AGENTSVIEW, AGENTSVIEW_VERSION
 from bench.stats import median, percentile
 from bench.storesize import StoreSize
@@ -63,10 +64,23 @@ class ShapeResult:
     store: StoreSize
     sqlite_floor_seconds: float  # SQLite alone writing the first slice's stored steps
     work_floor: WorkFloor  # the first slice mapped in Python, its records and raw copies compressed
+    inline_cpu_seconds: float  # the first slice ingested in line (no ingest processes), into a fresh store
 
     def floor_seconds(self, cores: int) -> float:
         """The least wall time the first slice's cold ingest can take on ``cores``: its work floor spread."""
         return (self.work_floor.cpu_seconds + self.sqlite_floor_seconds) / cores
+
+    def overhead(self, cores: int, startup: Startup) -> Overhead:
+        """Where the first cold run's wall time went beyond the work floor."""
+        first = self.cold.runs[0]
+        return Overhead(
+            wall_seconds=first.wall_seconds,
+            cpu_seconds=first.cpu_seconds,
+            inline_cpu_seconds=self.inline_cpu_seconds,
+            floor_cpu_seconds=self.work_floor.cpu_seconds + self.sqlite_floor_seconds,
+            startup_seconds=startup.writer_seconds,
+            cores=cores,
+        )
 
 
 @dataclass(frozen=True)
@@ -129,6 +143,12 @@ def shape_rows(shape: ShapeResult, cores: int, startup: Startup) -> list[Row]:
             f" target ≤ {WORK_FLOOR_RATIO_TARGET:g}×; {first.wall_seconds / started:.2f}× it with the start-up;"
             f" {startup.against(floor, WORK_FLOOR_RATIO_TARGET)}",
             first.wall_seconds / floor <= WORK_FLOOR_RATIO_TARGET,
+        ),
+        Row(
+            f"1. Where the wall time goes, {name} (the first run, against the same slice ingested in line)",
+            shape.overhead(cores, startup).describe(),
+            "no target: the parts beyond the work floor are what a ratio target leaves for",
+            None,
         ),
         Row(
             f"1. Cores used, {name} (CPU time ÷ wall time of the whole ingest, its processes included)",

@@ -29,6 +29,7 @@ from bench import cold, daemon, live, mcp, others, peer, report, sections, sqlit
 from bench.history import HISTORY_END_MS, MESSAGES_PER_TURN, SessionWriter, open_session, write_history
 from bench.machine import describe
 from bench.noise import CpuMark, others_share
+from bench.overhead import measure_inline
 from bench.proc import isolated_env, postrun_command
 
 REPO = Path(__file__).resolve().parent.parent
@@ -344,7 +345,13 @@ def _measure_shape(
         scratch = root.parent.parent / "sqlite-floor"
         sqlite_seconds = sqlitefloor.sqlite_floor(Path(env["POSTRUN_DB"]), first_slice, scratch=scratch)
         work = workfloor.work_floor(root, first_slice)
-    return report.ShapeResult(shape.name, described, cold_result, store_result, sqlite_seconds, work)
+        folders = [str(s.messages_path.parent) for s in history.written[0 :: profile.cold_runs]]
+        inline = measure_inline(
+            folders, env, kind="cline", db=root.parent.parent / "inline" / "postrun.db", sessions=len(folders)
+        )
+    return report.ShapeResult(
+        shape.name, described, cold_result, store_result, sqlite_seconds, work, inline.cpu_seconds
+    )
 
 
 def _busy_session(mb: float, seconds: float, seed: int, started_ms: int) -> tuple[SessionWriter, int]:

@@ -1,0 +1,73 @@
+"""Where a cold ingest's wall time goes beyond its work floor, measured in the same run.
+
+The work floor (``bench/workfloor.py`` and ``bench/sqlitefloor.py``) is the CPU of the work no
+design can skip, spread over the cores. Beside the cold ingest (its processes included), the
+same sessions are ingested once more in line (``POSTRUN_INGEST_PROCESSES=0``: one process, no
+ingest processes) into a fresh store. Then each CPU second the ingest spends is one of:
+
+- the work floor's;
+- *start-up*: the writer's, before any session (``postrun ingest`` of an empty folder);
+- *bookkeeping*: the rest of what the in-line ingest spends, storing as the store's guarantees
+  require beyond writing the rows (each session's savepoint and guard, what is stored read
+  back, the vault's rows, progress and the mirror's outbox) and whatever mapping costs beyond
+  the floor's own pass;
+- *processes*: what the ingest with its processes spends beyond the in-line one (their
+  start-up, each session sent to a process and its prepared rows sent back);
+
+and the cores left idle make up the rest of the wall time. Each part is given in wall
+seconds (CPU seconds ÷ cores), so they add up to the wall time exactly: the part that would
+have to shrink for a target is read off directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.proc import Finished, postrun_command, run
+
+
+@dataclass(frozen=True, slots=True)
+class Overhead:
+    wall_seconds: float  # the cold ingest, its processes included
+    cpu_seconds: float
+    inline_cpu_seconds: float  # the same sessions ingested in line
+    floor_cpu_seconds: float  # the work floor's CPU (mapping, records, raw copies, SQLite)
+    startup_seconds: float  # the writer's start-up (an empty ingest: one process, CPU ≈ wall)
+    cores: int
+
+    def parts(self) -> dict[str, float]:
+        """The wall time's parts in wall seconds; they add up to ``wall_seconds``."""
+        spread = float(self.cores)
+        return {
+            "work floor": self.floor_cpu_seconds / spread,
+            "start-up": self.startup_seconds / spread,
+            "bookkeeping": (self.inline_cpu_seconds - self.startup_seconds - self.floor_cpu_seconds) / spread,
+            "processes": (self.cpu_seconds - self.inline_cpu_seconds) / spread,
+            "idle cores": self.wall_seconds - self.cpu_seconds / spread,
+        }
+
+    def describe(self) -> str:
+        """One line: the parts, and the in-line ingest they come from."""
+        parts = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.parts().items())
+        return (
+            f"wall {self.wall_seconds:.2f} s = {parts} (CPU ÷ {self.cores} cores; in line the same sessions"
+            f" took {self.inline_cpu_seconds:.2f} s of CPU, with the processes {self.cpu_seconds:.2f} s)"
+        )
+
+
+def measure_inline(targets: Sequence[str], env: Mapping[str, str], *, kind: str, db: Path, sessions: int) -> Finished:
+    """``postrun ingest --agent kind targets`` (``sessions`` sessions) in line, into a fresh store
+    at ``db`` (``env`` as the cold ingest's, its own store replaced)."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    inline_env = dict(env) | {"POSTRUN_DB": str(db), "POSTRUN_INGEST_PROCESSES": "0"}
+    finished = run([*postrun_command(), "ingest", "--agent", kind, *targets], inline_env, timeout=7200)
+    stored = sum(1 for line in finished.stdout.splitlines() if line.startswith(f"ingested {kind} session "))
+    if finished.returncode != 0 or stored != sessions:
+        raise RuntimeError(
+            f"postrun ingest in line: exit {finished.returncode}, {stored} of {sessions}: {finished.stderr[-2000:]}"
+        )
+    return finished
