@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from postrun.agents.cline.times import iso_from_ms, valid_timestamp
+from postrun.agents.cline.times import valid_timestamp
 from postrun.text import one_line, plural, printable
-from postrun.timestamps import normalize_timestamp, utc_iso
+from postrun.timestamps import iso_from_ms, normalize_timestamp, utc_iso
 
 
 def test_printable_escapes_terminal_control_characters() -> None:

@@ -15,7 +15,7 @@ Where each Cline field is mapped (module.function)::
       metadata.checkpoint.history[].runCount, createdAt  segments.plan_segments  segments
     <id>.messages.json (the messages file)
       version, agent               mapping._session_record, map_session  agent.format_version, root actor label
-      messages[].role, id, ts, content  transcript.read_transcript  messages (ts: times.epoch_ms)
+      messages[].role, id, ts, content  transcript.read_transcript  messages (ts: timestamps.epoch_ms)
       messages[].metrics, modelInfo     transcript._note_facts       session.metrics, model fallback
       content[] text / thinking    steps.map_message        turns (user), message and reasoning steps
       user text wrappers, displayRole, metadata.kind  text.unwrap, text.is_synthetic  prompts, synthetic turns

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from postrun.agents.cline.steps import Context, SessionFacts, system_message
-from postrun.agents.cline.times import epoch_ms
 from postrun.agents.cline.transcript import Transcript, escape_id
 from postrun.records import StepRow
+from postrun.timestamps import epoch_ms
 
 SUMMARY_KIND = "compaction_summary"
 

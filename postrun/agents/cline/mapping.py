@@ -24,7 +24,7 @@ from postrun.agents.cline.fold import CacheKey, Folded, FoldResume, fold_message
 from postrun.agents.cline.helpers import Helper, helper_actor, place_helpers
 from postrun.agents.cline.segments import SegmentPlan, plan_segments
 from postrun.agents.cline.steps import ROOT_ACTOR, MessageSteps, SessionFacts
-from postrun.agents.cline.times import iso_from_ms, iso_from_ns, valid_timestamp
+from postrun.agents.cline.times import valid_timestamp
 from postrun.agents.cline.tools import ToolContext
 from postrun.agents.cline.transcript import Transcript, TranscriptResume, read_transcript
 from postrun.errors import SourceError
@@ -38,6 +38,7 @@ from postrun.records import (
     digest,
     summed_metrics,
 )
+from postrun.timestamps import iso_from_ms, iso_from_ns
 
 AGENT = "cline"
 

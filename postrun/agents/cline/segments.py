@@ -12,7 +12,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
 
-from postrun.agents.cline.times import epoch_ms, iso_from_ms
+from postrun.timestamps import epoch_ms, iso_from_ms
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,12 +13,12 @@ from typing import Any, NamedTuple
 import orjson
 
 from postrun.agents.cline.text import UserText, is_synthetic, prompt_text, unwrap
-from postrun.agents.cline.times import iso_from_ms
 from postrun.agents.cline.tools import ToolContext, map_tool_call
 from postrun.agents.cline.transcript import Fingerprint, Message, wrong_shape
 from postrun.records import StepRow
 from postrun.review.secrets import may_hold_secrets
 from postrun.schema import SchemaError
+from postrun.timestamps import iso_from_ms
 
 ROOT_ACTOR = "root"
 CHANNELS = ("conversation",)

@@ -25,9 +25,9 @@ import orjson
 from postrun.agents.cline.layout import ByteLayout, KnownMessages, LazyMessages, measure_list
 from postrun.agents.cline.metrics import Metrics
 from postrun.agents.cline.results import APPROVAL_ON_WORDINGS, error_reports
-from postrun.agents.cline.times import epoch_ms
 from postrun.errors import SourceError
 from postrun.jsonio import parse_json
+from postrun.timestamps import epoch_ms
 
 ROLES = ("user", "assistant")  # Cline stores no other roles; anything else is skipped
 BlockRef = tuple[int, int]  # (message position, block position)

@@ -14,8 +14,8 @@ from urllib.parse import unquote
 
 import orjson
 
-from postrun.agents.cline.times import epoch_ms, iso_from_ms
 from postrun.schema import plain
+from postrun.timestamps import epoch_ms, iso_from_ms
 
 _CODEX_TIME = re.compile(r"\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z", re.ASCII)
 # Shells Codex wraps a command string in: ``["/bin/bash", "-lc", X]``.

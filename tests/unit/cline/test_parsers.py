@@ -13,7 +13,8 @@ from postrun.agents.cline.commands import TRUNCATED_QUERY, CommandOutput, parse_
 from postrun.agents.cline.patch import parse_patch, parse_search_replace
 from postrun.agents.cline.segments import plan_segments
 from postrun.agents.cline.text import is_synthetic, prompt_text, unwrap
-from postrun.agents.cline.times import epoch_ms, iso_from_ms, iso_from_ns, valid_timestamp
+from postrun.agents.cline.times import valid_timestamp
+from postrun.timestamps import epoch_ms, iso_from_ms, iso_from_ns
 
 
 @pytest.mark.parametrize(
