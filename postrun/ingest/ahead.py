@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +25,11 @@ from pathlib import Path
 # send stops preparing; room for a few sessions keeps it preparing while the writer stores a slow one.
 _REPLY_BUFFER_BYTES = 4 * 2**20
 _STOP_SECONDS = 5.0
+# The ``ingest_processes`` setting as the environment gives it (``postrun.settings``: POSTRUN_
+# and the field's name). Read alone, as the processes start before the settings are loaded: 0
+# there starts none (a value from the settings file is honoured when the pool is made, and
+# processes it does not take end with the block).
+PROCESSES_VARIABLE = "POSTRUN_INGEST_PROCESSES"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,11 +107,19 @@ def may_be_many(targets: Sequence[str]) -> bool:
     return len(targets) > 1 or any(Path(target).is_dir() for target in targets)
 
 
+def count_ahead(targets: Sequence[str], environ: Mapping[str, str]) -> int:
+    """How many ingest processes to start ahead of ``postrun ingest`` of ``targets``: as many as a
+    batched ingest wants by default when they may be many sessions, unless the environment sets
+    ``ingest_processes`` to 0 (blank is unset, as for every setting)."""
+    if environ.get(PROCESSES_VARIABLE, "").strip() == "0" or not may_be_many(targets):
+        return 0
+    return default_count()
+
+
 @contextlib.contextmanager
-def started_ahead(targets: Sequence[str]) -> Iterator[Ahead]:
-    """As many ingest processes as a batched ingest wants by default, started now when the
-    targets may be many sessions, none otherwise; those not taken end with the block."""
-    started = [one for _ in range(default_count() if may_be_many(targets) else 0) if (one := start()) is not None]
+def started_ahead(targets: Sequence[str], environ: Mapping[str, str]) -> Iterator[Ahead]:
+    """The ingest processes ``count_ahead`` says, started now; those not taken end with the block."""
+    started = [one for _ in range(count_ahead(targets, environ)) if (one := start()) is not None]
     ahead = Ahead(started)
     try:
         yield ahead

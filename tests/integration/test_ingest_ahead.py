@@ -26,13 +26,24 @@ def root(tmp_path: Path) -> Path:
 
 def test_processes_start_ahead_only_for_targets_that_may_be_many_sessions(root: Path) -> None:
     one_file = next(root.glob("*/*.messages.json"))
-    with ahead.started_ahead([str(one_file)]):
+    with ahead.started_ahead([str(one_file)], {}):
         assert mapping_processes() == []
-    with ahead.started_ahead([str(root)]):
+    with ahead.started_ahead([str(root)], {}):
         assert len(mapping_processes()) == ahead.default_count()
     assert mapping_processes() == []  # those no ingest took end with the block
-    with ahead.started_ahead(["an-id", "another-id"]):
+    with ahead.started_ahead(["an-id", "another-id"], {}):
         assert len(mapping_processes()) == ahead.default_count()
+    assert mapping_processes() == []
+
+
+def test_no_process_starts_ahead_when_the_environment_wants_none(root: Path) -> None:
+    with ahead.started_ahead([str(root)], {ahead.PROCESSES_VARIABLE: "0"}) as started:
+        assert mapping_processes() == []
+        assert started.take(1) == []
+    # Blank is unset; any other number is the pool's to honour once the settings are loaded.
+    for value in (" ", "2"):
+        with ahead.started_ahead([str(root)], {ahead.PROCESSES_VARIABLE: value}):
+            assert len(mapping_processes()) == ahead.default_count()
     assert mapping_processes() == []
 
 
@@ -47,7 +58,7 @@ def test_a_batched_ingest_takes_the_processes_started_ahead(
         started_later.append(started)
         return started
 
-    with ahead.started_ahead([str(root)]) as started:
+    with ahead.started_ahead([str(root)], {}) as started:
         early = {process.pid for process in mapping_processes()}
         monkeypatch.setattr(ahead, "start", counted)
         report = ingest_targets(
@@ -65,7 +76,7 @@ def test_a_batched_ingest_takes_the_processes_started_ahead(
 
 
 def test_an_ingest_that_wants_no_processes_leaves_those_started_ahead_to_end(root: Path, tmp_path: Path) -> None:
-    with ahead.started_ahead([str(root)]) as started:
+    with ahead.started_ahead([str(root)], {}) as started:
         report = ingest_targets(
             [str(root)], db=tmp_path / "none.db", default_root=root, max_bytes=MAX_BYTES, processes=0, started=started
         )

@@ -13,6 +13,7 @@ import pytest
 
 from postrun.errors import ConfigError, UsageError
 from postrun.exitcodes import ExitCode
+from postrun.ingest import ahead
 from postrun.settings import SETTING_KEYS, ConfigValue, LoadedSettings, Settings, describe, load_settings
 
 
@@ -433,3 +434,10 @@ def test_a_relative_home_is_a_configuration_error_naming_it(tmp_path: Path) -> N
         load_settings(config_file=None, overrides={"db": tmp_path / "p.db"}, environ={"HOME": "relhome"})
     assert str(caught.value) == "HOME: must be an absolute path (got 'relhome')"
     assert caught.value.exit_code == ExitCode.CONFIG
+
+
+def test_the_ingest_processes_started_ahead_read_the_settings_own_variable() -> None:
+    # ``postrun.ingest.ahead`` reads the variable before the settings are loaded, by its name.
+    prefix = Settings.model_config.get("env_prefix", "")
+    assert "ingest_processes" in Settings.model_fields
+    assert f"{prefix}ingest_processes".upper() == ahead.PROCESSES_VARIABLE
