@@ -23,7 +23,7 @@ import apsw
 
 from bench.overhead import Overhead, measure_inline
 from bench.peer import AGENTSVIEW, AGENTSVIEW_VERSION, ensure_agentsview, peer_env
-from bench.proc import Finished, postrun_command, run
+from bench.proc import Finished, ingested, postrun_command, run
 from bench.sqlitefloor import sqlite_floor
 from bench.storesize import StoreSize, measure_store
 from bench.workfloor import Startup, WorkFloor, startup_floor, work_floor
@@ -49,8 +49,12 @@ class AgentCold:
     inline_cpu_seconds: float  # the same history ingested in line (no ingest processes), into a fresh store
 
     @property
+    def floor_cpu_seconds(self) -> float:
+        return self.work.cpu_seconds + self.sqlite_seconds
+
+    @property
     def floor_seconds(self) -> float:
-        return (self.work.cpu_seconds + self.sqlite_seconds) / self.cores
+        return self.floor_cpu_seconds / self.cores
 
     @property
     def started_floor_seconds(self) -> float:
@@ -64,7 +68,7 @@ class AgentCold:
             wall_seconds=self.cold.wall_seconds,
             cpu_seconds=self.cold.cpu_seconds,
             inline_cpu_seconds=self.inline_cpu_seconds,
-            floor_cpu_seconds=self.work.cpu_seconds + self.sqlite_seconds,
+            floor_cpu_seconds=self.floor_cpu_seconds,
             startup_seconds=self.startup.writer_seconds,
             cores=self.cores,
         )
@@ -84,7 +88,7 @@ def measure(
     with ``peer_variable`` (agentsview's variable for that agent's folder), agentsview's sync too."""
     os.sync()  # the generator's writeback is not the ingest's cost
     cold = run([*postrun_command(), "ingest", "--agent", kind, str(root)], env, timeout=7200)
-    stored = sum(1 for line in cold.stdout.splitlines() if line.startswith(f"ingested {kind} session "))
+    stored = ingested(cold, kind)
     if cold.returncode != 0 or stored != sessions:
         raise RuntimeError(f"cold ingest: exit {cold.returncode}, {stored} of {sessions}: {cold.stderr[-2000:]}")
     peer = None if peer_variable is None else _peer(workdir / "peer", root, peer_variable, sessions)

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.proc import Finished, postrun_command, run
+from bench.proc import Finished, ingested, postrun_command, run
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +34,7 @@ class Overhead:
     cpu_seconds: float
     inline_cpu_seconds: float  # the same sessions ingested in line
     floor_cpu_seconds: float  # the work floor's CPU (mapping, records, raw copies, SQLite)
-    startup_seconds: float  # the writer's start-up (an empty ingest: one process, CPU ≈ wall)
+    startup_seconds: float  # the writer's start-up: an empty ingest's wall time, the writer busy throughout
     cores: int
 
     def parts(self) -> dict[str, float]:
@@ -52,8 +52,10 @@ class Overhead:
         """One line: the parts, and the in-line ingest they come from."""
         parts = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.parts().items())
         return (
-            f"wall {self.wall_seconds:.2f} s = {parts} (CPU ÷ {self.cores} cores; in line the same sessions"
-            f" took {self.inline_cpu_seconds:.2f} s of CPU, with the processes {self.cpu_seconds:.2f} s)"
+            f"wall {self.wall_seconds:.2f} s = {parts} (CPU ÷ {self.cores} cores: the start-up's"
+            f" {self.startup_seconds:.2f} s of one core counts {self.startup_seconds / self.cores:.2f} s, the"
+            " other cores' wait meanwhile is in the idle cores; in line the same sessions took"
+            f" {self.inline_cpu_seconds:.2f} s of CPU, with the processes {self.cpu_seconds:.2f} s)"
         )
 
 
@@ -65,7 +67,7 @@ def measure_inline(targets: Sequence[str], env: Mapping[str, str], *, kind: str,
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     inline_env = dict(env) | {"POSTRUN_DB": str(db), "POSTRUN_INGEST_PROCESSES": "0"}
     finished = run([*postrun_command(), "ingest", "--agent", kind, *targets], inline_env, timeout=7200)
-    stored = sum(1 for line in finished.stdout.splitlines() if line.startswith(f"ingested {kind} session "))
+    stored = ingested(finished, kind)
     if finished.returncode != 0 or stored != sessions:
         raise RuntimeError(
             f"postrun ingest in line: exit {finished.returncode}, {stored} of {sessions}: {finished.stderr[-2000:]}"

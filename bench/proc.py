@@ -33,6 +33,11 @@ def postrun_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "postrun"]
 
 
+def ingested(finished: Finished, kind: str) -> int:
+    """How many sessions of ``kind`` a ``postrun ingest`` reported stored."""
+    return sum(1 for line in finished.stdout.splitlines() if line.startswith(f"ingested {kind} session "))
+
+
 def isolated_env(home: Path, *, db: Path, cline_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {
         key: value

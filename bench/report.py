@@ -66,9 +66,14 @@ class ShapeResult:
     work_floor: WorkFloor  # the first slice mapped in Python, its records and raw copies compressed
     inline_cpu_seconds: float  # the first slice ingested in line (no ingest processes), into a fresh store
 
+    @property
+    def floor_cpu_seconds(self) -> float:
+        """The first slice's work floor in CPU time: mapping, records, raw copies and SQLite."""
+        return self.work_floor.cpu_seconds + self.sqlite_floor_seconds
+
     def floor_seconds(self, cores: int) -> float:
         """The least wall time the first slice's cold ingest can take on ``cores``: its work floor spread."""
-        return (self.work_floor.cpu_seconds + self.sqlite_floor_seconds) / cores
+        return self.floor_cpu_seconds / cores
 
     def overhead(self, cores: int, startup: Startup) -> Overhead:
         """Where the first cold run's wall time went beyond the work floor."""
@@ -77,7 +82,7 @@ class ShapeResult:
             wall_seconds=first.wall_seconds,
             cpu_seconds=first.cpu_seconds,
             inline_cpu_seconds=self.inline_cpu_seconds,
-            floor_cpu_seconds=self.work_floor.cpu_seconds + self.sqlite_floor_seconds,
+            floor_cpu_seconds=self.floor_cpu_seconds,
             startup_seconds=startup.writer_seconds,
             cores=cores,
         )

@@ -341,11 +341,12 @@ def _measure_shape(
     with phase(f"1 cold ingest, {shape.name}: {described}; {profile.cold_runs} runs{then_peer}"):
         cold_result = cold.measure_cold(history.written, env, runs=profile.cold_runs, peer=peer_tool)
         store_result = storesize.measure_store(Path(env["POSTRUN_DB"]), source_bytes=history.bytes)
-        first_slice = [s.session_id for s in history.written[0 :: profile.cold_runs]]
+        first = history.written[0 :: profile.cold_runs]
+        first_slice = [s.session_id for s in first]
         scratch = root.parent.parent / "sqlite-floor"
         sqlite_seconds = sqlitefloor.sqlite_floor(Path(env["POSTRUN_DB"]), first_slice, scratch=scratch)
         work = workfloor.work_floor(root, first_slice)
-        folders = [str(s.messages_path.parent) for s in history.written[0 :: profile.cold_runs]]
+        folders = [str(s.messages_path.parent) for s in first]
         inline = measure_inline(
             folders, env, kind="cline", db=root.parent.parent / "inline" / "postrun.db", sessions=len(folders)
         )
