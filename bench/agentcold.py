@@ -64,14 +64,7 @@ class AgentCold:
     @property
     def overhead(self) -> Overhead:
         """Where the cold ingest's wall time went beyond the work floor."""
-        return Overhead(
-            wall_seconds=self.cold.wall_seconds,
-            cpu_seconds=self.cold.cpu_seconds,
-            inline_cpu_seconds=self.inline_cpu_seconds,
-            floor_cpu_seconds=self.floor_cpu_seconds,
-            startup_seconds=self.startup.writer_seconds,
-            cores=self.cores,
-        )
+        return Overhead.of(self.cold, self.inline_cpu_seconds, self.floor_cpu_seconds, self.startup, self.cores)
 
 
 def measure(

@@ -24,8 +24,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from bench.proc import Finished, ingested, postrun_command, run
+from bench.workfloor import Startup
+
+
+class _Ran(Protocol):
+    """A cold ingest as the OS accounted for it (``ColdRun``, ``Finished``)."""
+
+    @property
+    def wall_seconds(self) -> float: ...
+
+    @property
+    def cpu_seconds(self) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +48,11 @@ class Overhead:
     floor_cpu_seconds: float  # the work floor's CPU (mapping, records, raw copies, SQLite)
     startup_seconds: float  # the writer's start-up: an empty ingest's wall time, the writer busy throughout
     cores: int
+
+    @classmethod
+    def of(cls, cold: _Ran, inline_cpu: float, floor_cpu: float, startup: Startup, cores: int) -> Overhead:
+        """The split of ``cold``, against its in-line ingest's CPU and its work floor's."""
+        return cls(cold.wall_seconds, cold.cpu_seconds, inline_cpu, floor_cpu, startup.writer_seconds, cores)
 
     def parts(self) -> dict[str, float]:
         """The wall time's parts in wall seconds; they add up to ``wall_seconds``."""

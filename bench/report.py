@@ -77,15 +77,7 @@ class ShapeResult:
 
     def overhead(self, cores: int, startup: Startup) -> Overhead:
         """Where the first cold run's wall time went beyond the work floor."""
-        first = self.cold.runs[0]
-        return Overhead(
-            wall_seconds=first.wall_seconds,
-            cpu_seconds=first.cpu_seconds,
-            inline_cpu_seconds=self.inline_cpu_seconds,
-            floor_cpu_seconds=self.floor_cpu_seconds,
-            startup_seconds=startup.writer_seconds,
-            cores=cores,
-        )
+        return Overhead.of(self.cold.runs[0], self.inline_cpu_seconds, self.floor_cpu_seconds, startup, cores)
 
 
 @dataclass(frozen=True)
