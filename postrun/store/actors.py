@@ -15,10 +15,13 @@ from postrun.store.db import Database, describe_sqlite_error
 
 
 def write_actor_metrics(
-    connection: apsw.Connection, session_id: str, metrics: Mapping[str, dict[str, Any] | None]
+    connection: apsw.Connection, session_id: str, metrics: Mapping[str, dict[str, Any] | None], *, fresh: bool
 ) -> None:
-    """Set each named actor's usage (in the transaction that wrote the actors)."""
+    """Set each named actor's usage (in the transaction that wrote the actors; ``fresh``: they
+    were just inserted, with none)."""
     for actor_id, value in metrics.items():
+        if fresh and value is None:
+            continue
         encoded = None if value is None else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
         connection.execute(
             "UPDATE actors SET metrics = ? WHERE session_id = ? AND id = ? AND metrics IS NOT ?",

@@ -22,16 +22,25 @@ def write_step_flags(
     """Index one step's flags (``replace``: the step was stored before, drop its old ones)."""
     if replace:
         remove_step_flags(connection, session_id, step_id)
+    insert_step_flags(connection, step_flag_rows(session_id, step_id, flags))
+
+
+def step_flag_rows(
+    session_id: str, step_id: str, flags: Sequence[Mapping[str, str]]
+) -> list[tuple[str, str, str, str]]:
+    """The ``step_flags`` rows of one step: the strongest severity of each kind it has."""
     strongest: dict[str, str] = {}
     for flag in flags:
         kind, severity = flag["kind"], flag["severity"]
         if SEVERITY_ORDER[severity] >= SEVERITY_ORDER[strongest.get(kind, "info")]:
             strongest[kind] = severity
-    for kind, severity in strongest.items():
-        connection.execute(
-            "INSERT INTO step_flags (session_id, step_id, kind, severity) VALUES (?, ?, ?, ?)",
-            (session_id, step_id, kind, severity),
-        )
+    return [(session_id, step_id, kind, severity) for kind, severity in strongest.items()]
+
+
+def insert_step_flags(connection: apsw.Connection, rows: Sequence[tuple[str, str, str, str]]) -> None:
+    """Index steps' flags (``step_flag_rows``) of steps that have none indexed yet."""
+    if rows:
+        connection.executemany("INSERT INTO step_flags (session_id, step_id, kind, severity) VALUES (?, ?, ?, ?)", rows)
 
 
 def remove_step_flags(connection: apsw.Connection, session_id: str, step_id: str) -> None:

@@ -131,7 +131,7 @@ def keep(connection: apsw.Connection, session_id: str, files: Sequence[RawCopy],
     if not changed and not removed:
         return rows
     generation = _next_generation(connection, session_id)
-    compressor = dictionary.compressor(connection)
+    compressor = dictionary.compressor(connection)  # which also cuts the dictionary once it is time
     for raw in changed:
         new_hash = hashes[raw.name]
         _store_blob(connection, compressor, raw, new_hash)
@@ -156,6 +156,27 @@ def keep(connection: apsw.Connection, session_id: str, files: Sequence[RawCopy],
         _replace(connection, current[name].id, generation, now)
         rows += 1
     return rows
+
+
+def keep_first(connection: apsw.Connection, session_id: str, files: Sequence[RawCopy], *, now: str) -> int:
+    """``keep`` for a session stored for the first time: when the vault holds no version of it
+    either (as it does not after ``forget``), every copy is new and of its first generation,
+    written with a few statements (a cold ingest keeps thousands of sessions); else ``keep``."""
+    if connection.execute("SELECT 1 FROM raw_files WHERE session_id = ? LIMIT 1", (session_id,)).fetchone():
+        return keep(connection, session_id, files, now=now)
+    compressor = dictionary.compressor(connection)  # which also cuts the dictionary once it is time
+    rows = []
+    for raw in files:
+        hash_ = raw.hash if isinstance(raw, PackedFile) else blob_hash(raw.data)
+        _store_blob(connection, compressor, raw, hash_)
+        f = raw.fingerprint
+        rows.append((session_id, raw.name, f.path, hash_, f.size, f.mtime_ns, f.ino, int(raw.settings), now))
+    connection.executemany(
+        "INSERT INTO raw_files (session_id, name, path, hash, size, mtime_ns, ino, settings, since, read_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
+        rows,
+    )
+    return len(rows)
 
 
 def last_copied(database: Database, session_id: str) -> str | None:
@@ -191,15 +212,23 @@ def _replace(connection: apsw.Connection, row_id: int, generation: int, now: str
 def _store_blob(
     connection: apsw.Connection, compressor: tuple[dictionary.Compressor, int | None], raw: RawCopy, hash_: str
 ) -> None:
+    """The copy's blob, unless the vault holds those bytes already (of any session)."""
+    if isinstance(raw, PackedFile):  # compressed already: offered, and kept if new
+        used = raw.dictionary[0] if raw.dictionary is not None else None
+        connection.execute(
+            "INSERT INTO raw_blobs (hash, size, data, dictionary) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING",
+            (hash_, raw.size, raw.blob, used),
+        )
+        if connection.changes():  # new, and refused (its part rolled back) if nothing can read it
+            _still_held(connection, raw)
+        return
     if connection.execute("SELECT 1 FROM raw_blobs WHERE hash = ?", (hash_,)).fetchone() is not None:
         return
-    if isinstance(raw, PackedFile):
-        _still_held(connection, raw)
-        used = raw.dictionary[0] if raw.dictionary is not None else None
-        row = (hash_, raw.size, raw.blob, used)
-    else:
-        row = (hash_, len(raw.data), compressor[0].compress(raw.data), compressor[1])
-    connection.execute("INSERT INTO raw_blobs (hash, size, data, dictionary) VALUES (?, ?, ?, ?)", row)
+    chosen, used = compressor
+    connection.execute(
+        "INSERT INTO raw_blobs (hash, size, data, dictionary) VALUES (?, ?, ?, ?)",
+        (hash_, len(raw.data), chosen.compress(raw.data), used),
+    )
 
 
 def _still_held(connection: apsw.Connection, raw: PackedFile) -> None:

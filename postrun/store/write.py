@@ -23,7 +23,7 @@ from postrun.store import outbox, vault
 from postrun.store.actors import write_actor_metrics
 from postrun.store.codec import pack, search_body, unpack
 from postrun.store.db import Database
-from postrun.store.flags import remove_step_flags, write_step_flags
+from postrun.store.flags import insert_step_flags, remove_step_flags, step_flag_rows, write_step_flags
 from postrun.timestamps import normalize_timestamp, utc_iso
 
 IngestStatus = Literal["ingested", "updated", "unchanged"]
@@ -179,9 +179,10 @@ class _Writer:
             "INSERT INTO step_search (rowid, body) VALUES (?, ?)",
             [(first + i, row.body) for i, row in enumerate(added)],
         )
-        for row in added:
-            if row.flags:
-                write_step_flags(self.connection, session_id, row.id, row.flags, replace=False)
+        insert_step_flags(
+            self.connection,
+            [flag for row in added if row.flags for flag in step_flag_rows(session_id, row.id, row.flags)],
+        )
         self.rows += len(added)
 
     def _rowid(self, step_id: str) -> int:
@@ -212,6 +213,9 @@ class _Writer:
         last write left it, compared against by identity (a record given again as the very
         same object is unchanged) and left as the store holds them after; when not ``filled``
         yet, read back and filled."""
+        if self.new:
+            self._insert_keyed(table, key_column, records, omit, known)
+            return
         execute = self.connection.execute
         given = known.by_key if known is not None and known.filled else None
         # Only keys and digests: a live re-ingest finds nearly every record unchanged, and
@@ -250,6 +254,35 @@ class _Writer:
             self._keyed_to_history(table, kind, key_column, key, stored_digest, "removed")
             execute(f"DELETE FROM {table} WHERE session_id = ? AND {key_column} = ?", (self.session_id, key))
             self.rows += 1
+        if known is not None:
+            known.by_key = left
+            known.filled = True
+
+    def _insert_keyed(
+        self,
+        table: str,
+        key_column: str,
+        records: Sequence[tuple[Any, Mapping[str, Any]]],
+        omit: str | None,
+        known: StoredTurns | None,
+    ) -> None:
+        """``sync_keyed`` for a session the store holds nothing of: every record is new, written
+        in one statement (a cold ingest writes thousands of such sessions)."""
+        left: dict[Any, tuple[Mapping[str, Any], str]] = {}
+        rows: list[tuple[Any, ...]] = []
+        turns = table == "turns"
+        for key, record in records:
+            blob = canonical_json({k: v for k, v in record.items() if k != omit} if omit else record)
+            record_digest = digest(blob)
+            left[key] = (record, record_digest)
+            rows.append((self.session_id, key, blob.decode(), record_digest, *((record["index"],) if turns else ())))
+        if rows:
+            self.connection.executemany(
+                f"INSERT INTO {table} (session_id, {key_column}, record, digest{', idx' if turns else ''})"
+                f" VALUES (?, ?, ?, ?{', ?' if turns else ''})",
+                rows,
+            )
+        self.rows += len(rows)
         if known is not None:
             known.by_key = left
             known.filled = True
@@ -360,12 +393,15 @@ def upsert_session(
         writer.sync_keyed("segments", "segment", "idx", [(s["index"], s) for s in mapped.segments])
         writer.sync_keyed("actors", "actor", "id", [(a["id"], a) for a in mapped.actors])
         write_actor_metrics(
-            connection, session_id, {a["id"]: mapped.helper_metrics.get(a["id"]) for a in mapped.actors}
+            connection,
+            session_id,
+            {a["id"]: mapped.helper_metrics.get(a["id"]) for a in mapped.actors},
+            fresh=existing is None,
         )
         writer.sync_keyed("turns", "turn", "id", [(t["id"], t) for t in mapped.turns], omit="step_ids", known=turns)
         writer.sync_steps(rows, known, written)
         if raw:
-            vault.keep(connection, session_id, raw, now=stamp)
+            (vault.keep_first if existing is None else vault.keep)(connection, session_id, raw, now=stamp)
         session_changed = existing is not None and tuple(existing) != columns
         if existing is not None and existing[2] != session_digest:
             # Metrics and the end time change as a session goes on: each earlier version is kept.

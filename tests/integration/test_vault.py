@@ -14,6 +14,7 @@ import zstandard
 from postrun.agents.cline import SessionLocation
 from postrun.errors import NotFound, NotParseableYet, PostrunError
 from postrun.ingest.ingester import Ingester
+from postrun.records import RawFile, SourceFile
 from postrun.store import dictionary, vault
 from postrun.store.db import STORE_VERSION, Database
 from postrun.store.migrations import MIGRATIONS
@@ -302,3 +303,28 @@ def test_the_copies_kept_before_the_dictionary_are_compressed_with_it_within_a_b
     for session_id in vault.vaulted_sessions(database):
         for kept in vault.kept_versions(database, session_id)[-1].files:
             assert vault.read_blob(database, kept.hash) == Path(kept.fingerprint.path).read_bytes()
+
+
+def test_a_session_new_to_the_store_whose_copies_the_vault_holds_keeps_its_generations(
+    tmp_path: Path, database: Database
+) -> None:
+    """``keep_first`` (a session the store has no row of) writes a first generation only when
+    the vault holds no version of the session either; when it does, it keeps them as ``keep``."""
+    root = tmp_path / "cline" / "sessions"
+    session = Synthetic(synthetic_id(1), seed=1)
+    session.grow()
+    session.write(root)
+    ingester(database).ingest(SessionLocation.in_root(root, session.session_id))
+    (first,) = vault.kept_versions(database, session.session_id)
+    messages = next(f for f in first.files if f.name.endswith(".messages.json"))
+    other = tmp_path / "other.json"
+    other.write_bytes(b'{"not": "an extension of it"}')
+    info = other.stat()
+    raw = RawFile(
+        messages.name, other.read_bytes(), SourceFile(str(other), info.st_size, info.st_mtime_ns, info.st_ino)
+    )
+    with database.transaction() as connection:
+        vault.keep_first(connection, session.session_id, [raw], now="2026-12-02T12:00:00.000Z")
+    versions = vault.kept_versions(database, session.session_id)
+    assert [v.number for v in versions] == [1, 2]
+    assert [vault.read_blob(database, f.hash) for f in versions[-1].files] == [other.read_bytes()]

@@ -14,7 +14,7 @@ from postrun.ingest import batches
 from postrun.ingest.batches import ingest_all
 from postrun.ingest.ingester import Ingester, IngestOutcome
 from postrun.ingest.pool import Processes
-from postrun.records import RawFile, SourceFile
+from postrun.records import PackedFile, RawFile, SourceFile
 from postrun.store import dictionary, vault
 from postrun.store.db import Database
 from tests.reliability.kit import Synthetic, differences, read_records, synthetic_id, write_synthetic
@@ -87,34 +87,67 @@ def test_the_transaction_that_cuts_the_dictionary_commits_at_once(
     assert mapping_processes() == []
 
 
+def stored_with_a_dictionary(root: Path, database: Database, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Eight sessions stored, the vault's dictionary cut from them; the first session it was cut from."""
+    monkeypatch.setattr(dictionary, "BUILD_AFTER_BYTES", 60_000)
+    monkeypatch.setattr(dictionary, "CONTENT_BYTES", 40_000)
+    write_synthetic(root, 8, grows=30)
+    list(ingest_all(Ingester(database, max_bytes=MAX_BYTES), list_sessions(root).sessions))
+    (cut_from,) = [orjson.loads(row[0]) for row in database.execute("SELECT sessions FROM raw_dictionaries")]
+    return str(cut_from[0])
+
+
+def packed_copy(database: Database, root: Path, session_id: str) -> PackedFile:
+    """The session's messages file packed by an ingest process, with the vault's dictionary."""
+    path = root / session_id / f"{session_id}.messages.json"
+    info = path.stat()
+    fingerprint = SourceFile(str(path), info.st_size, info.st_mtime_ns, info.st_ino)
+    with Database.open_reader(database.path) as reader:
+        packed = vault.pack(
+            reader.connection, RawFile(f"sessions/{session_id}/{path.name}", path.read_bytes(), fingerprint)
+        )
+    assert packed.dictionary is not None
+    return packed
+
+
 def test_a_copy_packed_with_a_dictionary_forget_removed_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``forget`` removed the dictionary after a process packed a copy with it: nothing could
     decompress that copy, so it is refused (that session is not stored) rather than kept."""
-    monkeypatch.setattr(dictionary, "BUILD_AFTER_BYTES", 60_000)
-    monkeypatch.setattr(dictionary, "CONTENT_BYTES", 40_000)
     root = tmp_path / "cline" / "sessions"
-    write_synthetic(root, 8, grows=30)
     with Database.open(tmp_path / "store.db") as database:
-        list(ingest_all(Ingester(database, max_bytes=MAX_BYTES), list_sessions(root).sessions))
-        (cut_from,) = [orjson.loads(row[0]) for row in database.execute("SELECT sessions FROM raw_dictionaries")]
+        cut_from = stored_with_a_dictionary(root, database, monkeypatch)
         session_id = synthetic_id(9)
         later = Synthetic(session_id, seed=9)
         later.grow()
         later.write(root)
-        path = root / session_id / f"{session_id}.messages.json"
-        info = path.stat()
-        fingerprint = SourceFile(str(path), info.st_size, info.st_mtime_ns, info.st_ino)
-        raw = RawFile(f"sessions/{session_id}/{path.name}", path.read_bytes(), fingerprint)
-        with Database.open_reader(database.path) as reader:
-            packed = vault.pack(reader.connection, raw)
-        assert packed.dictionary is not None
+        packed = packed_copy(database, root, session_id)
         with database.transaction() as connection:
-            vault.forget_raw(connection, cut_from[0])
+            vault.forget_raw(connection, cut_from)
         assert database.execute("SELECT count(*) FROM raw_dictionaries").get == 0
-        refused = pytest.raises(SourceError, match="packed with a vault dictionary that `forget` removed")
-        with refused, database.transaction() as connection:
-            vault.keep(connection, session_id, [packed], now="2026-12-02T12:00:00.000Z")
-        assert vault.kept_versions(database, session_id) == []
+        for keep in (vault.keep, vault.keep_first):  # a session stored before, and one stored now for the first time
+            refused = pytest.raises(SourceError, match="packed with a vault dictionary that `forget` removed")
+            with refused, database.transaction() as connection:
+                keep(connection, session_id, [packed], now="2026-12-02T12:00:00.000Z")
+            assert vault.kept_versions(database, session_id) == []
+            assert database.execute("SELECT count(*) FROM raw_blobs WHERE hash = ?", (packed.hash,)).get == 0
         copies_read_back(database)
+
+
+def test_a_copy_packed_with_a_removed_dictionary_is_kept_when_the_vault_holds_its_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refused only when it would be the vault's only copy of those bytes: when it holds them
+    already (another session's file, the same bytes), that copy is what it keeps."""
+    root = tmp_path / "cline" / "sessions"
+    with Database.open(tmp_path / "store.db") as database:
+        cut_from = stored_with_a_dictionary(root, database, monkeypatch)
+        kept_by = next(s.session_id for s in list_sessions(root).sessions if s.session_id != cut_from)
+        packed = packed_copy(database, root, kept_by)
+        with database.transaction() as connection:
+            vault.forget_raw(connection, cut_from)  # the others' copies recompressed without it
+        with database.transaction() as connection:
+            assert vault.keep_first(connection, "another-session", [packed], now="2026-12-02T12:00:00.000Z") == 1
+        (copy,) = vault.kept_versions(database, "another-session")[-1].files
+        assert vault.read_blob(database, copy.hash) == Path(copy.fingerprint.path).read_bytes()
