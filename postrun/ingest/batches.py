@@ -12,6 +12,7 @@ there) and then take the next one.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,6 +28,7 @@ from postrun.ingest.ingester import Ingester, IngestFailure, IngestOutcome, Prog
 from postrun.ingest.pool import Processes, prepared
 from postrun.ingest.prepare import Known, Prepared, internal_error
 from postrun.ingest.reflag import refresh_flags
+from postrun.ingest.shared import Shared
 from postrun.review.exclude import Exclusions
 from postrun.store import dictionary
 from postrun.store.actors import StoredHelpers
@@ -50,6 +52,15 @@ TAIL_SHARE = 0.2
 
 Result = IngestOutcome | IngestFailure
 Placed = tuple[int, Result]  # a result, and the index of its session among those given
+
+
+@contextlib.contextmanager
+def _store_fault(database: Database) -> Iterator[None]:
+    """SQLite failing a savepoint (or its release) is a store fault."""
+    try:
+        yield
+    except apsw.Error as exc:
+        raise StoreError(str(database.path), describe_sqlite_error(exc)) from None
 
 
 class BatchesStopped(Exception):
@@ -89,7 +100,7 @@ def committed_batches(
     mapping cache of each session stored that may be written again (``goes_on``) and was mapped in line (one mapped in a
     process leaves none).
     """
-    batch = _Batch(ingester.database, ingester.timer)
+    batch = _Batch(ingester.database, ingester.timer, keep_cache)
     handled = 0  # sessions stored or failed, their transaction committed or not
     storing: str | None = None  # the session being stored
     stored_before: dict[str, StoredState | None] = {}
@@ -119,12 +130,14 @@ def committed_batches(
                 storing = location.session_id  # its transaction failing to begin is its store failing too
                 batch.open()
                 before = stored_before.pop(location.session_id, None)
-                result = _store_mapped(ingester, location, mapped, mapped_ms, before, force, keep_cache)
-                batch.results.append((position, result))
+                size = sum(f.size for f in mapped.mapped.source_files) if isinstance(mapped, Prepared) else 0
+                attempt = functools.partial(
+                    _store_mapped, ingester, location, mapped, mapped_ms, before, force, keep_cache is not None
+                )
+                batch.store(position, location.session_id, size, attempt)
                 storing = None
-                if isinstance(mapped, Prepared):
-                    batch.source_bytes += sum(f.size for f in mapped.mapped.source_files)
                 handled += 1
+                batch.settle()
                 if batch.full(left=len(locations) - handled):
                     yield batch.commit()
             last = batch.commit()
@@ -134,7 +147,8 @@ def committed_batches(
         pending = batch.roll_back()
         failures: list[Placed] = [placed for placed in pending if isinstance(placed[1], IngestFailure)]
         untried = len(locations) - handled - (storing is not None)
-        raise BatchesStopped(exc, failures, len(pending) - len(failures), storing, untried) from None
+        failed = storing if storing is not None else batch.storing_again
+        raise BatchesStopped(exc, failures, len(pending) - len(failures), failed, untried) from None
     finally:
         batch.roll_back()  # after any other error too: never leave the transaction open
 
@@ -168,6 +182,12 @@ def ingest_all(ingester: Ingester, locations: Sequence[Location], *, force: bool
             yield IngestFailure(stop.failed, type(stop.error)(stop.error.where, reason))
 
 
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    result: Result
+    cache: tuple[str, Any] | None = None  # a session id and its mapping cache, to keep once committed
+
+
 def _store_mapped(
     ingester: Ingester,
     location: Location,
@@ -175,10 +195,11 @@ def _store_mapped(
     mapped_ms: float,
     before: StoredState | None,
     force: bool,
-    keep_cache: Callable[[str, Any], None] | None,
-) -> Result:
+    wants_cache: bool,
+) -> _Stored:
     """Store what ``prepared`` gave (``before``: what the store held when it was
-    mapped); a session's own failure is kept as a result."""
+    mapped); a session's own failure is kept as a result. ``wants_cache``: give back the mapping
+    cache of a session that may be written again (``goes_on``)."""
     started = ingester.timer() - mapped_ms / 1000
     session_id = location.session_id
     try:
@@ -188,26 +209,31 @@ def _store_mapped(
             raise mapped
         outcome = ingester.store(location, mapped, started, force=force, basis=before)
         cache = ingester.fresh_caches.pop(session_id, mapped.cache)
-        if keep_cache is not None and goes_on(location, outcome) and cache is not None:
-            keep_cache(session_id, cache)
-        return outcome
+        kept = wants_cache and goes_on(location, outcome) and cache is not None
+        return _Stored(outcome, (session_id, cache) if kept else None)
     except StoreError:
         raise
     except PostrunError as exc:
-        return IngestFailure(session_id, exc)
+        return _Stored(IngestFailure(session_id, exc))
     except Exception as exc:  # noqa: BLE001 - one bad session never stops the others
-        # Its savepoint was rolled back; the failure names the session.
-        return IngestFailure(session_id, internal_error(location, exc))
+        # Its part was rolled back; the failure names the session.
+        return _Stored(IngestFailure(session_id, internal_error(location, exc)))
 
 
 class _Batch:
-    """Sessions stored in one transaction, reported once it committed."""
+    """Sessions stored in one transaction (a few at a time under one savepoint: ``Shared``),
+    reported once it committed."""
 
-    def __init__(self, database: Database, timer: Callable[[], float]) -> None:
+    def __init__(
+        self, database: Database, timer: Callable[[], float], keep_cache: Callable[[str, Any], None] | None
+    ) -> None:
         self.database = database
         self.timer = timer
+        self.keep_cache = keep_cache
         self.results: list[Placed] = []
         self.source_bytes = 0
+        self.sessions = 0  # stored in the open transaction, their results settled or not
+        self._shared: Shared[_Stored] = Shared(database)
         self.checkpoints: Checkpoints | None = None  # told when each transaction begins and ends
         self._started: float | None = None
         self._had_dictionary = False  # whether the vault held a dictionary as the transaction began
@@ -225,6 +251,30 @@ class _Batch:
             self._started = self.timer()
             self._had_dictionary = dictionary.newest_id(self.database.connection) is not None
 
+    def store(self, position: int, session_id: str, source_bytes: int, attempt: Callable[[], _Stored]) -> None:
+        """Store a session in the open transaction (``attempt``, which may be called again)."""
+        with _store_fault(self.database):
+            self._shared.store(position, session_id, source_bytes, attempt)
+        self.source_bytes += source_bytes
+        self.sessions += 1
+
+    @property
+    def storing_again(self) -> str | None:
+        """The session whose store was being done again on its own (see ``Shared``)."""
+        return self._shared.storing_again
+
+    def settle(self) -> None:
+        """End the shared savepoint when it is due: its sessions' results are then the batch's."""
+        if self._shared.due():
+            self._settled()
+
+    def _settled(self) -> None:
+        with _store_fault(self.database):
+            for position, stored in self._shared.ended():
+                self.results.append((position, stored.result))
+                if stored.cache is not None and self.keep_cache is not None:
+                    self.keep_cache(*stored.cache)
+
     def full(self, *, left: int) -> bool:
         """Whether the open transaction commits now, ``left`` sessions still to store."""
         if self._started is None:
@@ -239,15 +289,17 @@ class _Batch:
             or (not self._had_dictionary and dictionary.newest_id(self.database.connection) is not None)
         ):
             return True
-        if left and not self._tail and self.checkpoints is not None and left <= TAIL_SHARE * len(self.results):
+        if left and not self._tail and self.checkpoints is not None and left <= TAIL_SHARE * self.sessions:
             self._tail = True
             return True
         return False
 
     def commit(self) -> list[Placed]:
         if self._started is not None:
+            self._settled()
             self._started = None
             self.source_bytes = 0
+            self.sessions = 0
             try:
                 self._transaction.close()
             except apsw.Error as exc:
@@ -261,9 +313,13 @@ class _Batch:
     def roll_back(self) -> list[Placed]:
         """Abandon the transaction (SQLite may have rolled it back already); the results it
         held (its outcomes are now not stored)."""
+        self.results.extend((position, stored.result) for position, stored in self._shared.abandoned())
+        with contextlib.suppress(apsw.Error):
+            self._shared.close()
         results, self.results = self.results, []
         if self._started is not None:
             self._started = None
+            self.sessions = 0
             failure = StoreError(str(self.database.path), "rolled back")
             with contextlib.suppress(apsw.Error, StoreError):
                 self._transaction.__exit__(StoreError, failure, None)
