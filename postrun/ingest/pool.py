@@ -32,6 +32,7 @@ from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 
 from postrun.agents.registry import Helpers, Location
+from postrun.errors import PostrunError
 from postrun.ingest import ahead
 from postrun.ingest.prepare import Known, Mapped, MapRules, Prepared, internal_error, prepare_location
 from postrun.records import PackedFile, RawFile
@@ -157,16 +158,22 @@ def serve(connection: Connection) -> None:
         connection.close()
 
 
+# What an ingest process gives back of a session: ``Mapped`` without the location, which the
+# writer holds (it gave the task).
+Reply = tuple[Prepared | PostrunError, float]
+
+
 def packed_reply(found: Mapped, pack: Callable[[RawFile], PackedFile] | None) -> memoryview:
-    """``found`` as sent to the writer, its steps and raw files packed (``Prepared.packed``); a bug
-    met packing or pickling it is that session's failure alone, as it would be in line."""
+    """``found`` as sent to the writer (a ``Reply``), its steps and raw files packed
+    (``Prepared.packed``); a bug met packing or pickling it is that session's failure alone, as
+    it would be in line."""
     location, result, mapped_ms = found
     try:
         if isinstance(result, Prepared):
             result = result.packed(pack)
-        return ForkingPickler.dumps((location, result, mapped_ms))
+        return ForkingPickler.dumps((result, mapped_ms))
     except Exception as exc:  # noqa: BLE001 - one bad session never stops the others
-        return ForkingPickler.dumps((location, internal_error(location, exc), mapped_ms))
+        return ForkingPickler.dumps((internal_error(location, exc), mapped_ms))
 
 
 class _Shares:
@@ -254,8 +261,9 @@ class _Pool:
             answered = next((number for number in shares.waited_for() if self._ready(number)), None)
             if answered is not None:
                 position = shares.given_back(answered)
-                found = self._receive(answered)
-                yield position, found if found is not None else here(*tasks[position])
+                reply = self._receive(answered)
+                location = tasks[position][0]
+                yield position, (location, *reply) if reply is not None else here(*tasks[position])
             elif shares.taken < len(tasks):
                 # No process has answered (starting up, or slower than the writer stores): the
                 # writer prepares the next session no process was given, rather than wait idle.
@@ -290,9 +298,9 @@ class _Pool:
         except OSError:
             self.working = False
 
-    def _receive(self, number: int) -> Mapped | None:
+    def _receive(self, number: int) -> Reply | None:
         try:
-            found: Mapped = self.pipes[number].recv()
+            found: Reply = self.pipes[number].recv()
         except Exception:  # noqa: BLE001 - a dead process, or a reply that cannot be read
             self.working = False
             return None

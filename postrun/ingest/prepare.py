@@ -86,12 +86,24 @@ class Prepared:
         taken: tuple[RawFile, ...] = tuple(self.files.raw) if self.files is not None else ()
         return (*taken, *self.extra)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The steps cross from an ingest process as plain tuples: a named tuple is pickled and
+        # read back through Python calls, which took four times as long for a session's steps.
+        steps = None if self.steps is None else tuple(map(tuple, self.steps))
+        return _prepared, (self.mapped, self.files, self.extra, steps, self.cache)
+
     def packed(self, pack: Callable[[RawFile], PackedFile] | None) -> Prepared:
         """For an ingest process's reply: the steps as the store writes them, and the raw files
         taken and packed with ``pack`` (None: the vault keeps none, and none is taken)."""
         steps = tuple(step_write(row) for row in self.mapped.steps)
         raw = tuple(pack(f) if isinstance(f, RawFile) else f for f in self.raw) if pack is not None else ()
         return Prepared(dataclasses.replace(self.mapped, steps=[]), None, raw, steps)
+
+
+def _prepared(
+    mapped: MappedSession, files: Any | None, extra: tuple[RawCopy, ...], steps: Any, cache: Any | None
+) -> Prepared:
+    return Prepared(mapped, files, extra, None if steps is None else tuple(map(StepWrite._make, steps)), cache)
 
 
 # A session, what it was prepared into (or why it cannot be stored), and how long that took (ms).

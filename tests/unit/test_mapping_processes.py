@@ -12,7 +12,8 @@ from postrun.agents.cline import SessionLocation
 from postrun.errors import Excluded, NotParseableYet, PostrunError, SourceError, StoreError
 from postrun.ingest.pool import PROCESSES_FROM_BYTES, PROCESSES_FROM_SESSIONS, Processes, _Shares, packed_reply
 from postrun.ingest.prepare import Prepared
-from postrun.records import MappedSession, StepRow
+from postrun.records import MappedSession, PackedFile, SessionExtras, SourceFile, StepRow
+from postrun.store.write import StepWrite
 
 
 def test_by_default_one_process_fewer_than_the_cpus_for_a_catch_up_worth_it() -> None:
@@ -67,10 +68,44 @@ def test_a_bug_met_packing_a_session_is_that_sessions_failure_alone(tmp_path: Pa
     mapped = MappedSession(
         agent="cline", session={"id": location.session_id}, segments=[], actors=[], turns=[], steps=[broken]
     )
-    crossed_location, result, mapped_ms = pickle.loads(packed_reply((location, Prepared(mapped, None), 12.5), None))
-    assert (crossed_location, mapped_ms) == (location, 12.5)
+    result, mapped_ms = pickle.loads(packed_reply((location, Prepared(mapped, None), 12.5), None))
+    assert mapped_ms == 12.5
     assert isinstance(result, PostrunError)
     assert str(result) == f"{location.messages}: internal error: KeyError: 'seq'"
+
+
+def test_a_prepared_session_crosses_processes_as_it_was_packed(tmp_path: Path) -> None:
+    location = SessionLocation.in_root(tmp_path, "1790000000000_crossing")
+    record = {
+        "id": "s1",
+        "seq": 0,
+        "turn_id": "t1",
+        "type": "message",
+        "outcome": "ok",
+        "content_status": "inline",
+        "at": "2026-05-19T12:00:00Z",
+        "payload": {"text": "hello"},
+        "flags": [{"kind": "k"}],
+    }
+    row = StepRow(record=record, blob=b"{}", digest="d", id="s1")
+    mapped = MappedSession(
+        agent="cline",
+        session={"id": location.session_id},
+        segments=[],
+        actors=[],
+        turns=[],
+        steps=[row],
+        extras=SessionExtras(model="m", git_branch="b"),
+        source_files=(SourceFile(str(location.messages), 2, 3, 4),),
+    )
+    copy = PackedFile("x.json", 2, "h", b"z", (1, "d"), SourceFile("/x.json", 2, 3, 4), settings=True)
+    packed = Prepared(mapped, None, (copy,)).packed(None)
+    result, mapped_ms = pickle.loads(packed_reply((location, Prepared(mapped, None, (copy,)), 1.5), None))
+    assert (result, mapped_ms) == (packed, 1.5)  # no pack: the vault keeps no copy
+    assert [type(step) for step in result.steps] == [StepWrite]
+    again = pickle.loads(pickle.dumps(Prepared(mapped, None, (copy,)).packed(lambda f: copy)))
+    assert again.extra == (copy,) and again.mapped.extras == mapped.extras
+    assert again.mapped.source_files == mapped.source_files
 
 
 def test_a_process_is_given_no_more_than_its_fair_share_of_the_work_left() -> None:
