@@ -37,7 +37,7 @@ def ingest(
     from postrun.ingest.ahead import started_ahead
 
     # Before the library is imported and the settings loaded: the processes start up meanwhile.
-    with started_ahead(targets, os.environ) as started:
+    with started_ahead(targets, os.environ, agent) as started:
         from postrun.agents.registry import adapter, default_kind
         from postrun.ingest.batches import ingest_targets
         from postrun.review.exclude import Exclusions

@@ -46,8 +46,10 @@ def default_count() -> int:
     return max(1, cpus - 1)
 
 
-def start() -> Started | None:
-    """One ingest process (None: no process to be had, the sessions are prepared in line)."""
+def start(agent: str | None = None) -> Started | None:
+    """One ingest process (None: no process to be had, the sessions are prepared in line).
+    ``agent``: the kind whose sessions it will be given, if known: it imports that adapter while
+    it waits for its first session, which would import it otherwise."""
     ours, theirs = socket.socketpair()
     with contextlib.suppress(OSError):  # a smaller buffer only slows the batched ingest
         theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _REPLY_BUFFER_BYTES)
@@ -56,7 +58,14 @@ def start() -> Started | None:
         # that a fork must not share, and Postrun may run as any program's module. -P: the
         # current folder is not put on the import path (a module there must never run).
         process = subprocess.Popen(
-            [sys.executable, "-P", "-m", "postrun.ingest.pool_process", str(theirs.fileno())],
+            [
+                sys.executable,
+                "-P",
+                "-m",
+                "postrun.ingest.pool_process",
+                str(theirs.fileno()),
+                *([agent] if agent else []),
+            ],
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,
         )
@@ -117,9 +126,10 @@ def count_ahead(targets: Sequence[str], environ: Mapping[str, str]) -> int:
 
 
 @contextlib.contextmanager
-def started_ahead(targets: Sequence[str], environ: Mapping[str, str]) -> Iterator[Ahead]:
-    """The ingest processes ``count_ahead`` says, started now; those not taken end with the block."""
-    started = [one for _ in range(count_ahead(targets, environ)) if (one := start()) is not None]
+def started_ahead(targets: Sequence[str], environ: Mapping[str, str], agent: str | None = None) -> Iterator[Ahead]:
+    """The ingest processes ``count_ahead`` says, started now for ``agent``'s sessions (``start``);
+    those not taken end with the block."""
+    started = [one for _ in range(count_ahead(targets, environ)) if (one := start(agent)) is not None]
     ahead = Ahead(started)
     try:
         yield ahead

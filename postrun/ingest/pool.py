@@ -31,8 +31,8 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.reduction import ForkingPickler
 from pathlib import Path
 
-from postrun.agents.registry import Helpers, Location
-from postrun.errors import PostrunError
+from postrun.agents.registry import Helpers, Location, adapter
+from postrun.errors import PostrunError, UsageError
 from postrun.ingest import ahead
 from postrun.ingest.prepare import Known, Mapped, MapRules, Prepared, internal_error, prepare_location
 from postrun.records import PackedFile, RawFile
@@ -94,13 +94,17 @@ def prepared(
     store: Path | None = None,
 ) -> Iterator[Iterator[tuple[int, Mapped]]]:
     """Every session of ``locations`` prepared, with its index, as each is ready (in order when
-    prepared here). ``known_of(session_id)`` is asked of each before preparing starts; its
-    errors propagate. With ``processes`` (for as many sessions as it says), processes prepare
-    them, reading the helpers they need from ``store``, and the writer the sessions no process
-    was given while none has answered; else they are prepared here, with ``helpers_of``. An
-    ingest process that fails (killed, out of memory) is no session's failure: what it had not
-    given back is prepared here."""
-    known = [(location, known_of(location.session_id)) for location in locations]
+    prepared here). ``known_of(session_id)`` is asked of each once, as it is given to a process
+    or prepared here (not of them all first: for many small sessions that held back the first
+    one given by tens of milliseconds); its errors propagate. With ``processes`` (for as many
+    sessions as it says), processes prepare them, reading the helpers they need from ``store``,
+    and the writer the sessions no process was given while none has answered; else they are
+    prepared here, with ``helpers_of``. An ingest process that fails (killed, out of memory) is
+    no session's failure: what it had not given back is prepared here."""
+
+    def task(index: int) -> Task:
+        location = locations[index]
+        return location, known_of(location.session_id)
 
     def here(location: Location, known: Known) -> Mapped:
         return prepare_location(location, known, helpers_of(location.session_id), rules)
@@ -108,12 +112,12 @@ def prepared(
     size_of = functools.cache(lambda index: source_bytes(locations[index]))
     sizes = functools.cache(lambda: [size_of(index) for index in range(len(locations))])
     if processes is None or store is None or not processes.worth_it(sizes, len(locations)):
-        yield ((index, here(location, known)) for index, (location, known) in enumerate(known))
+        yield ((index, here(*task(index))) for index in range(len(locations)))
         return
     taken = processes.started.take(processes.count) if processes.started is not None else []
     pool = _Pool(processes.count, taken, store, dataclasses.replace(rules, flag_memo=None, valid_memo=None))
     try:
-        yield pool.results(known, size_of, here)
+        yield pool.results(task, len(locations), size_of, here)
     finally:
         pool.close()
 
@@ -129,11 +133,16 @@ def source_bytes(location: Location) -> int:
         return 0
 
 
-def serve(connection: Connection) -> None:
+def serve(connection: Connection, agents: Sequence[str] = ()) -> None:
     """An ingest process (``postrun.ingest.pool_process``): prepare each session the writer sends, until
-    it sends None or is gone. Its first message is the store's path and the mapping rules."""
+    it sends None or is gone. Its first message is the store's path and the mapping rules.
+    ``agents``: the kinds whose adapters it imports first, while the writer lists its sessions
+    (reading the first session would import its adapter, the writer waiting for the reply)."""
     # Ctrl-C reaches the whole process group: the writer stops the batched ingest, and then this.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for kind in agents:
+        with contextlib.suppress(UsageError):  # an unknown kind is the writer's to report
+            adapter(kind)
     # As for a batched ingest in one process: mapped records hold no cycles (see ``collector_paused``);
     # what little does (a failure's traceback) is collected every so many sessions.
     gc.disable()
@@ -157,6 +166,9 @@ def serve(connection: Connection) -> None:
     finally:
         connection.close()
 
+
+# A session to prepare, and what the store said of it.
+Task = tuple[Location, Known]
 
 # What an ingest process gives back of a session: ``Mapped`` without the location, which the
 # writer holds (it gave the task).
@@ -246,41 +258,46 @@ class _Pool:
 
     def results(
         self,
-        tasks: Sequence[tuple[Location, Known]],
+        task: Callable[[int], Task],
+        count: int,
         size_of: Callable[[int], int],
         here: Callable[[Location, Known], Mapped],
     ) -> Iterator[tuple[int, Mapped]]:
-        shares = _Shares(len(self.pipes), size_of, len(tasks))
+        """The ``count`` sessions ``task`` makes (by index) prepared, each as it is ready."""
+        shares = _Shares(len(self.pipes), size_of, count)
+        given: dict[int, Task] = {}  # the tasks given and not given back, by index
         while True:
             if not self.working:  # what the processes had not given back is prepared here
                 for queued in shares.queued:
                     while queued:
                         position = queued.popleft()
-                        yield position, here(*tasks[position])
-            self._give(shares, tasks)
+                        yield position, here(*given.pop(position))
+            self._give(shares, task, count, given)
             answered = next((number for number in shares.waited_for() if self._ready(number)), None)
             if answered is not None:
                 position = shares.given_back(answered)
                 reply = self._receive(answered)
-                location = tasks[position][0]
-                yield position, (location, *reply) if reply is not None else here(*tasks[position])
-            elif shares.taken < len(tasks):
+                asked = given.pop(position)
+                yield position, (asked[0], *reply) if reply is not None else here(*asked)
+            elif shares.taken < count:
                 # No process has answered (starting up, or slower than the writer stores): the
                 # writer prepares the next session no process was given, rather than wait idle.
                 position = shares.take()
-                yield position, here(*tasks[position])
+                yield position, here(*(given.pop(position, None) or task(position)))
             elif waited_for := shares.waited_for():
                 wait([self.pipes[number] for number in waited_for])  # a process's end answers too
             else:
                 return
 
-    def _give(self, shares: _Shares, tasks: Sequence[tuple[Location, Known]]) -> None:
-        """The next sessions to the process with the fewest bytes given, as far as it may be given ahead."""
-        while self.working and shares.taken < len(tasks):
+    def _give(self, shares: _Shares, task: Callable[[int], Task], count: int, given: dict[int, Task]) -> None:
+        """The next sessions to the process with the fewest bytes given, as far as it may be given
+        ahead; each one's task kept in ``given`` (one a failed send left there is prepared here)."""
+        while self.working and shares.taken < count:
             least = min(range(len(shares.given)), key=shares.given.__getitem__)
             if not shares.may_give(least):
                 return
-            self._send(least, tasks[shares.taken])
+            asked = given[shares.taken] = task(shares.taken)
+            self._send(least, asked)
             if self.working:
                 shares.give(least)
 

@@ -83,3 +83,21 @@ def test_an_ingest_that_wants_no_processes_leaves_those_started_ahead_to_end(roo
         assert len(mapping_processes()) == ahead.default_count()  # untouched, still waiting for work
     assert mapping_processes() == []
     assert len(report.outcomes) == 6
+
+
+@pytest.mark.parametrize("agent", ["cline", "no-such-agent"])
+def test_processes_started_for_an_agent_are_told_it_and_serve_what_they_are_given(
+    root: Path, tmp_path: Path, agent: str
+) -> None:
+    """Told the agent, a process imports its adapter while it waits for its first session; a kind
+    it does not know is the writer's to report, and the process serves as any other."""
+    with ahead.started_ahead([str(root)], {}, agent) as started:
+        assert [process.cmdline()[-1] for process in mapping_processes()] == [agent] * ahead.default_count()
+        report = ingest_targets(
+            [str(root)], db=tmp_path / "told.db", default_root=root, max_bytes=MAX_BYTES, processes=1, started=started
+        )
+    assert mapping_processes() == []
+    assert [outcome.session_id for outcome in report.outcomes] == [s.session_id for s in list_sessions(root).sessions]
+    in_line_db = tmp_path / "in-line.db"
+    ingest_targets([str(root)], db=in_line_db, default_root=root, max_bytes=MAX_BYTES, processes=0)
+    assert differences(read_records(tmp_path / "told.db"), read_records(in_line_db)) == []

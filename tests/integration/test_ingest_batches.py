@@ -22,6 +22,7 @@ from postrun.ingest import pool
 from postrun.ingest.batches import ingest_all, ingest_targets
 from postrun.ingest.ingester import Ingester, IngestFailure, IngestOutcome
 from postrun.ingest.pool import Processes
+from postrun.ingest.prepare import Known, MapRules
 from postrun.store.db import Database
 from postrun.store.forget import forget_sessions
 from tests.reliability.kit import Synthetic, differences, read_records, store_problems, synthetic_id, write_synthetic
@@ -144,6 +145,28 @@ def test_a_mapping_process_that_dies_loses_no_session(
     assert summary(killed) == summary(in_line)
     assert differences(read_records(db), read_records(tmp_path / "in-line.db")) == []
     assert store_problems(db) == []
+
+
+@pytest.mark.parametrize("processes", [0, 1])
+def test_the_store_is_asked_of_each_session_once_as_it_is_taken(root: Path, tmp_path: Path, processes: int) -> None:
+    """Not of every session before the first is prepared: the first a process is given waits for
+    no other session's lookup."""
+    locations = list_sessions(root).sessions
+    asked: list[str] = []
+
+    def known_of(session_id: str) -> Known:
+        asked.append(session_id)
+        return Known(None)
+
+    db = tmp_path / "asked.db"
+    Database.open(db).close()
+    wanted = Processes(processes, from_sessions=2)
+    with pool.prepared(locations, known_of, lambda _: {}, MapRules(MAX_BYTES), processes=wanted, store=db) as results:
+        next(results)
+        assert 1 <= len(asked) < len(locations)
+        assert len(list(results)) == len(locations) - 1
+    assert sorted(asked) == sorted(location.session_id for location in locations)  # each once
+    assert mapping_processes() == []
 
 
 def test_few_large_sessions_are_prepared_in_processes_and_stored_as_in_line(
