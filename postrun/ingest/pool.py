@@ -266,24 +266,29 @@ class _Pool:
         """The ``count`` sessions ``task`` makes (by index) prepared, each as it is ready."""
         shares = _Shares(len(self.pipes), size_of, count)
         given: dict[int, Task] = {}  # the tasks given and not given back, by index
+
+        def asked(position: int) -> Task:
+            """Its session's task: the one a process was given (or failed to be sent), else made now."""
+            return given.pop(position, None) or task(position)
+
         while True:
             if not self.working:  # what the processes had not given back is prepared here
                 for queued in shares.queued:
                     while queued:
                         position = queued.popleft()
-                        yield position, here(*given.pop(position))
+                        yield position, here(*asked(position))
             self._give(shares, task, count, given)
             answered = next((number for number in shares.waited_for() if self._ready(number)), None)
             if answered is not None:
                 position = shares.given_back(answered)
                 reply = self._receive(answered)
-                asked = given.pop(position)
-                yield position, (asked[0], *reply) if reply is not None else here(*asked)
+                location, known = asked(position)
+                yield position, (location, *reply) if reply is not None else here(location, known)
             elif shares.taken < count:
                 # No process has answered (starting up, or slower than the writer stores): the
                 # writer prepares the next session no process was given, rather than wait idle.
                 position = shares.take()
-                yield position, here(*(given.pop(position, None) or task(position)))
+                yield position, here(*asked(position))
             elif waited_for := shares.waited_for():
                 wait([self.pipes[number] for number in waited_for])  # a process's end answers too
             else:
@@ -296,8 +301,8 @@ class _Pool:
             least = min(range(len(shares.given)), key=shares.given.__getitem__)
             if not shares.may_give(least):
                 return
-            asked = given[shares.taken] = task(shares.taken)
-            self._send(least, asked)
+            given[shares.taken] = task(shares.taken)
+            self._send(least, given[shares.taken])
             if self.working:
                 shares.give(least)
 

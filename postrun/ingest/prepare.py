@@ -101,8 +101,13 @@ class Prepared:
 
 
 def _prepared(
-    mapped: MappedSession, files: Any | None, extra: tuple[RawCopy, ...], steps: Any, cache: Any | None
+    mapped: MappedSession,
+    files: Any | None,
+    extra: tuple[RawCopy, ...],
+    steps: tuple[tuple[Any, ...], ...] | None,
+    cache: Any | None,
 ) -> Prepared:
+    """A ``Prepared`` as ``Prepared.__reduce__`` sent it, its steps ``StepWrite`` again."""
     return Prepared(mapped, files, extra, None if steps is None else tuple(map(StepWrite._make, steps)), cache)
 
 
