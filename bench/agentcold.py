@@ -7,7 +7,8 @@ the rest as the Cline bench's peer: its own HOME, XDG folders and data dir, no d
 update check or telemetry). The work floor is the same files mapped and their records and
 raw copies compressed in a fresh process (``bench/workfloor.py``) plus SQLite writing the
 stored steps (``bench/sqlitefloor.py``), spread over the cores: the least wall time any
-design of the ingest could take here.
+design of the ingest could take here. It is measured in trials (``bench/trials.py``), each a
+cold ingest of the history into a fresh store with its floors right after it.
 """
 
 from __future__ import annotations
@@ -19,14 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import apsw
-
-from bench.overhead import Overhead, measure_inline
 from bench.peer import AGENTSVIEW, AGENTSVIEW_VERSION, ensure_agentsview, peer_env
-from bench.proc import Finished, ingested, postrun_command, run
-from bench.sqlitefloor import sqlite_floor
+from bench.proc import Finished, cores, ingested, postrun_command, run
 from bench.storesize import StoreSize, measure_store
-from bench.workfloor import Startup, WorkFloor, startup_floor, work_floor
+from bench.trials import Trials, measure_trials
+from bench.workfloor import Startup, startup_floor
 
 PEER_RATIO_TARGET = 0.5
 WORK_FLOOR_RATIO_TARGET = 1.3
@@ -41,30 +39,19 @@ class AgentCold:
     source_bytes: int
     cold: Finished
     peer: Finished | None
-    work: WorkFloor
-    sqlite_seconds: float
+    trials: Trials
     store: StoreSize
-    cores: int
     startup: Startup
-    inline_cpu_seconds: float  # the same history ingested in line (no ingest processes), into a fresh store
-
-    @property
-    def floor_cpu_seconds(self) -> float:
-        return self.work.cpu_seconds + self.sqlite_seconds
 
     @property
     def floor_seconds(self) -> float:
-        return self.floor_cpu_seconds / self.cores
+        """The median trial's work floor, spread over the cores."""
+        return self.trials.median.floor_seconds(self.trials.cores)
 
     @property
     def started_floor_seconds(self) -> float:
         """The work floor with the writer's start-up before it."""
         return self.startup.floor_with(self.floor_seconds)
-
-    @property
-    def overhead(self) -> Overhead:
-        """Where the cold ingest's wall time went beyond the work floor."""
-        return Overhead.of(self.cold, self.inline_cpu_seconds, self.floor_cpu_seconds, self.startup, self.cores)
 
 
 def measure(
@@ -76,35 +63,28 @@ def measure(
     source_bytes: int,
     peer_variable: str | None,
     workdir: Path,
+    trials: int = 3,
 ) -> AgentCold:
     """``sessions`` sessions of ``kind`` under ``root`` ingested cold (``env`` names the store);
-    with ``peer_variable`` (agentsview's variable for that agent's folder), agentsview's sync too."""
+    with ``peer_variable`` (agentsview's variable for that agent's folder), agentsview's sync too;
+    then ``trials`` trials of the same against the work floor."""
     os.sync()  # the generator's writeback is not the ingest's cost
     cold = run([*postrun_command(), "ingest", "--agent", kind, str(root)], env, timeout=7200)
     stored = ingested(cold, kind)
     if cold.returncode != 0 or stored != sessions:
         raise RuntimeError(f"cold ingest: exit {cold.returncode}, {stored} of {sessions}: {cold.stderr[-2000:]}")
     peer = None if peer_variable is None else _peer(workdir / "peer", root, peer_variable, sessions)
-    db = Path(env["POSTRUN_DB"])
-    connection = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        ids = [str(row[0]) for row in connection.execute("SELECT id FROM sessions")]
-    finally:
-        connection.close()
     return AgentCold(
         kind=kind,
         sessions=sessions,
         source_bytes=source_bytes,
         cold=cold,
         peer=peer,
-        work=work_floor(root, ["."], kind=kind),
-        sqlite_seconds=sqlite_floor(db, ids, scratch=workdir / "sqlite-floor"),
-        store=measure_store(db, source_bytes=source_bytes),
-        cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
+        store=measure_store(Path(env["POSTRUN_DB"]), source_bytes=source_bytes),
         startup=startup_floor(postrun_command(), workdir / "startup"),
-        inline_cpu_seconds=measure_inline(
-            [str(root)], env, kind=kind, db=workdir / "inline" / "postrun.db", sessions=sessions
-        ).cpu_seconds,
+        trials=measure_trials(
+            kind, root, ["."], env, sessions=sessions, count=trials, cores=cores(), workdir=workdir / "trials"
+        ),
     )
 
 
@@ -125,7 +105,7 @@ def _peer(workdir: Path, root: Path, variable: str, sessions: int) -> Finished:
 
 def rows(figures: AgentCold) -> list[str]:
     """The cold-ingest rows of a section's table (| Figure | Result | Target | |)."""
-    cold, work, store = figures.cold, figures.work, figures.store
+    cold, store = figures.cold, figures.store
     floor = figures.floor_seconds
     mb = 2**20
     out = []
@@ -144,18 +124,22 @@ def rows(figures: AgentCold) -> list[str]:
             f"| cold ingest | {cold.wall_seconds:.1f} s wall, {cold.cpu_seconds:.1f} s CPU,"
             f" peak {cold.tree_rss_bytes >> 20} MB (no peer run) | ≤ {PEER_RATIO_TARGET}× {AGENTSVIEW}'s | — |"
         )
-    ratio = cold.wall_seconds / floor
+    trial = figures.trials.median
+    wall, work, count = trial.cold.wall_seconds, trial.work, len(figures.trials.trials)
+    ratio = wall / floor
     out += [
         f"| work floor (CPU: mapping {work.mapping_seconds:.2f} s, records {work.records_seconds:.2f} s,"
-        f" raw copies {work.copies_seconds:.2f} s, SQLite {figures.sqlite_seconds:.2f} s; ÷ {figures.cores} cores)"
+        f" raw copies {work.copies_seconds:.2f} s, SQLite {trial.sqlite_seconds:.2f} s; ÷ {figures.trials.cores}"
+        f" cores; the median of {count} trials, each a cold ingest into a fresh store and its floors right after"
+        f" it: {figures.trials.describe()})"
         f" | {floor:.2f} s; wall **{ratio:.2f}× the floor**"
-        f" ({cold.wall_seconds / figures.started_floor_seconds:.2f}× it with the start-up before it: `postrun"
+        f" ({wall / figures.started_floor_seconds:.2f}× it with the start-up before it: `postrun"
         f" ingest` of an empty folder {figures.startup.writer_seconds:.2f} s);"
         f" {figures.startup.against(floor, WORK_FLOOR_RATIO_TARGET)};"
-        f" cores used {cold.cpu_seconds / cold.wall_seconds:.2f}"
+        f" cores used {trial.cold.cpu_seconds / wall:.2f}"
         f" | ≤ {WORK_FLOOR_RATIO_TARGET}× | {'met' if ratio <= WORK_FLOOR_RATIO_TARGET else 'missed'} |",
-        f"| where the wall time goes (against the same history ingested in line) | {figures.overhead.describe()}"
-        " | no target | |",
+        "| where the wall time goes (that trial, against the same history ingested in line right after it) |"
+        f" {trial.overhead(figures.trials.cores, figures.startup).describe()} | no target | |",
         f"| store with the vault's raw copies ({store.store_bytes / mb:,.0f} MB for"
         f" {figures.source_bytes / mb:,.0f} MB of source)"
         f" | {store.bytes_per_source_mb / mb:.2f} MB per source MB (records and index"

@@ -39,14 +39,25 @@ def postrun_command() -> list[str]:
     package's bytecode compiled first. pip compiles it as it installs, but an editable install
     where PYTHONDONTWRITEBYTECODE is set never writes it: every process of every run would
     then compile the whole library as it starts (about 0.1 s of CPU here), which no user pays."""
-    subprocess.run([sys.executable, "-P", "-c", _COMPILE], check=True, env=os.environ | {"PYTHONDONTWRITEBYTECODE": ""})
+    subprocess.run([sys.executable, "-P", "-c", _COMPILE], check=True)
     script = Path(sys.executable).parent / "postrun"
     return [str(script)] if script.exists() else [sys.executable, "-m", "postrun"]
 
 
+def cores() -> int:
+    """The CPUs the bench and the processes it starts may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def stored_ids(finished: Finished, kind: str) -> list[str]:
+    """The sessions of ``kind`` a ``postrun ingest`` reported stored (``ingested <kind> session <id>: …``)."""
+    prefix = f"ingested {kind} session "
+    return [line[len(prefix) :].split(":", 1)[0] for line in finished.stdout.splitlines() if line.startswith(prefix)]
+
+
 def ingested(finished: Finished, kind: str) -> int:
     """How many sessions of ``kind`` a ``postrun ingest`` reported stored."""
-    return sum(1 for line in finished.stdout.splitlines() if line.startswith(f"ingested {kind} session "))
+    return len(stored_ids(finished, kind))
 
 
 def isolated_env(home: Path, *, db: Path, cline_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -17,12 +17,12 @@ from bench.live import BusyLatency, LiveResult
 from bench.machine import Machine
 from bench.mcp import RecallResult
 from bench.mcp import rows as recall_rows
-from bench.overhead import Overhead
 from bench.peer import AGENTSVIEW, AGENTSVIEW_VERSION
 from bench.stats import median, percentile
 from bench.storesize import StoreSize
+from bench.trials import Trials
 from bench.warm import WarmResult
-from bench.workfloor import Startup, WorkFloor
+from bench.workfloor import Startup
 
 BEGIN = "<!-- bench:begin (written by `python -m bench`; edit outside these markers) -->"
 END = "<!-- bench:end -->"
@@ -56,28 +56,14 @@ class Row:
 
 @dataclass(frozen=True)
 class ShapeResult:
-    """A history of one shape ingested cold, and its store."""
+    """A history of one shape ingested cold, and its store; its first slice ingested again, each
+    time against its work floor (``bench/trials.py``)."""
 
     name: str
     history: str  # what was generated
     cold: ColdResult
     store: StoreSize
-    sqlite_floor_seconds: float  # SQLite alone writing the first slice's stored steps
-    work_floor: WorkFloor  # the first slice mapped in Python, its records and raw copies compressed
-    inline_cpu_seconds: float  # the first slice ingested in line (no ingest processes), into a fresh store
-
-    @property
-    def floor_cpu_seconds(self) -> float:
-        """The first slice's work floor in CPU time: mapping, records, raw copies and SQLite."""
-        return self.work_floor.cpu_seconds + self.sqlite_floor_seconds
-
-    def floor_seconds(self, cores: int) -> float:
-        """The least wall time the first slice's cold ingest can take on ``cores``: its work floor spread."""
-        return self.floor_cpu_seconds / cores
-
-    def overhead(self, cores: int, startup: Startup) -> Overhead:
-        """Where the first cold run's wall time went beyond the work floor."""
-        return Overhead.of(self.cold.runs[0], self.inline_cpu_seconds, self.floor_cpu_seconds, startup, cores)
+    trials: Trials
 
 
 @dataclass(frozen=True)
@@ -117,10 +103,13 @@ def _s(seconds: float) -> str:
 
 def shape_rows(shape: ShapeResult, cores: int, startup: Startup) -> list[Row]:
     """1 and 6 for one shape."""
-    cold, store, work, name = shape.cold, shape.store, shape.work_floor, shape.name
+    cold, store, name = shape.cold, shape.store, shape.name
     first = cold.runs[0]
-    floor = shape.floor_seconds(cores)
+    trial = shape.trials.median
+    work, wall = trial.work, trial.cold.wall_seconds
+    floor = trial.floor_seconds(cores)
     started = startup.floor_with(floor)
+    count = len(shape.trials.trials)
     out = [
         Row(
             f"1. Cold ingest, {name} (`postrun ingest`, whole process)",
@@ -131,19 +120,20 @@ def shape_rows(shape: ShapeResult, cores: int, startup: Startup) -> list[Row]:
             None,
         ),
         Row(
-            f"1. Work floor, {name} (the first run's work no design can skip, CPU time: mapping, flags and"
-            " validation in Python, records and raw copies compressed, SQLite writing the rows)",
+            f"1. Work floor, {name} (the first slice's work no design can skip, CPU time: mapping, flags and"
+            " validation in Python, records and raw copies compressed, SQLite writing the rows; the median of"
+            f" {count} trials, each a cold ingest of the slice into a fresh store and its floors right after it)",
             f"mapping {_s(work.mapping_seconds)}, records {_s(work.records_seconds)}, raw copies"
-            f" {_s(work.copies_seconds)}, SQLite {_s(shape.sqlite_floor_seconds)}"
+            f" {_s(work.copies_seconds)}, SQLite {_s(trial.sqlite_seconds)}"
             f" ({work.cpu_seconds / work.steps * 1e6:.0f} µs a step in Python): ÷ {cores} cores = {_s(floor)}",
-            f"wall {_s(first.wall_seconds)} = **{first.wall_seconds / floor:.2f}× the work floor**,"
-            f" target ≤ {WORK_FLOOR_RATIO_TARGET:g}×; {first.wall_seconds / started:.2f}× it with the start-up;"
+            f"wall {_s(wall)} = **{wall / floor:.2f}× the work floor**,"
+            f" target ≤ {WORK_FLOOR_RATIO_TARGET:g}×; {wall / started:.2f}× it with the start-up;"
             f" {startup.against(floor, WORK_FLOOR_RATIO_TARGET)}",
-            first.wall_seconds / floor <= WORK_FLOOR_RATIO_TARGET,
+            wall / floor <= WORK_FLOOR_RATIO_TARGET,
         ),
         Row(
-            f"1. Where the wall time goes, {name} (the first run, against the same slice ingested in line)",
-            shape.overhead(cores, startup).describe(),
+            f"1. Where the wall time goes, {name} (that trial, against the same slice ingested in line right after it)",
+            trial.overhead(cores, startup).describe(),
             "no target: the parts beyond the work floor are what a ratio target leaves for",
             None,
         ),
@@ -326,6 +316,10 @@ def details(results: Results) -> list[str]:
                 f" {r.max_rss_bytes / MB:.0f}"
                 for r in cold.runs
             )
+        )
+        lines.append(
+            f"- work-floor trials, {shape.name} (wall s / work floor s / ratio, in the order they ran): "
+            + shape.trials.describe()
         )
         if any(r.peer for r in cold.runs):
             lines.append(

@@ -25,12 +25,11 @@ from pathlib import Path
 
 import orjson
 
-from bench import cold, daemon, live, mcp, others, peer, report, sections, sqlitefloor, storesize, warm, workfloor
+from bench import cold, daemon, live, mcp, others, peer, report, sections, storesize, trials, warm, workfloor
 from bench.history import HISTORY_END_MS, MESSAGES_PER_TURN, SessionWriter, open_session, write_history
 from bench.machine import describe
 from bench.noise import CpuMark, others_share
-from bench.overhead import measure_inline
-from bench.proc import isolated_env, postrun_command
+from bench.proc import cores, isolated_env, postrun_command
 
 REPO = Path(__file__).resolve().parent.parent
 MB = 2**20
@@ -307,7 +306,7 @@ def measure(profile: Profile, seed: int, workdir: Path, command: str, *, peer_na
         + ", ".join(f"{k} {v}" for k, v in dataclasses.asdict(profile).items() if k not in ("name", "shapes")),
         shapes=tuple(shapes),
         startup=startup,
-        cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
+        cores=cores(),
         warm=warm_result,
         live_events=live_results[0],
         live_poll=live_results[1],
@@ -338,21 +337,22 @@ def _measure_shape(
         f" turn{'' if shape.turns == 1 else 's'} of {MESSAGES_PER_TURN} messages{' each' if shape.exact else ''})"
     )
     then_peer = f", each then {peer_name} sync" if peer_name else ""
-    with phase(f"1 cold ingest, {shape.name}: {described}; {profile.cold_runs} runs{then_peer}"):
+    first = history.written[0 :: profile.cold_runs]
+    then_trials = f"; then {profile.cold_runs} trials of the first slice against its work floor"
+    with phase(f"1 cold ingest, {shape.name}: {described}; {profile.cold_runs} runs{then_peer}{then_trials}"):
         cold_result = cold.measure_cold(history.written, env, runs=profile.cold_runs, peer=peer_tool)
         store_result = storesize.measure_store(Path(env["POSTRUN_DB"]), source_bytes=history.bytes)
-        first = history.written[0 :: profile.cold_runs]
-        first_slice = [s.session_id for s in first]
-        scratch = root.parent.parent / "sqlite-floor"
-        sqlite_seconds = sqlitefloor.sqlite_floor(Path(env["POSTRUN_DB"]), first_slice, scratch=scratch)
-        work = workfloor.work_floor(root, first_slice)
-        folders = [str(s.messages_path.parent) for s in first]
-        inline = measure_inline(
-            folders, env, kind="cline", db=root.parent.parent / "inline" / "postrun.db", sessions=len(folders)
+        shape_trials = trials.measure_trials(
+            "cline",
+            root,
+            [s.session_id for s in first],
+            env,
+            sessions=len(first),
+            count=profile.cold_runs,
+            cores=cores(),
+            workdir=root.parent.parent / "trials",
         )
-    return report.ShapeResult(
-        shape.name, described, cold_result, store_result, sqlite_seconds, work, inline.cpu_seconds
-    )
+    return report.ShapeResult(shape.name, described, cold_result, store_result, shape_trials)
 
 
 def _busy_session(mb: float, seconds: float, seed: int, started_ms: int) -> tuple[SessionWriter, int]:

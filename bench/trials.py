@@ -1,0 +1,109 @@
+"""A cold ingest against its work floor, the two timed back to back, a few times over.
+
+This machine kind's speed moves by a fifth or more within minutes (BENCHMARKS.md, What limits
+each figure): a cold ingest timed in a slow minute against a work floor measured minutes later in
+a fast one read 1.89× where the same code had read 1.34× a run before, its CPU time for the same
+work 30 % above the next slice's. So each trial ingests the same sessions cold into a fresh
+store, then at once measures their work floor (``bench/workfloor.py``, and SQLite's from that
+store, ``bench/sqlitefloor.py``) and ingests them once more in line (``bench/overhead.py``, for
+the split of the wall time): the parts of one trial share the machine's pace. The figure is the
+trial whose ratio is the median.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.overhead import Overhead, measure_inline
+from bench.proc import Finished, postrun_command, run, stored_ids
+from bench.sqlitefloor import sqlite_floor
+from bench.workfloor import Startup, WorkFloor, work_floor
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """One cold ingest of the sessions into a fresh store, and what was measured right after it."""
+
+    cold: Finished
+    work: WorkFloor
+    sqlite_seconds: float
+    inline_cpu_seconds: float  # the same sessions ingested in line (no ingest processes), into a fresh store
+
+    @property
+    def floor_cpu_seconds(self) -> float:
+        """The work floor in CPU time: mapping, records, raw copies and SQLite."""
+        return self.work.cpu_seconds + self.sqlite_seconds
+
+    def floor_seconds(self, cores: int) -> float:
+        """The least wall time the cold ingest can take on ``cores``: its work floor spread."""
+        return self.floor_cpu_seconds / cores
+
+    def ratio(self, cores: int) -> float:
+        """The cold ingest's wall time over its work floor."""
+        return self.cold.wall_seconds / self.floor_seconds(cores)
+
+    def overhead(self, cores: int, startup: Startup) -> Overhead:
+        """Where the cold ingest's wall time went beyond the work floor."""
+        return Overhead.of(self.cold, self.inline_cpu_seconds, self.floor_cpu_seconds, startup, cores)
+
+
+@dataclass(frozen=True, slots=True)
+class Trials:
+    trials: tuple[Trial, ...]
+    cores: int
+
+    @property
+    def median(self) -> Trial:
+        """The trial whose ratio is the median (of an even count, the lower one)."""
+        ranked = sorted(self.trials, key=lambda trial: trial.ratio(self.cores))
+        return ranked[(len(ranked) - 1) // 2]
+
+    def describe(self) -> str:
+        """Each trial as wall s / floor s / ratio, in the order they ran."""
+        return "; ".join(
+            f"{t.cold.wall_seconds:.2f} / {t.floor_seconds(self.cores):.2f} / {t.ratio(self.cores):.2f}×"
+            for t in self.trials
+        )
+
+
+def measure_trials(
+    kind: str,
+    root: Path,
+    targets: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    sessions: int,
+    count: int,
+    cores: int,
+    workdir: Path,
+) -> Trials:
+    """``count`` trials of ``postrun ingest --agent kind`` of ``targets`` (names under ``root``, as
+    ``work_floor`` takes them; "." is every session under it), ``sessions`` sessions, each into a
+    fresh store under ``workdir`` (``env`` as the cold ingest's, its own store replaced)."""
+    found = []
+    for number in range(count):
+        store = workdir / f"trial-{number}"
+        shutil.rmtree(store, ignore_errors=True)
+        store.mkdir(parents=True)
+        db = store / "postrun.db"
+        paths = [str(root / target) for target in targets]
+        cold = run(
+            [*postrun_command(), "ingest", "--agent", kind, *paths], dict(env) | {"POSTRUN_DB": str(db)}, timeout=7200
+        )
+        ids = stored_ids(cold, kind)
+        if cold.returncode != 0 or len(ids) != sessions:
+            raise RuntimeError(f"cold ingest: exit {cold.returncode}, {len(ids)} of {sessions}: {cold.stderr[-2000:]}")
+        found.append(
+            Trial(
+                cold=cold,
+                work=work_floor(root, targets, kind=kind),
+                sqlite_seconds=sqlite_floor(db, ids, scratch=workdir / "sqlite-floor"),
+                inline_cpu_seconds=measure_inline(
+                    paths, env, kind=kind, db=workdir / "inline" / "postrun.db", sessions=sessions
+                ).cpu_seconds,
+            )
+        )
+    return Trials(tuple(found), cores)
