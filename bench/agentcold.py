@@ -63,7 +63,7 @@ def measure(
     source_bytes: int,
     peer_variable: str | None,
     workdir: Path,
-    trials: int = 3,
+    trials: int = 5,
 ) -> AgentCold:
     """``sessions`` sessions of ``kind`` under ``root`` ingested cold (``env`` names the store);
     with ``peer_variable`` (agentsview's variable for that agent's folder), agentsview's sync too;

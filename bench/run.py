@@ -74,6 +74,7 @@ class Profile:
     name: str
     shapes: tuple[Shape, ...]
     cold_runs: int
+    trials: int  # the first slice against its work floor (``bench/trials.py``)
     warm_runs: int
     small_sessions: int
     latency_samples: int
@@ -91,6 +92,7 @@ QUICK = Profile(
     name="quick",
     shapes=tuple(SHAPES.values()),
     cold_runs=3,
+    trials=5,
     warm_runs=5,
     small_sessions=8,
     latency_samples=20,
@@ -110,6 +112,7 @@ FULL = dataclasses.replace(
     name="full",
     shapes=tuple(FULL_SHAPES.values()),
     cold_runs=5,
+    trials=7,
     warm_runs=9,
     latency_samples=60,
     large_updates=8,
@@ -338,7 +341,7 @@ def _measure_shape(
     )
     then_peer = f", each then {peer_name} sync" if peer_name else ""
     first = history.written[0 :: profile.cold_runs]
-    then_trials = f"; then {profile.cold_runs} trials of the first slice against its work floor"
+    then_trials = f"; then {profile.trials} trials of the first slice against its work floor"
     with phase(f"1 cold ingest, {shape.name}: {described}; {profile.cold_runs} runs{then_peer}{then_trials}"):
         cold_result = cold.measure_cold(history.written, env, runs=profile.cold_runs, peer=peer_tool)
         store_result = storesize.measure_store(Path(env["POSTRUN_DB"]), source_bytes=history.bytes)
@@ -348,7 +351,7 @@ def _measure_shape(
             [s.session_id for s in first],
             env,
             sessions=len(first),
-            count=profile.cold_runs,
+            count=profile.trials,
             cores=cores(),
             workdir=root.parent.parent / "trials",
         )

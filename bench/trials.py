@@ -12,6 +12,7 @@ trial whose ratio is the median.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -90,6 +91,7 @@ def measure_trials(
         store.mkdir(parents=True)
         db = store / "postrun.db"
         paths = [str(root / target) for target in targets]
+        os.sync()  # what the last trial wrote (its stores, the SQLite floor's) is not this ingest's cost
         cold = run(
             [*postrun_command(), "ingest", "--agent", kind, *paths], dict(env) | {"POSTRUN_DB": str(db)}, timeout=7200
         )
