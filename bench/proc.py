@@ -28,8 +28,9 @@ _CAUGHT_UP = re.compile(r" (?:[a-z][a-z-]*|capture): caught up with ")  # any ag
 _INHERITED_DROPPED = ("JOURNAL_STREAM", "NOTIFY_SOCKET", "INVOCATION_ID", "WATCHDOG_USEC", "WATCHDOG_PID")
 
 
-# Compiles the package that ``postrun`` imports (the installed one: -P keeps the current folder
-# off the path), where its bytecode can be written.
+# Compiles the package that ``postrun`` imports, where its bytecode can be written: the installed
+# one for the script (-P keeps the current folder off the path), the current folder's for
+# ``python -m postrun``.
 _COMPILE = "import compileall, os, postrun; compileall.compile_dir(os.path.dirname(postrun.__file__), quiet=1)"
 
 
@@ -39,9 +40,10 @@ def postrun_command() -> list[str]:
     package's bytecode compiled first. pip compiles it as it installs, but an editable install
     where PYTHONDONTWRITEBYTECODE is set never writes it: every process of every run would
     then compile the whole library as it starts (about 0.1 s of CPU here), which no user pays."""
-    subprocess.run([sys.executable, "-P", "-c", _COMPILE], check=True)
     script = Path(sys.executable).parent / "postrun"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "postrun"]
+    installed = script.exists()
+    subprocess.run([sys.executable, *(["-P"] if installed else []), "-c", _COMPILE], check=True)
+    return [str(script)] if installed else [sys.executable, "-m", "postrun"]
 
 
 def cores() -> int:
