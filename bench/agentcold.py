@@ -44,14 +44,9 @@ class AgentCold:
     startup: Startup
 
     @property
-    def floor_seconds(self) -> float:
-        """The median trial's work floor, spread over the cores."""
-        return self.trials.median.floor_seconds(self.trials.cores)
-
-    @property
     def started_floor_seconds(self) -> float:
         """The work floor with the writer's start-up before it."""
-        return self.startup.floor_with(self.floor_seconds)
+        return self.startup.floor_with(self.trials.floor_seconds)
 
 
 def measure(
@@ -106,7 +101,7 @@ def _peer(workdir: Path, root: Path, variable: str, sessions: int) -> Finished:
 def rows(figures: AgentCold) -> list[str]:
     """The cold-ingest rows of a section's table (| Figure | Result | Target | |)."""
     cold, store = figures.cold, figures.store
-    floor = figures.floor_seconds
+    floor = figures.trials.floor_seconds
     mb = 2**20
     out = []
     if figures.peer is not None:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from bench.proc import Finished, ingested, postrun_command, run
+from bench.proc import Finished, ingest_fresh
 from bench.workfloor import Startup
 
 
@@ -79,14 +79,4 @@ class Overhead:
 def measure_inline(targets: Sequence[str], env: Mapping[str, str], *, kind: str, db: Path, sessions: int) -> Finished:
     """``postrun ingest --agent kind targets`` (``sessions`` sessions) in line, into a fresh store
     at ``db`` (``env`` as the cold ingest's, its own store replaced)."""
-    db.parent.mkdir(parents=True, exist_ok=True)
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
-    inline_env = dict(env) | {"POSTRUN_DB": str(db), "POSTRUN_INGEST_PROCESSES": "0"}
-    finished = run([*postrun_command(), "ingest", "--agent", kind, *targets], inline_env, timeout=7200)
-    stored = ingested(finished, kind)
-    if finished.returncode != 0 or stored != sessions:
-        raise RuntimeError(
-            f"postrun ingest in line: exit {finished.returncode}, {stored} of {sessions}: {finished.stderr[-2000:]}"
-        )
-    return finished
+    return ingest_fresh(targets, env, kind=kind, db=db, sessions=sessions, in_line=True)

@@ -62,6 +62,25 @@ def ingested(finished: Finished, kind: str) -> int:
     return len(stored_ids(finished, kind))
 
 
+def ingest_fresh(
+    targets: Sequence[str], env: Mapping[str, str], *, kind: str, db: Path, sessions: int, in_line: bool = False
+) -> Finished:
+    """``postrun ingest --agent kind targets`` into a fresh store at ``db`` (``env`` otherwise;
+    ``in_line``: no ingest processes); fails unless it stored all ``sessions`` sessions."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    fresh_env = dict(env) | {"POSTRUN_DB": str(db)} | ({"POSTRUN_INGEST_PROCESSES": "0"} if in_line else {})
+    finished = run([*postrun_command(), "ingest", "--agent", kind, *targets], fresh_env, timeout=7200)
+    stored = ingested(finished, kind)
+    if finished.returncode != 0 or stored != sessions:
+        how = " in line" if in_line else ""
+        raise RuntimeError(
+            f"postrun ingest{how}: exit {finished.returncode}, {stored} of {sessions}: {finished.stderr[-2000:]}"
+        )
+    return finished
+
+
 def isolated_env(home: Path, *, db: Path, cline_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {
         key: value

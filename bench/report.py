@@ -107,7 +107,7 @@ def shape_rows(shape: ShapeResult, cores: int, startup: Startup) -> list[Row]:
     first = cold.runs[0]
     trial = shape.trials.median
     work, wall = trial.work, trial.cold.wall_seconds
-    floor = trial.floor_seconds(cores)
+    floor = shape.trials.floor_seconds
     started = startup.floor_with(floor)
     count = len(shape.trials.trials)
     out = [

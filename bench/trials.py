@@ -13,13 +13,12 @@ trial whose ratio is the median.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench.overhead import Overhead, measure_inline
-from bench.proc import Finished, postrun_command, run, stored_ids
+from bench.proc import Finished, ingest_fresh, stored_ids
 from bench.sqlitefloor import sqlite_floor
 from bench.workfloor import Startup, WorkFloor, work_floor
 
@@ -62,6 +61,11 @@ class Trials:
         ranked = sorted(self.trials, key=lambda trial: trial.ratio(self.cores))
         return ranked[(len(ranked) - 1) // 2]
 
+    @property
+    def floor_seconds(self) -> float:
+        """The median trial's work floor, spread over the cores."""
+        return self.median.floor_seconds(self.cores)
+
     def describe(self) -> str:
         """Each trial as wall s / floor s / ratio, in the order they ran."""
         return "; ".join(
@@ -84,25 +88,17 @@ def measure_trials(
     """``count`` trials of ``postrun ingest --agent kind`` of ``targets`` (names under ``root``, as
     ``work_floor`` takes them; "." is every session under it), ``sessions`` sessions, each into a
     fresh store under ``workdir`` (``env`` as the cold ingest's, its own store replaced)."""
+    paths = [str(root / target) for target in targets]
     found = []
     for number in range(count):
-        store = workdir / f"trial-{number}"
-        shutil.rmtree(store, ignore_errors=True)
-        store.mkdir(parents=True)
-        db = store / "postrun.db"
-        paths = [str(root / target) for target in targets]
+        db = workdir / f"trial-{number}" / "postrun.db"
         os.sync()  # what the last trial wrote (its stores, the SQLite floor's) is not this ingest's cost
-        cold = run(
-            [*postrun_command(), "ingest", "--agent", kind, *paths], dict(env) | {"POSTRUN_DB": str(db)}, timeout=7200
-        )
-        ids = stored_ids(cold, kind)
-        if cold.returncode != 0 or len(ids) != sessions:
-            raise RuntimeError(f"cold ingest: exit {cold.returncode}, {len(ids)} of {sessions}: {cold.stderr[-2000:]}")
+        cold = ingest_fresh(paths, env, kind=kind, db=db, sessions=sessions)
         found.append(
             Trial(
                 cold=cold,
                 work=work_floor(root, targets, kind=kind),
-                sqlite_seconds=sqlite_floor(db, ids, scratch=workdir / "sqlite-floor"),
+                sqlite_seconds=sqlite_floor(db, stored_ids(cold, kind), scratch=workdir / "sqlite-floor"),
                 inline_cpu_seconds=measure_inline(
                     paths, env, kind=kind, db=workdir / "inline" / "postrun.db", sessions=sessions
                 ).cpu_seconds,
