@@ -21,6 +21,9 @@ from postrun.errors import NotFound, NotParseableYet, SourceError
 from postrun.records import SourceFile
 
 ORJSON_MAX_DEPTH = 1024  # orjson refuses deeper documents
+# Source files larger than this are refused unless the settings say otherwise (``max_file_mb``);
+# here, as an ingest process that prepares sessions before the settings reach it reads by it too.
+MAX_FILE_MB = 512
 _TOO_DEEP = f"nested deeper than {ORJSON_MAX_DEPTH} levels"
 _TRAILING = "unexpected content after document"
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC

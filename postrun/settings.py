@@ -32,6 +32,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from postrun.agents.registry import KINDS, check_kinds
 from postrun.errors import ConfigError, UsageError
+from postrun.jsonio import MAX_FILE_MB
 from postrun.mirror.target import check_mirror_url, masked_url
 from postrun.otel.target import check_endpoint, masked_headers, shown_endpoint
 from postrun.paths import (
@@ -132,7 +133,7 @@ class Settings(BaseSettings):
     use_events: bool = True  # False: polls only (network file systems)
     log_level: Annotated[LogLevel, BeforeValidator(_upper)] = "INFO"
     full_sweep_minutes: PositiveNumber = 5
-    max_file_mb: Annotated[int, Field(gt=0)] = 512
+    max_file_mb: Annotated[int, Field(gt=0)] = MAX_FILE_MB
     keep_raw: bool = True  # False: no raw copies of the agent's files (records only)
     # A session being written is copied to the vault at most this often (0: at every ingest).
     raw_copy_seconds: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 300

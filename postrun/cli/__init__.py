@@ -9,15 +9,24 @@ Command modules attach their commands to ``postrun.cli.app.app`` when imported.
 from __future__ import annotations
 
 import gc
+import os
+import sys
 
-from postrun.cli import capture, config, mirror, otel, recall, review, service, sessions, vault, web  # noqa: F401 - importing registers the commands
-from postrun.cli.app import app
+from postrun.ingest import ahead
 
 
 def main() -> None:
+    # Before typer and the library are imported (most of the quarter of a second `postrun ingest`
+    # takes to give out its first session): its ingest processes start up, and prepare its first
+    # sessions, meanwhile.
+    ahead.start_early(sys.argv[1:], os.environ)
+    from postrun.cli import capture, config, mirror, otel, recall, review, service, sessions, vault, web  # noqa: F401 - importing registers the commands
+    from postrun.cli.app import app
+
     try:
         app(prog_name="postrun")
     finally:
+        ahead.end_early()
         # The interpreter's teardown collects garbage, each pass walking every object still alive:
         # 60-90 ms after a batched ingest of 40 large sessions, ~20 ms with them frozen out of it.
         # Commands close what they open (``with``, ``closing``): only cyclic garbage goes

@@ -36,7 +36,8 @@ def ingest(
     """
     from postrun.ingest.ahead import started_ahead
 
-    # Before the library is imported and the settings loaded: the processes start up meanwhile.
+    # Before the library is imported and the settings loaded: the processes start up meanwhile
+    # (those ``main`` started as the interpreter started, if it guessed this command).
     with started_ahead(targets, os.environ, agent) as started:
         from postrun.agents.registry import adapter, default_kind
         from postrun.ingest.batches import ingest_targets

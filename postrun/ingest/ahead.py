@@ -1,11 +1,12 @@
 """Ingest processes started ahead of a batched ingest (see ``postrun.ingest.pool``).
 
-An ingest process starts an interpreter and imports what preparing needs: about as long as
-``postrun ingest`` takes to import the library, load its settings and list its targets. Started
-first, before any of that, its start-up overlaps the writer's, and it answers as soon as the
-writer has sessions to give; started when the writer has them, the writer prepares alone
-meanwhile. This module imports nothing of the library, so that starting them costs the writer
-nothing either.
+An ingest process starts an interpreter and imports what preparing needs: about half as long as
+``postrun ingest`` takes to import typer and the library, load its settings, list its targets and
+open the store. Started first, before any of that (``start_early``, as the interpreter starts),
+its start-up overlaps the writer's, and the first process then prepares the first targets'
+first sessions until the writer gives it work (``postrun.ingest.early``); started when the
+writer has sessions to give, the writer prepares alone meanwhile. This module imports nothing of
+the library, so that starting them costs the writer nothing either.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from pathlib import Path
 # send stops preparing; room for a few sessions keeps it preparing while the writer stores a slow one.
 _REPLY_BUFFER_BYTES = 4 * 2**20
 _STOP_SECONDS = 5.0
+# The targets an ingest process is told on its command line: more sessions than it prepares
+# before the writer gives it work (``postrun.ingest.early``), a command line of a few kilobytes.
+_TOLD_TARGETS = 64
 # The ``ingest_processes`` setting as the environment gives it (``postrun.settings``: POSTRUN_
 # and the field's name). Read alone, as the processes start before the settings are loaded: 0
 # there starts none (a value from the settings file is honoured when the pool is made, and
@@ -46,10 +50,11 @@ def default_count() -> int:
     return max(1, cpus - 1)
 
 
-def start(agent: str | None = None) -> Started | None:
+def start(agent: str | None = None, targets: Sequence[str] = ()) -> Started | None:
     """One ingest process (None: no process to be had, the sessions are prepared in line).
     ``agent``: the kind whose sessions it will be given, if known: it imports that adapter while
-    it waits for its first session, which would import it otherwise."""
+    it waits for its first session, which would import it otherwise. ``targets``: the ingest's
+    targets, whose first sessions it prepares meanwhile (the first ``_TOLD_TARGETS``)."""
     ours, theirs = socket.socketpair()
     with contextlib.suppress(OSError):  # a smaller buffer only slows the batched ingest
         theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _REPLY_BUFFER_BYTES)
@@ -64,7 +69,7 @@ def start(agent: str | None = None) -> Started | None:
                 "-m",
                 "postrun.ingest.pool_process",
                 str(theirs.fileno()),
-                *([agent] if agent else []),
+                *([agent or "", *targets[:_TOLD_TARGETS]] if agent or targets else []),
             ],
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,
@@ -127,11 +132,87 @@ def count_ahead(targets: Sequence[str], environ: Mapping[str, str]) -> int:
 
 @contextlib.contextmanager
 def started_ahead(targets: Sequence[str], environ: Mapping[str, str], agent: str | None = None) -> Iterator[Ahead]:
-    """The ingest processes ``count_ahead`` says, started now for ``agent``'s sessions (``start``);
-    those not taken end with the block."""
-    started = [one for _ in range(count_ahead(targets, environ)) if (one := start(agent)) is not None]
-    ahead = Ahead(started)
+    """The ingest processes ``count_ahead`` says for ``agent``'s ``targets``: those ``start_early``
+    started for them, else started now (``start``); those not taken end with the block."""
+    early = _take_early(targets, agent)
+    ahead = Ahead(early if early is not None else _started_for(targets, environ, agent))
     try:
         yield ahead
     finally:
         ahead.close()
+
+
+def _started_for(targets: Sequence[str], environ: Mapping[str, str], agent: str | None) -> list[Started]:
+    # Only the first is told the targets: the pool gives the first sessions to it.
+    count = count_ahead(targets, environ)
+    return [one for number in range(count) if (one := start(agent, targets if number == 0 else ())) is not None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Early:
+    targets: tuple[str, ...]
+    agent: str | None
+    started: list[Started]
+
+
+# What ``start_early`` started, until ``started_ahead`` takes it or ``end_early`` ends it.
+_early: _Early | None = None
+
+
+def start_early(argv: Sequence[str], environ: Mapping[str, str]) -> None:
+    """Start the ingest processes of ``postrun ingest`` now, as the interpreter starts, when
+    ``argv`` (the program's arguments) plainly is that command (``ingest_command``): they start up,
+    and the first prepares the first sessions, while the writer imports typer and the library.
+    ``started_ahead`` takes them if the command is what this guessed; ``end_early`` ends them."""
+    global _early
+    end_early()
+    command = ingest_command(argv)
+    if command is not None:
+        targets, agent = command
+        _early = _Early(targets, agent, _started_for(targets, environ, agent))
+
+
+def end_early() -> None:
+    """End the processes ``start_early`` started that no ingest took."""
+    global _early
+    early, _early = _early, None
+    if early is not None:
+        Ahead(early.started).close()
+
+
+def _take_early(targets: Sequence[str], agent: str | None) -> list[Started] | None:
+    """The processes ``start_early`` started for ``targets`` and ``agent`` (None: none were; those
+    started for another guess are ended)."""
+    global _early
+    early = _early
+    if early is None or (early.targets, early.agent) != (tuple(targets), agent):
+        end_early()
+        return None
+    _early = None
+    return early.started
+
+
+def ingest_command(argv: Sequence[str]) -> tuple[tuple[str, ...], str | None] | None:
+    """The targets and ``--agent`` of ``postrun ingest`` as its arguments ``argv`` give them, when
+    they plainly are that command and nothing else (None otherwise: ``--help``, an option this does
+    not know, another command). A guess before typer parses them: a wrong one costs only
+    processes started for nothing, which ``started_ahead`` ends."""
+    if not argv or argv[0] != "ingest":
+        return None
+    targets: list[str] = []
+    agent: str | None = None
+    arguments = iter(argv[1:])
+    for argument in arguments:
+        if argument == "--":
+            targets.extend(arguments)
+        elif argument == "--agent":
+            agent = next(arguments, None)
+            if agent is None:
+                return None
+        elif argument.startswith("--agent="):
+            agent = argument.removeprefix("--agent=")
+        elif argument != "--force":
+            if argument.startswith("-"):
+                return None
+            targets.append(argument)
+    return tuple(targets), agent

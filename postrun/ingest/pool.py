@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import gc
 import itertools
+import os
 import signal
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +35,7 @@ from pathlib import Path
 from postrun.agents.registry import Helpers, Location, adapter
 from postrun.errors import PostrunError, UsageError
 from postrun.ingest import ahead
+from postrun.ingest.early import prepare_early
 from postrun.ingest.prepare import Known, Mapped, MapRules, Prepared, internal_error, prepare_location
 from postrun.records import PackedFile, RawFile
 from postrun.store import vault
@@ -55,6 +57,10 @@ PROCESSES_FROM_BYTES = 16 * 2**20
 # a commit or cutting the vault's dictionary (1-2 % of 40 large sessions' cold ingest).
 _AHEAD_BYTES = 8 * 2**20
 _AHEAD = 32
+# What the first process prepares before the writer's first message, at most (``early``): about
+# what it prepares while the writer starts up, held until it is asked for (as steps packed and
+# raw files read: a few times their source in memory).
+_EARLY_BYTES = 4 * 2**20
 _COLLECT_EVERY = 500
 
 
@@ -133,21 +139,27 @@ def source_bytes(location: Location) -> int:
         return 0
 
 
-def serve(connection: Connection, agents: Sequence[str] = ()) -> None:
+def serve(connection: Connection, agent: str = "", targets: Sequence[str] = ()) -> None:
     """An ingest process (``postrun.ingest.pool_process``): prepare each session the writer sends, until
     it sends None or is gone. Its first message is the store's path and the mapping rules.
-    ``agents``: the kinds whose adapters it imports first, while the writer lists its sessions
-    (reading the first session would import its adapter, the writer waiting for the reply)."""
+    ``agent``: the kind whose adapter it imports first, while the writer lists its sessions
+    (reading the first session would import its adapter, the writer waiting for the reply);
+    ``targets``: the ingest's first targets, whose first sessions it prepares before that message
+    (``postrun.ingest.early``: the first process is given the first sessions)."""
     # Ctrl-C reaches the whole process group: the writer stops the batched ingest, and then this.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for kind in agents:
+    if agent:
         with contextlib.suppress(UsageError):  # an unknown kind is the writer's to report
-            adapter(kind)
+            adapter(agent)
     # As for a batched ingest in one process: mapped records hold no cycles (see ``collector_paused``);
     # what little does (a failure's traceback) is collected every so many sessions.
     gc.disable()
     try:
+        early = prepare_early(
+            connection, agent, targets, os.environ, sessions=_AHEAD, source_bytes=_EARLY_BYTES, size_of=source_bytes
+        )
         store, rules = connection.recv()
+        early = early.under(rules)
         with contextlib.closing(Database.open_reader(store)) as reader:
             # The vault's hashing and compression here too: storing is the writer's alone, and on
             # many small sessions the writer is the busier side.
@@ -159,7 +171,9 @@ def serve(connection: Connection, agents: Sequence[str] = ()) -> None:
                 if handled % _COLLECT_EVERY == 0:
                     gc.collect()
                 location, known = task
-                found = prepare_location(location, known, StoredHelpers(reader, location.session_id), rules)
+                found = early.take(location, known) or prepare_location(
+                    location, known, StoredHelpers(reader, location.session_id), rules
+                )
                 connection.send_bytes(packed_reply(found, pack))
     except (EOFError, OSError):
         return  # the writer is gone

@@ -1,4 +1,4 @@
-"""An ingest process: ``python -m postrun.ingest.pool_process FD [AGENT]`` (see ``postrun.ingest.pool``).
+"""An ingest process: ``python -m postrun.ingest.pool_process FD [AGENT [TARGET...]]`` (see ``postrun.ingest.pool``).
 
 Its own module, so that the classes it sends back are pickled under their real module's name.
 """
@@ -14,7 +14,7 @@ from postrun.ingest.pool import serve
 
 def main(argv: list[str]) -> int:
     try:
-        serve(Connection(int(argv[1])), argv[2:])
+        serve(Connection(int(argv[1])), argv[2] if len(argv) > 2 else "", argv[3:])
     except BaseException:  # noqa: BLE001 - see below
         # The writer prepares in line whatever this process did not give back, and reports any
         # failure of a session there, in one line: a traceback here would only repeat it.

@@ -95,9 +95,17 @@ class Prepared:
     def packed(self, pack: Callable[[RawFile], PackedFile] | None) -> Prepared:
         """For an ingest process's reply: the steps as the store writes them, and the raw files
         taken and packed with ``pack`` (None: the vault keeps none, and none is taken)."""
-        steps = tuple(step_write(row) for row in self.mapped.steps)
+        if self.steps is None:
+            return self.taken(raw=pack is not None).packed(pack)
         raw = tuple(pack(f) if isinstance(f, RawFile) else f for f in self.raw) if pack is not None else ()
-        return Prepared(dataclasses.replace(self.mapped, steps=[]), None, raw, steps)
+        return Prepared(self.mapped, None, raw, self.steps)
+
+    def taken(self, *, raw: bool = True) -> Prepared:
+        """``packed`` but for compressing the raw files: the steps as the store writes them, and the
+        raw files read now (``raw``), to be packed once the store's dictionary is known (a session
+        an ingest process prepared before the writer named the store: ``postrun.ingest.early``)."""
+        steps = tuple(step_write(row) for row in self.mapped.steps)
+        return Prepared(dataclasses.replace(self.mapped, steps=[]), None, self.raw if raw else (), steps)
 
 
 def _prepared(

@@ -89,10 +89,12 @@ def test_an_ingest_that_wants_no_processes_leaves_those_started_ahead_to_end(roo
 def test_processes_started_for_an_agent_are_told_it_and_serve_what_they_are_given(
     root: Path, tmp_path: Path, agent: str
 ) -> None:
-    """Told the agent, a process imports its adapter while it waits for its first session; a kind
+    """Told the agent, a process imports its adapter while it waits for its first session (and the
+    first, told the targets too, prepares their first sessions: ``postrun.ingest.early``); a kind
     it does not know is the writer's to report, and the process serves as any other."""
     with ahead.started_ahead([str(root)], {}, agent) as started:
-        assert [process.cmdline()[-1] for process in mapping_processes()] == [agent] * ahead.default_count()
+        told = sorted((process.cmdline()[5:] for process in mapping_processes()), key=len, reverse=True)
+        assert told == [[agent, str(root)]] + [[agent]] * (ahead.default_count() - 1)
         report = ingest_targets(
             [str(root)], db=tmp_path / "told.db", default_root=root, max_bytes=MAX_BYTES, processes=1, started=started
         )
@@ -101,3 +103,39 @@ def test_processes_started_for_an_agent_are_told_it_and_serve_what_they_are_give
     in_line_db = tmp_path / "in-line.db"
     ingest_targets([str(root)], db=in_line_db, default_root=root, max_bytes=MAX_BYTES, processes=0)
     assert differences(read_records(tmp_path / "told.db"), read_records(in_line_db)) == []
+
+
+def test_processes_started_as_the_interpreter_starts_are_taken_by_the_ingest_they_were_guessed_for(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ahead.start_early(["ingest", "--agent", "cline", str(root)], {})
+    early = {process.pid for process in mapping_processes()}
+    assert len(early) == ahead.default_count()
+    monkeypatch.setattr(ahead, "start", lambda *_: pytest.fail("the ingest started a process of its own"))
+    with ahead.started_ahead([str(root)], {}, "cline") as started:
+        assert {taken.process.pid for taken in started.take(ahead.default_count())} == early
+    ahead.end_early()  # as `postrun`'s main does: nothing left to end
+    for taken in mapping_processes():
+        taken.wait(10)
+    assert mapping_processes() == []
+
+
+def test_processes_guessed_for_another_command_end_and_the_ingest_starts_its_own(root: Path) -> None:
+    ahead.start_early(["ingest", str(root)], {})
+    early = {process.pid for process in mapping_processes()}
+    with ahead.started_ahead([str(root)], {}, "codex"):  # typer read another agent than the guess
+        started = {process.pid for process in mapping_processes()}
+        assert len(started) == ahead.default_count() and not started & early
+    assert mapping_processes() == []
+    ahead.start_early(["ingest", str(root)], {})
+    ahead.end_early()  # the command ended before its ingest took them (a usage error, say)
+    assert mapping_processes() == []
+    unwanted: list[tuple[list[str], dict[str, str]]] = [
+        (["capture", str(root)], {}),
+        (["ingest", "--help"], {}),
+        (["ingest", str(root)], {ahead.PROCESSES_VARIABLE: "0"}),
+    ]
+    for argv, environ in unwanted:
+        ahead.start_early(argv, environ)
+        assert mapping_processes() == []
+    ahead.end_early()
