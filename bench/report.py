@@ -108,7 +108,7 @@ def shape_rows(shape: ShapeResult, cores: int, startup: Startup) -> list[Row]:
     trial = shape.trials.median
     work, wall = trial.work, trial.cold.wall_seconds
     floor = shape.trials.floor_seconds
-    started = startup.floor_with(floor)
+    started = startup.floor_with(floor, cores)
     count = len(shape.trials.trials)
     out = [
         Row(
@@ -128,7 +128,7 @@ def shape_rows(shape: ShapeResult, cores: int, startup: Startup) -> list[Row]:
             f" ({work.cpu_seconds / work.steps * 1e6:.0f} µs a step in Python): ÷ {cores} cores = {_s(floor)}",
             f"wall {_s(wall)} = **{wall / floor:.2f}× the work floor**,"
             f" target ≤ {WORK_FLOOR_RATIO_TARGET:g}×; {wall / started:.2f}× it with the start-up;"
-            f" {startup.against(floor, WORK_FLOOR_RATIO_TARGET)}",
+            f" {startup.against(floor, cores, WORK_FLOOR_RATIO_TARGET)}",
             wall / floor <= WORK_FLOOR_RATIO_TARGET,
         ),
         Row(

@@ -98,24 +98,33 @@ class Startup:
     version_seconds: float  # CPU time of ``postrun --version``: the interpreter and the CLI's own imports
     process_seconds: float  # CPU time of an ingest process's imports (they overlap the writer's start-up)
 
-    def floor_with(self, floor_seconds: float) -> float:
-        """A work floor with the writer's start-up before it: no session is read until the
-        interpreter started and the library and settings are loaded, whatever the cores."""
-        return self.writer_seconds + floor_seconds
+    def floor_with(self, floor_seconds: float, cores: int) -> float:
+        """The least wall time of an ingest whose work floor is ``floor_seconds`` (its CPU spread
+        over ``cores``), its start-up included, whatever its design: no session is prepared before
+        an interpreter has imported what preparing needs (``process_seconds``, in a process of
+        its own or in the writer), so until then no core does more of the counted work than the
+        writer's start-up; the rest of that start-up (the writer must start: it stores) and the
+        work floor's CPU then spread over every core at best. Since ingest processes prepare
+        while the writer starts (cebc9dc), the start-up is not all before the work floor."""
+        first = min(self.process_seconds, self.writer_seconds)
+        return first + (floor_seconds * cores + self.writer_seconds - first) / cores
 
-    def against(self, floor_seconds: float, target: float) -> str:
+    def against(self, floor_seconds: float, cores: int, target: float) -> str:
         """What the start-up leaves of a wall ÷ work floor ``target`` (``floor_seconds`` > 0): the
-        start-up and the work floor together, in work floors. Above ``target``, no ingest of that
-        size can meet it while starting takes as long as it did here (the start-up is serial and
-        comes first; the work floor is spread over every core)."""
-        with_it = self.floor_with(floor_seconds) / floor_seconds
+        start-up and the work floor together (``floor_with``), in work floors. Above ``target``, no
+        ingest of that size can meet it while starting takes as long as it did here."""
+        with_it = self.floor_with(floor_seconds, cores) / floor_seconds
         if with_it > target:
             return (
-                f"start-up and work floor together are already {with_it:.2f}× the work floor: at this"
-                " start-up no ingest of this size can meet the target, as the work floor grows with the"
-                " history and the start-up does not"
+                f"start-up and work floor together are already {with_it:.2f}× the work floor (nothing prepared"
+                " before an interpreter imported what preparing needs, the writer's start-up spread over the"
+                " cores with the rest): at this start-up no ingest of this size can meet the target, as the"
+                " work floor grows with the history and the start-up does not"
             )
-        return f"start-up and work floor together are {with_it:.2f}× the work floor: the rest is the pipeline's"
+        return (
+            f"start-up and work floor together are {with_it:.2f}× the work floor (the writer's start-up spread"
+            " over the cores once preparing can start): the rest is the pipeline's"
+        )
 
 
 def startup_floor(postrun: Sequence[str], workdir: Path, *, repeats: int = 5) -> Startup:
