@@ -16,11 +16,13 @@ is, at its next ingest.
 from __future__ import annotations
 
 import os
+import pickle
 from collections.abc import Callable, Mapping, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 from postrun.agents.registry import Location, adapter, default_kind
+from postrun.errors import PostrunError
 from postrun.ingest.prepare import Known, Mapped, MapRules, Prepared, prepare_location
 from postrun.jsonio import MAX_FILE_MB
 from postrun.paths import config_file_location, env_value
@@ -59,10 +61,18 @@ def reads_as_guessed(rules: MapRules) -> bool:
     )
 
 
+# A session prepared early: its location, what it was prepared into (a ``Prepared`` pickled, as
+# ``Prepared.taken`` leaves it) or why it cannot be stored, and how long that took (ms). Pickled:
+# held as a session's many small objects, it left the process's memory a few MB larger for the
+# rest of the ingest (Python keeps the pages their objects were in), where its one bytes object
+# is given back whole.
+_Found = tuple[Location, bytes | PostrunError, float]
+
+
 class Early:
     """The sessions an ingest process prepared early, each given back at most once."""
 
-    def __init__(self, found: list[Mapped]) -> None:
+    def __init__(self, found: list[_Found]) -> None:
         self._found = found
 
     def __len__(self) -> int:
@@ -79,7 +89,8 @@ class Early:
             return None
         for index, (found, _, _) in enumerate(self._found):
             if found == location:
-                return self._found.pop(index)
+                _, result, mapped_ms = self._found.pop(index)
+                return location, pickle.loads(result) if isinstance(result, bytes) else result, mapped_ms
         return None
 
 
@@ -97,7 +108,7 @@ def prepare_early(
     to the store, until the writer's first message is waiting on ``connection``, ``sessions``
     of them are prepared, or the next would take their source over ``source_bytes`` (``size_of``
     each); none when ``environ`` or its configuration file may set how files are read."""
-    found: list[Mapped] = []
+    found: list[_Found] = []
     try:
         if not targets or settings_may_read_otherwise(environ):
             return Early(found)
@@ -111,9 +122,9 @@ def prepare_early(
                 break
             _, result, mapped_ms = prepare_location(location, NEW, {}, GUESSED_RULES)
             # Its steps packed and its raw files read now, as a reply would have them but for the
-            # vault's dictionary, which only the store holds: a prepared session's records hold
-            # several times its source in memory.
-            found.append((location, result.taken() if isinstance(result, Prepared) else result, mapped_ms))
+            # vault's dictionary, which only the store holds.
+            held = pickle.dumps(result.taken(), pickle.HIGHEST_PROTOCOL) if isinstance(result, Prepared) else result
+            found.append((location, held, mapped_ms))
     except Exception:  # noqa: BLE001 - a guess: whatever it met, the writer's tasks are prepared as ever
         return Early([])
     return Early(found)

@@ -57,10 +57,6 @@ PROCESSES_FROM_BYTES = 16 * 2**20
 # a commit or cutting the vault's dictionary (1-2 % of 40 large sessions' cold ingest).
 _AHEAD_BYTES = 8 * 2**20
 _AHEAD = 32
-# What the first process prepares before the writer's first message, at most (``early``): about
-# what it prepares while the writer starts up, held until it is asked for (as steps packed and
-# raw files read: a few times their source in memory).
-_EARLY_BYTES = 4 * 2**20
 _COLLECT_EVERY = 500
 
 
@@ -155,8 +151,9 @@ def serve(connection: Connection, agent: str = "", targets: Sequence[str] = ()) 
     # what little does (a failure's traceback) is collected every so many sessions.
     gc.disable()
     try:
+        # No more than the writer gives a process ahead: it gives this one the first sessions.
         early = prepare_early(
-            connection, agent, targets, os.environ, sessions=_AHEAD, source_bytes=_EARLY_BYTES, size_of=source_bytes
+            connection, agent, targets, os.environ, sessions=_AHEAD, source_bytes=_AHEAD_BYTES, size_of=source_bytes
         )
         store, rules = connection.recv()
         early = early.under(rules)

@@ -113,10 +113,13 @@ def test_processes_started_as_the_interpreter_starts_are_taken_by_the_ingest_the
     assert len(early) == ahead.default_count()
     monkeypatch.setattr(ahead, "start", lambda *_: pytest.fail("the ingest started a process of its own"))
     with ahead.started_ahead([str(root)], {}, "cline") as started:
-        assert {taken.process.pid for taken in started.take(ahead.default_count())} == early
+        taken = started.take(ahead.default_count())
+        assert {one.process.pid for one in taken} == early
     ahead.end_early()  # as `postrun`'s main does: nothing left to end
-    for taken in mapping_processes():
-        taken.wait(10)
+    assert {process.pid for process in mapping_processes()} == early  # taken: the ingest's to end
+    for one in taken:
+        one.socket.close()  # as the pool's end: end-of-file to the process
+    ahead.end([one.process for one in taken])
     assert mapping_processes() == []
 
 
