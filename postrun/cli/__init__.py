@@ -20,10 +20,10 @@ def main() -> None:
     # takes to give out its first session): its ingest processes start up, and prepare its first
     # sessions, meanwhile.
     ahead.start_early(sys.argv[1:], os.environ)
-    from postrun.cli import capture, config, mirror, otel, recall, review, service, sessions, vault, web  # noqa: F401 - importing registers the commands
-    from postrun.cli.app import app
-
     try:
+        from postrun.cli import capture, config, mirror, otel, recall, review, service, sessions, vault, web  # noqa: F401 - importing registers the commands
+        from postrun.cli.app import app
+
         app(prog_name="postrun")
     finally:
         ahead.end_early()

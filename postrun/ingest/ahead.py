@@ -135,17 +135,22 @@ def started_ahead(targets: Sequence[str], environ: Mapping[str, str], agent: str
     """The ingest processes ``count_ahead`` says for ``agent``'s ``targets``: those ``start_early``
     started for them, else started now (``start``); those not taken end with the block."""
     early = _take_early(targets, agent)
-    ahead = Ahead(early if early is not None else _started_for(targets, environ, agent))
+    # Told no targets: a command line ``start_early`` did not read may set other settings
+    # (``--config``) than the ones an early session is prepared under.
+    ahead = Ahead(early if early is not None else _started_for(targets, environ, agent, told=()))
     try:
         yield ahead
     finally:
         ahead.close()
 
 
-def _started_for(targets: Sequence[str], environ: Mapping[str, str], agent: str | None) -> list[Started]:
-    # Only the first is told the targets: the pool gives the first sessions to it.
+def _started_for(
+    targets: Sequence[str], environ: Mapping[str, str], agent: str | None, *, told: Sequence[str]
+) -> list[Started]:
+    # Only the first is told the targets: the pool gives it the first session, and (one process,
+    # the default on 2 cores) every one after it that the writer does not prepare itself.
     count = count_ahead(targets, environ)
-    return [one for number in range(count) if (one := start(agent, targets if number == 0 else ())) is not None]
+    return [one for number in range(count) if (one := start(agent, told if number == 0 else ())) is not None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,9 +172,13 @@ def start_early(argv: Sequence[str], environ: Mapping[str, str]) -> None:
     global _early
     end_early()
     command = ingest_command(argv)
-    if command is not None:
-        targets, agent = command
-        _early = _Early(targets, agent, _started_for(targets, environ, agent))
+    if command is None:
+        return
+    targets, agent = command
+    try:
+        _early = _Early(targets, agent, _started_for(targets, environ, agent, told=targets))
+    except Exception:  # noqa: BLE001 - a head start: whatever it met (a target's name too long to look at), the command says it
+        end_early()
 
 
 def end_early() -> None:

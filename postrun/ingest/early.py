@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import os
 import pickle
+import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 from postrun.agents.registry import Location, adapter, default_kind
-from postrun.errors import PostrunError
 from postrun.ingest.prepare import Known, Mapped, MapRules, Prepared, prepare_location
 from postrun.jsonio import MAX_FILE_MB
 from postrun.paths import config_file_location, env_value
@@ -35,18 +35,21 @@ READING_SETTINGS = ("exclude", "max_file_mb", "keep_raw")
 
 
 def settings_may_read_otherwise(environ: Mapping[str, str]) -> bool:
-    """Whether the environment or the configuration file may set how files are read (so a guess
-    under the defaults might read what the settings would not): a variable of
-    ``READING_SETTINGS`` set, or the file naming one of them anywhere, or a file that cannot be read."""
+    """Whether the environment or the configuration file (``POSTRUN_CONFIG``'s, else the default
+    one: a guess is only made for a command line without ``--config``, ``ahead.start_early``) may
+    set how files are read, so that a guess under the defaults might read what the settings would
+    not: a variable of ``READING_SETTINGS`` set, the file setting one of them, or a file that
+    cannot be read as the settings read it (the writer then reports it)."""
     if any(env_value(environ, "POSTRUN_" + key.upper()) is not None for key in READING_SETTINGS):
         return True
     try:
-        text = config_file_location(None, environ, base=Path.cwd())[0].read_text(errors="replace")
+        data = config_file_location(None, environ, base=Path.cwd())[0].read_bytes()
+        table = tomllib.loads(data.decode("utf-8"))
     except FileNotFoundError:
         return False
     except Exception:  # noqa: BLE001 - whatever it is, the writer says it; a guess is not made
         return True
-    return any(key in text for key in READING_SETTINGS)
+    return any(key in table for key in READING_SETTINGS)
 
 
 def reads_as_guessed(rules: MapRules) -> bool:
@@ -62,11 +65,10 @@ def reads_as_guessed(rules: MapRules) -> bool:
 
 
 # A session prepared early: its location, what it was prepared into (a ``Prepared`` pickled, as
-# ``Prepared.taken`` leaves it) or why it cannot be stored, and how long that took (ms). Pickled:
-# held as a session's many small objects, it left the process's memory a few MB larger for the
-# rest of the ingest (Python keeps the pages their objects were in), where its one bytes object
-# is given back whole.
-_Found = tuple[Location, bytes | PostrunError, float]
+# ``Prepared.taken`` leaves it), and how long that took (ms). Pickled: held as a session's many
+# small objects, it left the process's memory a few MB larger for the rest of the ingest (Python
+# keeps the pages their objects were in), where its one bytes object is given back whole.
+_Found = tuple[Location, bytes, float]
 
 
 class Early:
@@ -84,13 +86,16 @@ class Early:
 
     def take(self, location: Location, known: Known) -> Mapped | None:
         """The session of ``location`` as prepared early, if the writer's task (``location``,
-        ``known``) is the one it was prepared for."""
-        if known != NEW:
-            return None
+        ``known``) is the one it was prepared for. A process is given its sessions in their
+        order, but not all of them (the writer prepares some, another process others): those
+        before a task's session, and all of them at a task past them, are never asked for, and
+        are let go."""
         for index, (found, _, _) in enumerate(self._found):
             if found == location:
-                _, result, mapped_ms = self._found.pop(index)
-                return location, pickle.loads(result) if isinstance(result, bytes) else result, mapped_ms
+                _, result, mapped_ms = self._found[index]
+                del self._found[: index + 1]
+                return (location, pickle.loads(result), mapped_ms) if known == NEW else None
+        self._found.clear()
         return None
 
 
@@ -121,10 +126,12 @@ def prepare_early(
             if size > source_bytes or connection.poll(0):
                 break
             _, result, mapped_ms = prepare_location(location, NEW, {}, GUESSED_RULES)
-            # Its steps packed and its raw files read now, as a reply would have them but for the
-            # vault's dictionary, which only the store holds.
-            held = pickle.dumps(result.taken(), pickle.HIGHEST_PROTOCOL) if isinstance(result, Prepared) else result
-            found.append((location, held, mapped_ms))
+            # A session that cannot be stored now (a file caught half-written, say) may be by its
+            # task: it is read again then.
+            if isinstance(result, Prepared):
+                # Its steps packed and its raw files read now, as a reply would have them but for
+                # the vault's dictionary, which only the store holds.
+                found.append((location, pickle.dumps(result.taken(), pickle.HIGHEST_PROTOCOL), mapped_ms))
     except Exception:  # noqa: BLE001 - a guess: whatever it met, the writer's tasks are prepared as ever
         return Early([])
     return Early(found)

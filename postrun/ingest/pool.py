@@ -141,7 +141,7 @@ def serve(connection: Connection, agent: str = "", targets: Sequence[str] = ()) 
     ``agent``: the kind whose adapter it imports first, while the writer lists its sessions
     (reading the first session would import its adapter, the writer waiting for the reply);
     ``targets``: the ingest's first targets, whose first sessions it prepares before that message
-    (``postrun.ingest.early``: the first process is given the first sessions)."""
+    (``postrun.ingest.early``; only the first process is told them: it is given the first session)."""
     # Ctrl-C reaches the whole process group: the writer stops the batched ingest, and then this.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if agent:
@@ -151,7 +151,7 @@ def serve(connection: Connection, agent: str = "", targets: Sequence[str] = ()) 
     # what little does (a failure's traceback) is collected every so many sessions.
     gc.disable()
     try:
-        # No more than the writer gives a process ahead: it gives this one the first sessions.
+        # No more than the writer gives a process ahead of its replies.
         early = prepare_early(
             connection, agent, targets, os.environ, sessions=_AHEAD, source_bytes=_AHEAD_BYTES, size_of=source_bytes
         )

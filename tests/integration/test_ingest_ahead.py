@@ -17,6 +17,15 @@ from tests.support.processes import mapping_processes
 MAX_BYTES = 64 * 2**20
 
 
+@pytest.fixture(autouse=True)
+def no_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The processes' environment (theirs is this one's): no configuration file, no setting that
+    reads files otherwise (an early session is prepared under the defaults)."""
+    monkeypatch.setenv("POSTRUN_CONFIG", str(tmp_path / "no-config.toml"))
+    for key in ("EXCLUDE", "MAX_FILE_MB", "KEEP_RAW"):
+        monkeypatch.delenv(f"POSTRUN_{key}", raising=False)
+
+
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     folder = tmp_path / "cline" / "sessions"
@@ -89,12 +98,12 @@ def test_an_ingest_that_wants_no_processes_leaves_those_started_ahead_to_end(roo
 def test_processes_started_for_an_agent_are_told_it_and_serve_what_they_are_given(
     root: Path, tmp_path: Path, agent: str
 ) -> None:
-    """Told the agent, a process imports its adapter while it waits for its first session (and the
-    first, told the targets too, prepares their first sessions: ``postrun.ingest.early``); a kind
-    it does not know is the writer's to report, and the process serves as any other."""
+    """Told the agent, a process imports its adapter while it waits for its first session; a kind
+    it does not know is the writer's to report, and the process serves as any other. Started by
+    the command (not as the interpreter started), it is told no targets: a command line the
+    early start did not read may set other settings (``--config``) than the defaults."""
     with ahead.started_ahead([str(root)], {}, agent) as started:
-        told = sorted((process.cmdline()[5:] for process in mapping_processes()), key=len, reverse=True)
-        assert told == [[agent, str(root)]] + [[agent]] * (ahead.default_count() - 1)
+        assert [process.cmdline()[5:] for process in mapping_processes()] == [[agent]] * ahead.default_count()
         report = ingest_targets(
             [str(root)], db=tmp_path / "told.db", default_root=root, max_bytes=MAX_BYTES, processes=1, started=started
         )
@@ -111,6 +120,8 @@ def test_processes_started_as_the_interpreter_starts_are_taken_by_the_ingest_the
     ahead.start_early(["ingest", "--agent", "cline", str(root)], {})
     early = {process.pid for process in mapping_processes()}
     assert len(early) == ahead.default_count()
+    told = sorted((process.cmdline()[5:] for process in mapping_processes()), key=len, reverse=True)
+    assert told == [["cline", str(root)]] + [["cline"]] * (ahead.default_count() - 1)  # the first its targets
     monkeypatch.setattr(ahead, "start", lambda *_: pytest.fail("the ingest started a process of its own"))
     with ahead.started_ahead([str(root)], {}, "cline") as started:
         taken = started.take(ahead.default_count())
@@ -136,7 +147,9 @@ def test_processes_guessed_for_another_command_end_and_the_ingest_starts_its_own
     unwanted: list[tuple[list[str], dict[str, str]]] = [
         (["capture", str(root)], {}),
         (["ingest", "--help"], {}),
+        (["--config", "other.toml", "ingest", str(root)], {}),
         (["ingest", str(root)], {ahead.PROCESSES_VARIABLE: "0"}),
+        (["ingest", "x" * 5000], {}),  # a name too long to look at: the command says so, not the head start
     ]
     for argv, environ in unwanted:
         ahead.start_early(argv, environ)

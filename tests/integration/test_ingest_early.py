@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from postrun.agents.cline import list_sessions
+from postrun.agents.registry import adapter
 from postrun.errors import PostrunError
 from postrun.ingest import early, pool
 from postrun.ingest.early import GUESSED_RULES, NEW, READING_SETTINGS, Early, prepare_early
@@ -30,6 +32,7 @@ from tests.reliability.kit import write_synthetic
 
 COUNT = 6
 PLENTY = 2**30
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 @pytest.fixture
@@ -95,18 +98,39 @@ def test_the_first_sessions_are_prepared_as_their_tasks_would_prepare_them(
         at_task = prepare_location(location, NEW, StoredHelpers(store, location.session_id), GUESSED_RULES)
         assert given[0] == location
         assert as_replied(given[1], store) == as_replied(at_task[1], store)
-        assert found.take(location, NEW) is None  # given back once
+    assert len(found) == 0  # each given back once
     assert found.take(locations[4], NEW) is None  # not prepared early: prepared at its task
+
+
+def test_those_a_process_will_not_be_asked_for_are_let_go(root: Path, environ: dict[str, str]) -> None:
+    """A process is given its sessions in order, not all of them (the writer, or another process,
+    prepares the others): those before its task's session are let go, and all at a task past them."""
+    locations = list_sessions(root).sessions
+    found = early_of([str(root)], environ, sessions=4)
+    assert found.take(locations[2], NEW) is not None
+    assert len(found) == 1
+    assert found.take(locations[1], NEW) is None
+    found = early_of([str(root)], environ, sessions=4)
+    assert found.take(locations[5], NEW) is None
     assert len(found) == 0
 
 
+def test_a_session_that_cannot_be_stored_yet_is_prepared_again_at_its_task(root: Path, environ: dict[str, str]) -> None:
+    locations = list_sessions(root).sessions
+    torn = locations[1].where
+    torn.write_bytes(torn.read_bytes()[:200])  # caught half-written: it may be whole by its task
+    found = early_of([str(root)], environ, sessions=3)
+    assert len(found) == 2
+    assert found.take(locations[0], NEW) is not None
+    assert found.take(locations[2], NEW) is not None
+
+
 def test_a_session_the_store_knows_or_refuses_is_prepared_at_its_task(root: Path, environ: dict[str, str]) -> None:
-    location = list_sessions(root).sessions[0]
-    found = early_of([str(root)], environ, sessions=1)
-    assert found.take(location, Known({})) is None  # stored: its approval snapshot decides
-    assert found.take(location, Known(None, PostrunError(str(location.where), "forgotten"))) is None
-    assert found.take(list_sessions(root).sessions[1], NEW) is None
-    assert found.take(location, NEW) is not None  # still there for the task it was prepared for
+    locations = list_sessions(root).sessions
+    found = early_of([str(root)], environ, sessions=3)
+    assert found.take(locations[0], Known({})) is None  # stored: its approval snapshot decides
+    assert found.take(locations[1], Known(None, PostrunError(str(locations[1].where), "forgotten"))) is None
+    assert found.take(locations[2], NEW) is not None
 
 
 @pytest.mark.parametrize(
@@ -147,16 +171,18 @@ def test_it_stops_at_the_writer_s_first_message_and_at_its_limits(root: Path, en
         (None, 'exclude = ["~/clients/acme"]\n'),
         (None, "max_file_mb = 64\n"),
         (None, 'exclude = ["~/clients/acme"'),  # broken: the writer reports it, and no guess reads it first
+        (None, '"\\u0065xclude" = ["~/clients/acme"]\n'),  # the key spelt with an escape
+        (None, b"\xff"),  # not UTF-8
     ],
 )
 def test_nothing_is_prepared_early_where_the_settings_may_read_files_otherwise(
-    root: Path, environ: dict[str, str], variable: str | None, config: str | None
+    root: Path, environ: dict[str, str], variable: str | None, config: str | bytes | None
 ) -> None:
     """An excluded workspace's transcripts are never read: not even to guess."""
     if variable is not None:
         environ[variable] = "1"
     if config is not None:
-        Path(environ["POSTRUN_CONFIG"]).write_text(config)
+        Path(environ["POSTRUN_CONFIG"]).write_bytes(config.encode() if isinstance(config, str) else config)
     assert len(early_of([str(root)], environ)) == 0
     Path(environ["POSTRUN_CONFIG"]).write_text("poll_seconds = 5\n")  # a setting that reads no file otherwise
     if variable is not None:
@@ -196,13 +222,19 @@ def test_an_ingest_process_gives_back_what_it_prepared_early_and_prepares_the_re
     monkeypatch.setattr(pool, "prepare_location", functools.partial(counted, prepared_at_task))
     replies: list[Any] = []
 
+    failed: list[BaseException] = []
+
     def writer_side(writer: Connection) -> None:
-        assert guessed.wait(60)  # the process guessed before the writer named the store
-        writer.send((store.path, GUESSED_RULES))
-        for location in locations:
-            writer.send((location, NEW))
-            replies.append(writer.recv())
-        writer.send(None)
+        try:
+            assert guessed.wait(60)  # the process guessed before the writer named the store
+            writer.send((store.path, GUESSED_RULES))
+            for location in locations:
+                writer.send((location, NEW))
+                replies.append(writer.recv())
+            writer.send(None)
+        except BaseException as exc:  # noqa: BLE001 - said below; the process must not wait on
+            failed.append(exc)
+            writer.close()  # end-of-file to the process
 
     with pipe() as (writer, process):
         thread = threading.Thread(target=writer_side, args=(writer,))
@@ -214,6 +246,7 @@ def test_an_ingest_process_gives_back_what_it_prepared_early_and_prepares_the_re
             signal.signal(signal.SIGINT, signal.default_int_handler)
         thread.join(60)
     assert not thread.is_alive()
+    assert failed == []
     assert prepared_early == [location.session_id for location in locations[:guesses]]
     assert prepared_at_task == [location.session_id for location in locations[guesses:]]
     expected = [
@@ -221,3 +254,22 @@ def test_an_ingest_process_gives_back_what_it_prepared_early_and_prepares_the_re
         for location in locations
     ]
     assert [result for result, _ in replies] == expected
+
+
+@pytest.mark.parametrize(
+    ("kind", "fixture", "sessions"),
+    [
+        ("cline", "cline-real", "*/data/sessions"),
+        ("codex", "codex-real", "*/sessions"),
+        ("claude-code", "claude-code-real", "*/claude/projects"),
+    ],
+)
+def test_a_target_names_the_same_sessions_without_a_lookup_root(kind: str, fixture: str, sessions: str) -> None:
+    """What an early session is matched by: its location as the writer lists it (with the lookup
+    root the settings give) and as the process does (none) are the same, for every agent."""
+    roots = sorted(FIXTURES.joinpath(fixture).glob(sessions))
+    assert roots
+    for root in roots:
+        given = adapter(kind).resolve_targets([str(root)], [root])
+        assert given.sessions
+        assert adapter(kind).resolve_targets([str(root)], [Path(os.devnull)]).sessions == given.sessions
