@@ -24,6 +24,8 @@ from pathlib import Path
 import apsw
 import psutil
 
+from postrun.ingest.ahead import usable_cpus
+
 _CAUGHT_UP = re.compile(r" (?:[a-z][a-z-]*|capture): caught up with ")  # any agent's, or all agents'
 _INHERITED_DROPPED = ("JOURNAL_STREAM", "NOTIFY_SOCKET", "INVOCATION_ID", "WATCHDOG_USEC", "WATCHDOG_PID")
 
@@ -47,8 +49,8 @@ def postrun_command() -> list[str]:
 
 
 def cores() -> int:
-    """The CPUs the bench and the processes it starts may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    """The CPUs the bench and the processes it starts may run on (as ``postrun ingest`` counts them)."""
+    return usable_cpus()
 
 
 def stored_ids(finished: Finished, kind: str) -> list[str]:

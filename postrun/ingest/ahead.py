@@ -44,10 +44,14 @@ class Started:
     socket: socket.socket
 
 
+def usable_cpus() -> int:
+    """The CPUs this process (and what it starts) may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def default_count() -> int:
     """One fewer than the CPUs this process may run on (the writer keeps one busy), at least one."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, cpus - 1)
+    return max(1, usable_cpus() - 1)
 
 
 def start(agent: str | None = None, targets: Sequence[str] = ()) -> Started | None:
@@ -193,12 +197,13 @@ def _take_early(targets: Sequence[str], agent: str | None) -> list[Started] | No
     """The processes ``start_early`` started for ``targets`` and ``agent`` (None: none were; those
     started for another guess are ended)."""
     global _early
-    early = _early
-    if early is None or (early.targets, early.agent) != (tuple(targets), agent):
-        end_early()
+    early, _early = _early, None
+    if early is None:
         return None
-    _early = None
-    return early.started
+    if (early.targets, early.agent) == (tuple(targets), agent):
+        return early.started
+    Ahead(early.started).close()
+    return None
 
 
 def ingest_command(argv: Sequence[str]) -> tuple[tuple[str, ...], str | None] | None:
