@@ -134,8 +134,7 @@ class ClaudeSession:
         """One CLI run: its turns, then the ``cost-state`` it ends with."""
         for number in range(turns):
             self.turn(first=number == 0)
-        cost = {"totalCostUSD": round(0.01 * self.totals.tool_calls + 0.004, 6)}
-        self._line(self.t.cost, **cost)
+        self._line(self.t.cost, totalCostUSD=round(0.01 * self.totals.tool_calls + 0.004, 6))
 
     def turn(self, *, first: bool) -> None:
         text = self.pool.cut(self.rng, self.rng.randint(40, 400))

@@ -260,8 +260,8 @@ class CodexSession:
             thread.line(templates.call, call_id=call_id, name=name, namespace="multi_agent_v1", arguments=args)
             self.response(thread, turn_id)
             tool = "spawn_agent" if name == "spawn_agent" else "wait"
-            item = {"type": "CollabAgentToolCall", "id": call_id, "tool": tool, "status": "completed"}
-            item.update(sender_thread_id=thread.thread_id, receiver_thread_ids=[child_id])
+            item: dict[str, object] = {"type": "CollabAgentToolCall", "id": call_id, "tool": tool}
+            item.update(status="completed", sender_thread_id=thread.thread_id, receiver_thread_ids=[child_id])
             self.item(thread, turn_id, item)
             thread.line(templates.call_output, call_id=call_id, output=json.dumps({"agent_id": child_id}))
             if name == "spawn_agent":

@@ -125,7 +125,7 @@ def measure(workdir: Path, *, sessions: int, turns: float, seed: int, runs: int)
 
 
 def _dictionary_sizes(files: Sequence[Path], seed: int) -> tuple[int, int]:
-    contents = [path.read_bytes() for path in files]
+    contents: list[bytes | bytearray | memoryview] = [path.read_bytes() for path in files]
     sample = random.Random(seed).sample(contents, min(len(contents), 1000))
     dictionary = zstandard.train_dictionary(DICTIONARY_BYTES, sample)
     plain = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
