@@ -24,7 +24,6 @@ from bench.peer import AGENTSVIEW, AGENTSVIEW_VERSION, ensure_agentsview, peer_e
 from bench.proc import Finished, cores, ingested, postrun_command, run
 from bench.storesize import StoreSize, measure_store
 from bench.trials import Trials, measure_trials
-from bench.workfloor import Startup, startup_floor
 
 PEER_RATIO_TARGET = 0.5
 WORK_FLOOR_RATIO_TARGET = 1.3
@@ -41,12 +40,11 @@ class AgentCold:
     peer: Finished | None
     trials: Trials
     store: StoreSize
-    startup: Startup
 
     @property
     def started_floor_seconds(self) -> float:
-        """The work floor with the start-up (``Startup.floor_with``)."""
-        return self.startup.floor_with(self.trials.floor_seconds, self.trials.cores)
+        """The work floor with the start-up (``Startup.floor_with``), of the median trial."""
+        return self.trials.median.started_floor_seconds(self.trials.cores)
 
 
 def measure(
@@ -76,7 +74,6 @@ def measure(
         cold=cold,
         peer=peer,
         store=measure_store(Path(env["POSTRUN_DB"]), source_bytes=source_bytes),
-        startup=startup_floor(postrun_command(), workdir / "startup"),
         trials=measure_trials(
             kind, root, ["."], env, sessions=sessions, count=trials, cores=cores(), workdir=workdir / "trials"
         ),
@@ -120,7 +117,7 @@ def rows(figures: AgentCold) -> list[str]:
             f" peak {cold.tree_rss_bytes >> 20} MB (no peer run) | ≤ {PEER_RATIO_TARGET}× {AGENTSVIEW}'s | — |"
         )
     trial = figures.trials.median
-    wall, work, count = trial.cold.wall_seconds, trial.work, len(figures.trials.trials)
+    wall, work, count, startup = trial.cold.wall_seconds, trial.work, len(figures.trials.trials), trial.startup
     ratio = wall / floor
     out += [
         f"| work floor (CPU: mapping {work.mapping_seconds:.2f} s, records {work.records_seconds:.2f} s,"
@@ -128,14 +125,14 @@ def rows(figures: AgentCold) -> list[str]:
         f" cores; the median of {count} trials, each a cold ingest into a fresh store and its floors right after"
         f" it: {figures.trials.describe()})"
         f" | {floor:.2f} s; wall **{ratio:.2f}× the floor**"
-        f" ({wall / figures.started_floor_seconds:.2f}× it with the start-up: `postrun"
-        f" ingest` of an empty folder {figures.startup.writer_seconds:.2f} s, an ingest process's imports"
-        f" {figures.startup.process_seconds:.2f} s of CPU);"
-        f" {figures.startup.against(floor, figures.trials.cores, WORK_FLOOR_RATIO_TARGET)};"
+        f" ({wall / figures.started_floor_seconds:.2f}× it with that trial's start-up: `postrun"
+        f" ingest` of an empty folder {startup.writer_seconds:.2f} s, an ingest process's imports"
+        f" {startup.process_seconds:.2f} s of CPU);"
+        f" {startup.against(floor, figures.trials.cores, WORK_FLOOR_RATIO_TARGET)};"
         f" cores used {trial.cold.cpu_seconds / wall:.2f}"
         f" | ≤ {WORK_FLOOR_RATIO_TARGET}× | {'met' if ratio <= WORK_FLOOR_RATIO_TARGET else 'missed'} |",
         "| where the wall time goes (that trial, against the same history ingested in line right after it) |"
-        f" {trial.overhead(figures.trials.cores, figures.startup).describe()} | no target | |",
+        f" {trial.overhead(figures.trials.cores).describe()} | no target | |",
         f"| store with the vault's raw copies ({store.store_bytes / mb:,.0f} MB for"
         f" {figures.source_bytes / mb:,.0f} MB of source)"
         f" | {store.bytes_per_source_mb / mb:.2f} MB per source MB (records and index"

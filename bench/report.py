@@ -101,14 +101,14 @@ def _s(seconds: float) -> str:
     return f"{seconds:.2f} s"
 
 
-def shape_rows(shape: ShapeResult, cores: int, startup: Startup) -> list[Row]:
+def shape_rows(shape: ShapeResult, cores: int) -> list[Row]:
     """1 and 6 for one shape."""
     cold, store, name = shape.cold, shape.store, shape.name
     first = cold.runs[0]
     trial = shape.trials.median
-    work, wall = trial.work, trial.cold.wall_seconds
+    work, wall, startup = trial.work, trial.cold.wall_seconds, trial.startup
     floor = shape.trials.floor_seconds
-    started = startup.floor_with(floor, cores)
+    started = trial.started_floor_seconds(cores)
     count = len(shape.trials.trials)
     out = [
         Row(
@@ -127,13 +127,14 @@ def shape_rows(shape: ShapeResult, cores: int, startup: Startup) -> list[Row]:
             f" {_s(work.copies_seconds)}, SQLite {_s(trial.sqlite_seconds)}"
             f" ({work.cpu_seconds / work.steps * 1e6:.0f} µs a step in Python): ÷ {cores} cores = {_s(floor)}",
             f"wall {_s(wall)} = **{wall / floor:.2f}× the work floor**,"
-            f" target ≤ {WORK_FLOOR_RATIO_TARGET:g}×; {wall / started:.2f}× it with the start-up;"
-            f" {startup.against(floor, cores, WORK_FLOOR_RATIO_TARGET)}",
+            f" target ≤ {WORK_FLOOR_RATIO_TARGET:g}×; {wall / started:.2f}× it with the start-up (that trial's:"
+            f" `postrun ingest` of an empty folder {_s(startup.writer_seconds)}, an ingest process's imports"
+            f" {_s(startup.process_seconds)} of CPU); {startup.against(floor, cores, WORK_FLOOR_RATIO_TARGET)}",
             wall / floor <= WORK_FLOOR_RATIO_TARGET,
         ),
         Row(
             f"1. Where the wall time goes, {name} (that trial, against the same slice ingested in line right after it)",
-            trial.overhead(cores, startup).describe(),
+            trial.overhead(cores).describe(),
             "no target: the parts beyond the work floor are what a ratio target leaves for",
             None,
         ),
@@ -187,7 +188,7 @@ def rows(results: Results) -> list[Row]:
             "no target: what every `postrun ingest` pays whatever its size, before its work can start",
             None,
         ),
-        *(row for shape in results.shapes for row in shape_rows(shape, results.cores, startup)),
+        *(row for shape in results.shapes for row in shape_rows(shape, results.cores)),
     ]
     peak_rss = max(r.max_rss_bytes for shape in results.shapes for r in shape.cold.runs)
     out.append(

@@ -5,9 +5,12 @@ each figure): a cold ingest timed in a slow minute against a work floor measured
 a fast one read 1.89× where the same code had read 1.34× a run before, its CPU time for the same
 work 30 % above the next slice's. So each trial ingests the same sessions cold into a fresh
 store, then at once measures their work floor (``bench/workfloor.py``, and SQLite's from that
-store, ``bench/sqlitefloor.py``) and ingests them once more in line (``bench/overhead.py``, for
-the split of the wall time): the parts of one trial share the machine's pace. The figure is the
-trial whose ratio is the median.
+store, ``bench/sqlitefloor.py``), ingests them once more in line (``bench/overhead.py``, for
+the split of the wall time) and measures the start-up (``startup_floor``, best of 3, for the
+floor with the start-up): the parts of one trial share the machine's pace. The figure is the
+trial whose ratio is the median. (A start-up measured once, best of 5, set beside a trial's floor
+mixed paces: a floor from a slow minute against a start-up from a fast one made the start-up look
+a smaller share of the floor than it is.)
 """
 
 from __future__ import annotations
@@ -18,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.overhead import Overhead, measure_inline
-from bench.proc import Finished, ingest_fresh, stored_ids
+from bench.proc import Finished, ingest_fresh, postrun_command, stored_ids
 from bench.sqlitefloor import sqlite_floor
-from bench.workfloor import Startup, WorkFloor, work_floor
+from bench.workfloor import Startup, WorkFloor, startup_floor, work_floor
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +34,7 @@ class Trial:
     work: WorkFloor
     sqlite_seconds: float
     inline_cpu_seconds: float  # the same sessions ingested in line (no ingest processes), into a fresh store
+    startup: Startup  # the start-up, measured last
 
     @property
     def floor_cpu_seconds(self) -> float:
@@ -45,9 +49,13 @@ class Trial:
         """The cold ingest's wall time over its work floor."""
         return self.cold.wall_seconds / self.floor_seconds(cores)
 
-    def overhead(self, cores: int, startup: Startup) -> Overhead:
+    def started_floor_seconds(self, cores: int) -> float:
+        """The least wall time with the start-up (``Startup.floor_with``), both of this trial."""
+        return self.startup.floor_with(self.floor_seconds(cores), cores)
+
+    def overhead(self, cores: int) -> Overhead:
         """Where the cold ingest's wall time went beyond the work floor."""
-        return Overhead.of(self.cold, self.inline_cpu_seconds, self.floor_cpu_seconds, startup, cores)
+        return Overhead.of(self.cold, self.inline_cpu_seconds, self.floor_cpu_seconds, self.startup, cores)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +110,7 @@ def measure_trials(
                 inline_cpu_seconds=measure_inline(
                     paths, env, kind=kind, db=workdir / "inline" / "postrun.db", sessions=sessions
                 ).cpu_seconds,
+                startup=startup_floor(postrun_command(), workdir / "startup", repeats=3),
             )
         )
     return Trials(tuple(found), cores)

@@ -10,12 +10,16 @@ import pytest
 from bench.history import write_history
 from bench.proc import Finished, isolated_env
 from bench.trials import Trial, Trials, measure_trials
-from bench.workfloor import WorkFloor
+from bench.workfloor import Startup, WorkFloor
+
+_STARTUP = Startup(writer_seconds=0.3, version_seconds=0.05, process_seconds=0.1)
 
 
-def _trial(wall: float, floor_cpu: float) -> Trial:
+def _trial(wall: float, floor_cpu: float, startup: Startup = _STARTUP) -> Trial:
     cold = Finished(returncode=0, wall_seconds=wall, cpu_seconds=wall * 1.5, max_rss_bytes=0, stdout="", stderr="")
-    return Trial(cold, WorkFloor(10, floor_cpu - 0.5, 0.2, 0.3), sqlite_seconds=0.0, inline_cpu_seconds=wall)
+    return Trial(
+        cold, WorkFloor(10, floor_cpu - 0.5, 0.2, 0.3), sqlite_seconds=0.0, inline_cpu_seconds=wall, startup=startup
+    )
 
 
 def test_the_figure_is_the_trial_whose_ratio_is_the_median_not_the_first_nor_the_fastest() -> None:
@@ -28,6 +32,14 @@ def test_the_figure_is_the_trial_whose_ratio_is_the_median_not_the_first_nor_the
     assert trials.median.ratio(2) == pytest.approx(4.0 / 2.8)
     assert trials.describe() == "5.00 / 2.50 / 2.00×; 4.00 / 2.80 / 1.43×; 3.00 / 2.50 / 1.20×"
     assert Trials((slow_minute, fastest), cores=2).median is fastest  # of an even count, the lower
+
+
+def test_the_floor_with_the_start_up_is_the_trials_own_so_both_share_its_pace() -> None:
+    slow = Startup(writer_seconds=0.4, version_seconds=0.07, process_seconds=0.15)
+    trial = _trial(wall=2.0, floor_cpu=2.0, startup=slow)
+
+    assert trial.started_floor_seconds(2) == pytest.approx(0.15 + (2.0 + 0.4 - 0.15) / 2)
+    assert trial.overhead(2).startup_seconds == 0.4
 
 
 def test_each_trial_stores_every_session_into_a_fresh_store_and_measures_its_floors(tmp_path: Path) -> None:
@@ -48,5 +60,6 @@ def test_each_trial_stores_every_session_into_a_fresh_store_and_measures_its_flo
             connection.close()
         assert trial.work.steps == sum(s.messages for s in written)
         assert trial.sqlite_seconds > 0 and trial.inline_cpu_seconds > 0 and trial.cold.wall_seconds > 0
+        assert trial.startup.process_seconds > 0 and 0 < trial.startup.writer_seconds < trial.cold.wall_seconds
     with pytest.raises(RuntimeError, match="3 of 4"):
         measure_trials("cline", root, ids, env, sessions=4, count=1, cores=2, workdir=tmp_path / "again")
