@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from postrun.errors import PostrunError, UsageError
+from postrun.errors import PostrunError, SourceError, UsageError
 from postrun.records import MappedSession, RawFile, SourceFile, StoredActor
 
 if TYPE_CHECKING:
@@ -65,7 +65,9 @@ class Listing:
 
 def listing_of_targets(targets: Iterable[str | os.PathLike[str]], resolve: Callable[[str], Listing]) -> Listing:
     """What ``resolve`` makes of each target, in order and without a session twice (by its lead
-    file); a target it refuses (``PostrunError``) is a failure of its own: the others still count."""
+    file); a target it refuses (``PostrunError``), or the system will not let it look at (a name
+    longer than the system allows, a folder it may not enter), is a failure of its own: the
+    others still count."""
     sessions: dict[Path, Location] = {}
     skipped: list[Skipped] = []
     failures: list[PostrunError] = []
@@ -75,6 +77,9 @@ def listing_of_targets(targets: Iterable[str | os.PathLike[str]], resolve: Calla
             listing = resolve(os.fspath(target))
         except PostrunError as exc:
             failures.append(exc)
+            continue
+        except OSError as exc:
+            failures.append(SourceError(os.fspath(target), f"cannot be looked at: {exc.strerror or exc}"))
             continue
         for location in listing.sessions:
             sessions.setdefault(location.where, location)

@@ -122,7 +122,14 @@ def may_be_many(targets: Sequence[str]) -> bool:
     """Whether ``postrun ingest`` of ``targets`` may be many sessions: more than one target, or a
     folder (of sessions, or a session's). A guess before they are listed: one session's folder
     costs a process started for nothing, on another core."""
-    return len(targets) > 1 or any(Path(target).is_dir() for target in targets)
+    return len(targets) > 1 or any(_is_folder(target) for target in targets)
+
+
+def _is_folder(target: str) -> bool:
+    try:
+        return Path(target).is_dir()
+    except OSError:  # a name the system will not look at (too long): the listing says so
+        return False
 
 
 def count_ahead(targets: Sequence[str], environ: Mapping[str, str]) -> int:

@@ -330,6 +330,21 @@ def test_one_bad_target_does_not_cancel_the_others(tmp_path: Path, env: dict[str
     assert result.stderr.startswith("error: 1790000999999_nopee: no such session in ")
 
 
+@pytest.mark.parametrize("agent", ["cline", "claude-code", "codex"])
+def test_a_name_the_system_will_not_look_at_is_its_own_one_line_failure(
+    agent: str, tmp_path: Path, env: dict[str, str]
+) -> None:
+    root = copy_data(FIXTURES / "cline" / "basic_act", tmp_path)
+    too_long = str(tmp_path / ("x" * 5000))
+    targets = [too_long, str(root / "1790000000000_basic")] if agent == "cline" else [too_long]
+    result = run_postrun("ingest", "--agent", agent, *targets, env=env)
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[0] == f"error: {too_long}: cannot be looked at: File name too long"
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    if agent == "cline":
+        assert result.stdout.startswith("ingested cline session 1790000000000_basic")
+
+
 def test_a_target_that_names_nothing_creates_no_store(env: dict[str, str]) -> None:
     result = run_postrun("ingest", "1790000999999_nopee", env=env)
     assert result.returncode == 1
