@@ -97,6 +97,7 @@ def measure_trials(
     ``work_floor`` takes them; "." is every session under it), ``sessions`` sessions, each into a
     fresh store under ``workdir`` (``env`` as the cold ingest's, its own store replaced)."""
     paths = [str(root / target) for target in targets]
+    command = postrun_command()  # compiled once, not before each trial's start-up
     found = []
     for number in range(count):
         db = workdir / f"trial-{number}" / "postrun.db"
@@ -110,7 +111,7 @@ def measure_trials(
                 inline_cpu_seconds=measure_inline(
                     paths, env, kind=kind, db=workdir / "inline" / "postrun.db", sessions=sessions
                 ).cpu_seconds,
-                startup=startup_floor(postrun_command(), workdir / "startup", repeats=3),
+                startup=startup_floor(command, workdir / "startup", repeats=3),
             )
         )
     return Trials(tuple(found), cores)

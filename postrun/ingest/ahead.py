@@ -188,7 +188,7 @@ def start_early(argv: Sequence[str], environ: Mapping[str, str]) -> None:
     targets, agent = command
     try:
         _early = _Early(targets, agent, _started_for(targets, environ, agent, told=targets))
-    except Exception:  # noqa: BLE001 - a head start: whatever it met (a target's name too long to look at), the command says it
+    except Exception:  # noqa: BLE001 - a head start: whatever it met, the command meets again and says
         end_early()
 
 
