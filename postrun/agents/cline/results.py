@@ -2,9 +2,11 @@
 
 Batched tools store a list of items ``{query, result, success, error?}``; single
 tools store one such object as a JSON-encoded string; a tool that throws stores
-``{"error": …}`` with ``is_error: true``. Refusal wordings are only trusted where
-an error is reported (a whole-call error or a failed item's ``error``), never in
-successful output.
+``{"error": …}`` with ``is_error: true``; a session migrated from Cline's older format
+keeps a result's content blocks (``[{"type": "text", "text": …}]``), JSON-encoded. Refusal
+wordings are only trusted where an error is reported (a whole-call error, a plain-text
+result, which no tool gives on success but the older ones, or a failed item's ``error``),
+never in successful items.
 """
 
 from __future__ import annotations
@@ -64,14 +66,32 @@ def read_result(block: dict[str, Any]) -> ToolResult:
     value = decode_json_text(raw)
     if isinstance(value, list) and value is not raw and not all(isinstance(item, dict) for item in value):
         value = raw  # text that happens to be a JSON list (e.g. a command's output), not items
+    text = _blocks_text(value)
+    if text is not None:
+        value = text
     is_error = block.get("is_error") is True
     whole_error: str | None = None
-    if isinstance(value, dict) and "error" in value and "success" not in value:
+    if isinstance(value, dict) and value.get("error") not in (None, "") and "success" not in value:
         whole_error = _as_text(value["error"])
-    elif isinstance(value, str) and is_error:
+    elif isinstance(value, str) and (is_error or is_refusal(value)):
         whole_error = value
     items = value if isinstance(value, list) else None
     return ToolResult(value, is_error, whole_error, items)
+
+
+def _blocks_text(value: Any) -> str | None:
+    """The text of a result kept as content blocks (text and images, at least one text), the
+    text blocks joined by a newline; None for anything else (a batched tool's items)."""
+    if not isinstance(value, list) or not value:
+        return None
+    texts: list[str] = []
+    for block in value:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif kind != "image":
+            return None
+    return "\n".join(texts) if texts else None
 
 
 def _as_text(value: Any) -> str:

@@ -95,6 +95,18 @@ def test_legacy_execute_command_is_a_command() -> None:
     assert step["id"] == "c1#0"
 
 
+def test_a_migrated_result_kept_as_content_blocks_is_its_text() -> None:
+    blocks = [{"type": "text", "text": "Command executed.\nOutput:\nall passed"}, {"type": "image", "source": {}}]
+    for content in (json.dumps(blocks), blocks):
+        step = only(one_call("execute_command", {"command": "npm test"}, content))
+        assert step["payload"] == {
+            "command": "npm test",
+            "cwd": CWD,
+            "stdout": "Command executed.\nOutput:\nall passed",
+        }
+        assert (step["outcome"], step["content_status"]) == ("ok", "inline")
+
+
 def test_plain_text_results_stay_text_even_when_they_look_like_json() -> None:
     step = only(one_call("execute_command", {"command": "echo [1, 2]"}, "[1, 2]"))
     assert step["payload"] == {"command": "echo [1, 2]", "cwd": CWD, "stdout": "[1, 2]"}
@@ -441,9 +453,10 @@ def test_refusals_are_rejected(wording: str) -> None:
     editor_input = {"path": "/a", "new_text": "x"}
     whole = only(one_call("editor", editor_input, json.dumps({"error": wording}), is_error=True))
     plain = only(one_call("editor", editor_input, wording, is_error=True))
+    bare = only(one_call("editor", editor_input, wording))  # plain text, no is_error: still said
     failed_item = json.dumps({"query": "edit:/a", "result": "", "success": False, "error": wording})
     in_item = only(one_call("editor", editor_input, failed_item))
-    for step in (whole, plain, in_item):
+    for step in (whole, plain, bare, in_item):
         assert (step["type"], step["decision"], step["outcome"]) == ("edit", "rejected", "failed")
         assert step["error"] == {"type": "cline_tool_error", "message": wording}
 
@@ -477,6 +490,13 @@ def test_unknown_tool_is_not_applicable(error: str) -> None:
     step = only(one_call("magic", {"x": 1}, json.dumps({"error": error}), is_error=True))
     assert (step["type"], step["decision"], step["outcome"]) == ("other", "n/a", "failed")
     assert step["error"]["message"] == error
+
+
+@pytest.mark.parametrize("error", [None, ""])
+def test_an_error_field_holding_nothing_is_no_error(error: str | None) -> None:
+    step = only(one_call("srv__query", {"q": 1}, json.dumps({"result": "fine", "error": error})))
+    assert (step["outcome"], step["decision"]) == ("ok", "auto")
+    assert "error" not in step
 
 
 def test_plain_failure_keeps_the_category_decision() -> None:
