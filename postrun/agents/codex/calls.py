@@ -17,10 +17,11 @@ from postrun.agents.codex.values import command_text, decoded, joined_texts, loc
 # Tools that run a shell command: the unified exec tool, and the shell tools of older Codex.
 EXEC_TOOL = "exec_command"
 SHELL_TOOLS = frozenset({"shell", "shell_command", "container.exec", "local_shell"})
-# A tool's output saying it did not run (the wording of the real rollouts).
-FAILURE_PREFIXES = ("unsupported call:", "unable to ", "failed to parse")
-# A tool the current collaboration mode does not offer: "<tool> is unavailable in Default mode".
-_UNAVAILABLE = re.compile(r"^\S+ is unavailable in \S+ mode")
+# A tool's output saying it did not run (the wording of the real rollouts). Only these: a tool
+# the mode does not offer answers "request_user_input is unavailable in Default mode", which
+# the mapping rule leaves an ordinary (ok) result.
+UNSUPPORTED = "unsupported call:"  # a tool this Codex does not have, whatever its name
+FAILURE_PREFIXES = (UNSUPPORTED, "unable to ", "failed to parse")
 # Codex refused the call: the policy forbids asking (a command, an MCP tool), or the reviewer said no.
 REFUSALS = (
     "approval policy is Never; reject command",
@@ -76,15 +77,16 @@ def is_command_tool(name: str | None) -> bool:
 def call_parts(name: str, arguments: Any, output: Any, answered: bool, turn_cwd: str | None, ended: bool) -> Parts:
     """The step of a call without an item. ``answered``: its output line was read; ``ended``:
     its turn is over, so a call still unanswered never will be."""
-    if is_command_tool(name):
+    found = output_text(output) if answered else None
+    # A shell tool named by a Codex that has none (``unsupported call: shell``) never ran: an
+    # unknown tool's step, as any other name.
+    if is_command_tool(name) and not (found is not None and found.startswith(UNSUPPORTED)):
         return _command(name, mapping(arguments), output, answered, turn_cwd, ended)
     raw: dict[str, Any] = {"arguments": arguments}
     if not answered:
         return _unanswered(Parts("other", {"tool_name": name, "raw": raw}), ended)
     raw["output"] = output
-    found = output_text(output)
-    did_not_run = found is not None and (found.startswith(FAILURE_PREFIXES) or _UNAVAILABLE.match(found) is not None)
-    failed = did_not_run or mapping(output).get("success") is False
+    failed = (found is not None and found.startswith(FAILURE_PREFIXES)) or mapping(output).get("success") is False
     if failed:
         return Parts("other", {"tool_name": name, "raw": raw}, "failed", error=tool_error(found or ""))
     return Parts("other", {"tool_name": name, "raw": raw})
