@@ -60,6 +60,9 @@ def test_each_trial_stores_every_session_into_a_fresh_store_and_measures_its_flo
             connection.close()
         assert trial.work.steps == sum(s.messages for s in written)
         assert trial.sqlite_seconds > 0 and trial.inline_cpu_seconds > 0 and trial.cold.wall_seconds > 0
-        assert trial.startup.process_seconds > 0 and 0 < trial.startup.writer_seconds < trial.cold.wall_seconds
+        # Measured, not compared with the cold ingest: on a loaded machine an empty folder's
+        # ingest may take as long as one of three one-turn sessions.
+        startup = trial.startup
+        assert startup.process_seconds > 0 and startup.version_seconds > 0 and 0 < startup.writer_seconds < 60
     with pytest.raises(RuntimeError, match="3 of 4"):
         measure_trials("cline", root, ids, env, sessions=4, count=1, cores=2, workdir=tmp_path / "again")
