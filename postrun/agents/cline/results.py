@@ -4,9 +4,9 @@ Batched tools store a list of items ``{query, result, success, error?}``; single
 tools store one such object as a JSON-encoded string; a tool that throws stores
 ``{"error": …}`` with ``is_error: true``; a session migrated from Cline's older format
 keeps a result's content blocks (``[{"type": "text", "text": …}]``), JSON-encoded. Refusal
-wordings are only trusted where an error is reported (a whole-call error, a plain-text
-result, which no tool gives on success but the older ones, or a failed item's ``error``),
-never in successful items.
+wordings are only trusted where an error is reported (a whole-call error or a failed item's
+``error``), never in successful output: a plain-text result without ``is_error`` is a
+question's answer or an older tool's output, and a failure only with ``is_error``.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def read_result(block: dict[str, Any]) -> ToolResult:
     whole_error: str | None = None
     if isinstance(value, dict) and value.get("error") not in (None, "") and "success" not in value:
         whole_error = _as_text(value["error"])
-    elif isinstance(value, str) and (is_error or is_refusal(value)):
+    elif isinstance(value, str) and is_error:
         whole_error = value
     items = value if isinstance(value, list) else None
     return ToolResult(value, is_error, whole_error, items)
