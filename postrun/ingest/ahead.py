@@ -26,9 +26,11 @@ from pathlib import Path
 # send stops preparing; room for a few sessions keeps it preparing while the writer stores a slow one.
 _REPLY_BUFFER_BYTES = 4 * 2**20
 _STOP_SECONDS = 5.0
-# The targets an ingest process is told on its command line: more sessions than it prepares
-# before the writer gives it work (``postrun.ingest.early``), a command line of a few kilobytes.
-_TOLD_TARGETS = 64
+# The targets an ingest process is told on its command line, whose first sessions it prepares
+# before the writer gives it work (``postrun.ingest.early``, at most this many): one-turn sessions
+# take about 2 ms each, the writer's start-up a quarter of a second. A command line of a few
+# kilobytes.
+TOLD_TARGETS = 64
 # The ``ingest_processes`` setting as the environment gives it (``postrun.settings``: POSTRUN_
 # and the field's name). Read alone, as the processes start before the settings are loaded: 0
 # there starts none (a value from the settings file is honoured when the pool is made, and
@@ -58,7 +60,7 @@ def start(agent: str | None = None, targets: Sequence[str] = ()) -> Started | No
     """One ingest process (None: no process to be had, the sessions are prepared in line).
     ``agent``: the kind whose sessions it will be given, if known: it imports that adapter while
     it waits for its first session, which would import it otherwise. ``targets``: the ingest's
-    targets, whose first sessions it prepares meanwhile (the first ``_TOLD_TARGETS``)."""
+    targets, whose first sessions it prepares meanwhile (the first ``TOLD_TARGETS``)."""
     ours, theirs = socket.socketpair()
     with contextlib.suppress(OSError):  # a smaller buffer only slows the batched ingest
         theirs.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _REPLY_BUFFER_BYTES)
@@ -73,7 +75,7 @@ def start(agent: str | None = None, targets: Sequence[str] = ()) -> Started | No
                 "-m",
                 "postrun.ingest.pool_process",
                 str(theirs.fileno()),
-                *([agent or "", *targets[:_TOLD_TARGETS]] if agent or targets else []),
+                *([agent or "", *targets[:TOLD_TARGETS]] if agent or targets else []),
             ],
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,

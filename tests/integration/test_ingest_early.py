@@ -207,7 +207,7 @@ def test_an_ingest_process_gives_back_what_it_prepared_early_and_prepares_the_re
     writer's first message and given back for their tasks, the others prepared at theirs."""
     guesses = 3
     locations = list_sessions(root).sessions
-    monkeypatch.setattr(pool, "_AHEAD", guesses)
+    monkeypatch.setattr(pool.ahead, "TOLD_TARGETS", guesses)
     prepared_early: list[str] = []
     prepared_at_task: list[str] = []
     guessed = threading.Event()
