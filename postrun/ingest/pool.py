@@ -151,10 +151,8 @@ def serve(connection: Connection, agent: str = "", targets: Sequence[str] = ()) 
     # what little does (a failure's traceback) is collected every so many sessions.
     gc.disable()
     try:
-        # No more source than the writer gives a process ahead of its replies, and as many sessions
-        # as it was told: before the writer's first message, not 32 (``_AHEAD``), which on one-turn
-        # sessions left the process idle for part of the writer's start-up (the small slice's cold
-        # ingest 2 % slower, in alternated runs).
+        # No more source than the writer gives a process ahead of its replies, and no more sessions
+        # than it was told (``ahead.TOLD_TARGETS`` says why that many).
         early = prepare_early(
             connection,
             agent,

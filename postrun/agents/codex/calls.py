@@ -81,7 +81,7 @@ def call_parts(name: str, arguments: Any, output: Any, answered: bool, turn_cwd:
     # A shell tool named by a Codex that has none (``unsupported call: shell``) never ran: an
     # unknown tool's step, as any other name.
     if is_command_tool(name) and not (found is not None and found.startswith(UNSUPPORTED)):
-        return _command(name, mapping(arguments), output, answered, turn_cwd, ended)
+        return _command(name, mapping(arguments), found, answered, turn_cwd, ended)
     raw: dict[str, Any] = {"arguments": arguments}
     if not answered:
         return _unanswered(Parts("other", {"tool_name": name, "raw": raw}), ended)
@@ -99,8 +99,9 @@ def _unanswered(parts: Parts, ended: bool) -> Parts:
 
 
 def _command(
-    name: str, arguments: dict[str, Any], output: Any, answered: bool, turn_cwd: str | None, ended: bool
+    name: str, arguments: dict[str, Any], found: str | None, answered: bool, turn_cwd: str | None, ended: bool
 ) -> Parts:
+    """``found``: the output as text (``output_text``), None when it is not text or not read."""
     payload: dict[str, Any] = {}
     command = text(arguments.get("cmd")) if name == EXEC_TOOL else command_text(arguments.get("command"))
     if command is not None:
@@ -110,7 +111,6 @@ def _command(
         payload["cwd"] = cwd
     if not answered:
         return _unanswered(Parts("command", payload), ended)
-    found = output_text(output)
     result = _shell_result(found) if found is not None else None
     if result is None:
         # Not a process's output: the call was refused or could not start (a rejection,
