@@ -143,6 +143,12 @@ class Database:
             _make_private(path)
             database._configure()
             database._migrate()
+            # Once migrated (a migration's index is sorted over a whole table, which must be free
+            # to spill to disk): the journals of savepoints and statements hold the pages they
+            # change as they were, kept in memory rather than in temporary files. On disk they
+            # doubled what a cold ingest of small sessions wrote (99 MB beside the log's 88 MB),
+            # and forget's would put the page images of what it removes in a temporary folder.
+            connection.execute("pragma temp_store=memory")
         except (StoreError, StoreTooNewError):
             connection.close()
             raise
@@ -221,11 +227,6 @@ class Database:
         if str(mode).lower() != "wal":
             raise StoreError(str(self.path), f"cannot switch the store to WAL mode (got {mode})")
         connection.execute("pragma synchronous=normal")
-        # The journal of a savepoint (each batch of sessions stored under one, and forget's) holds
-        # the pages it changes as they were: kept in memory, not written to a temporary file. On
-        # disk it doubled what a cold ingest of small sessions wrote (99 MB beside the log's 88 MB),
-        # and forget's page images would reach a temporary folder's disk.
-        connection.execute("pragma temp_store=memory")
         connection.execute("pragma foreign_keys=on")
         codec.register(connection)
 
