@@ -4,10 +4,12 @@ Beside the parse floor and the SQLite floor, this says what the cold-ingest targ
 for everything else on this machine. For the first cold-ingest slice, in a fresh Python
 process (the files are in the page cache: the cold ingest has just read them):
 
-- *mapping*: each session read, parsed, mapped, flagged and validated as a catch-up's
-  ingest process does it (``postrun.ingest.prepare.prepare_location``), with no store;
-- *record compression*: each mapped step's record compressed as the store keeps it
-  (``postrun.store.codec.pack``), which the store-size target needs;
+- *mapping*: the sessions found (``resolve_targets``, as ``postrun ingest`` lists its
+  targets), and each read, parsed, mapped, flagged and validated as a catch-up's ingest
+  process does it (``postrun.ingest.prepare.prepare_location``), with no store;
+- *records*: each mapped step made the row the store writes (``postrun.store.write.step_write``:
+  its columns, its record compressed as the store keeps it, which the store-size target needs,
+  and its search index's text);
 - *raw copies*: each file the vault keeps, hashed (SHA-256) and compressed at the vault's
   level (without the vault's dictionary), which the vault needs.
 
@@ -35,13 +37,16 @@ from pathlib import Path
 from postrun.agents.registry import adapter
 from postrun.ingest.prepare import Known, MapRules, Prepared, prepare_location
 from postrun.store import dictionary
-from postrun.store.codec import pack
 from postrun.store.vault import blob_hash
+from postrun.store.write import step_write
 root, max_bytes, kind = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-listing = adapter(kind).resolve_targets([str(root / i) for i in sys.stdin.read().split()], [root])
+targets = [str(root / i) for i in sys.stdin.read().split()]
 rules = MapRules(max_bytes)
 raw = zstandard.ZstdCompressor(level=dictionary.LEVEL)
-mapping = records = copies = 0.0
+started = time.process_time()
+listing = adapter(kind).resolve_targets(targets, [root])
+mapping = time.process_time() - started
+records = copies = 0.0
 steps = 0
 for location in listing.sessions:
     started = time.process_time()
@@ -50,7 +55,7 @@ for location in listing.sessions:
     if not isinstance(prepared, Prepared):
         raise SystemExit(f"{location.where}: {prepared}")
     for row in prepared.mapped.steps:
-        pack(row.blob)
+        step_write(row)
     packed = time.process_time()
     for kept in prepared.raw:
         blob_hash(kept.data)
