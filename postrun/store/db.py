@@ -143,12 +143,6 @@ class Database:
             _make_private(path)
             database._configure()
             database._migrate()
-            # Once migrated (a migration's index is sorted over a whole table, which must be free
-            # to spill to disk): the journals of savepoints and statements hold the pages they
-            # change as they were, kept in memory rather than in temporary files. On disk they
-            # doubled what a cold ingest of small sessions wrote (99 MB beside the log's 88 MB),
-            # and forget's would put the page images of what it removes in a temporary folder.
-            connection.execute("pragma temp_store=memory")
         except (StoreError, StoreTooNewError):
             connection.close()
             raise

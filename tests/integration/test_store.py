@@ -66,7 +66,6 @@ def test_pragmas(database: Database) -> None:
     assert database.execute("pragma journal_mode").get == "wal"
     assert database.execute("pragma synchronous").get == 1  # NORMAL
     assert database.execute("pragma foreign_keys").get == 1
-    assert database.execute("pragma temp_store").get == 2  # MEMORY: savepoints' journals stay off the disk
     assert database.execute("pragma busy_timeout").get == 5000
     assert database.user_version() == STORE_VERSION
 
