@@ -122,7 +122,7 @@ def shape_rows(shape: ShapeResult, cores: int) -> list[Row]:
         Row(
             f"1. Work floor, {name} (the first slice's work no design can skip, CPU time: the sessions found,"
             " mapped, flagged and validated in Python, each step made the row the store writes (its record"
-            " compressed, its search text), raw copies compressed, SQLite writing the rows; the median of"
+            " compressed, its search text), raw copies hashed and compressed, SQLite writing the rows; the median of"
             f" {count} trials, each a cold ingest of the slice into a fresh store and its floors right after it)",
             f"mapping {_s(work.mapping_seconds)}, records {_s(work.records_seconds)}, raw copies"
             f" {_s(work.copies_seconds)}, SQLite {_s(trial.sqlite_seconds)}"

@@ -15,7 +15,7 @@ process (the files are in the page cache: the cold ingest has just read them):
 
 CPU time (``time.process_time``) per part, one pass. All three are single-threaded work that
 spreads over processes, so on ``cores`` cores a cold ingest cannot take less wall time than
-(mapping + compression + raw copies + SQLite floor) / cores, whatever else it does.
+(mapping + records + raw copies + SQLite floor) / cores, whatever else it does.
 """
 
 from __future__ import annotations
@@ -43,8 +43,9 @@ root, max_bytes, kind = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 targets = [str(root / i) for i in sys.stdin.read().split()]
 rules = MapRules(max_bytes)
 raw = zstandard.ZstdCompressor(level=dictionary.LEVEL)
+agent = adapter(kind)  # imported before the timing: its import is the start-up's
 started = time.process_time()
-listing = adapter(kind).resolve_targets(targets, [root])
+listing = agent.resolve_targets(targets, [root])
 mapping = time.process_time() - started
 records = copies = 0.0
 steps = 0
@@ -82,9 +83,9 @@ class WorkFloor:
 
 
 def work_floor(root: Path, targets: Sequence[str], *, kind: str = "cline", max_bytes: int = 64 * 2**20) -> WorkFloor:
-    """The CPU time of mapping the sessions of ``targets`` (paths relative to ``root``, as
-    ``postrun ingest`` takes them; "." is every session under it) of agent ``kind``, and
-    compressing what is kept."""
+    """The CPU time of finding and mapping the sessions of ``targets`` (paths relative to
+    ``root``, as ``postrun ingest`` takes them; "." is every session under it) of agent
+    ``kind``, making each step's row and compressing the raw copies kept."""
     finished = subprocess.run(
         [sys.executable, "-c", _TIMER, str(root), str(max_bytes), kind],
         input="\n".join(targets).encode(),
