@@ -5,10 +5,10 @@ CPU from ``wait4``, its ingest processes included), then, with a peer, one ``age
 sync`` of a copy of the same files (the agent's folder named by agentsview's own variable,
 the rest as the Cline bench's peer: its own HOME, XDG folders and data dir, no daemon, no
 update check or telemetry). The work floor is the same files found and mapped, their steps'
-rows made and raw copies compressed in a fresh process (``bench/workfloor.py``) plus SQLite writing the
-stored steps (``bench/sqlitefloor.py``), spread over the cores: the least wall time any
-design of the ingest could take here. It is measured in trials (``bench/trials.py``), each a
-cold ingest of the history into a fresh store with its floors right after it.
+rows made and raw copies compressed in a fresh process (``bench/workfloor.py``) plus SQLite
+writing the stored steps (``bench/sqlitefloor.py``), spread over the cores: the least wall
+time any design of the ingest could take here. It is measured in trials (``bench/trials.py``),
+each a cold ingest of the history into a fresh store with its floors right after it.
 """
 
 from __future__ import annotations
