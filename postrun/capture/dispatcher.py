@@ -88,6 +88,11 @@ class Dispatcher:
             self.scheduler.retry_later(session_id, reason, delay)
             self._condition.notify()
 
+    def reread(self, session_id: str) -> None:
+        with self._condition:
+            self.scheduler.reread(session_id)
+            self._condition.notify()
+
     def forget(self, session_id: str) -> None:
         with self._condition:
             self.scheduler.forget(session_id)

@@ -70,6 +70,8 @@ class JobHost(Protocol):
 
     def retry_later(self, session_id: str, reason: Reason, delay: float) -> None: ...
 
+    def reread(self, session_id: str) -> None: ...
+
     def catch_up(self, session_ids: Iterable[str]) -> None: ...
 
     def retry_catch_up(self, delay: float) -> None: ...
@@ -230,6 +232,8 @@ class IngestJob:
         )
         self._report_unread(session_id, outcome.unread, files)
         self._report_incomplete(session_id, outcome.incomplete, files)
+        if outcome.incomplete or any(isinstance(error, NotParseableYet) for error in outcome.unread):
+            self.host.reread(session_id)  # the rest of that write comes soon
         return JobResult(outcome.status, cost, partial=bool(outcome.unread))
 
     def not_stored(
@@ -247,6 +251,7 @@ class IngestJob:
             # Once per change of the torn file itself: a touched manifest next to a torn
             # messages file is read again, but the same tear is not news.
             torn = next(((f.path, f.size, f.mtime_ns, f.ino) for f in files if f.path == exc.where), key)
+            self.host.reread(session_id)
             if self.host.report_once(session_id, ("torn", exc.kind, torn)):
                 self.logger.info(
                     f"{watched.kind} {session_id}: {exc.kind} file not parseable yet (mid-write?);"

@@ -58,6 +58,9 @@ class _OnceHost:
     def retry_later(self, session_id: str, reason: Reason, delay: float) -> None:
         return None
 
+    def reread(self, session_id: str) -> None:
+        return None
+
     def catch_up(self, session_ids: Iterable[str]) -> None:
         return None
 

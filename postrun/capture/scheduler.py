@@ -10,7 +10,13 @@ The rules:
 - A session is ingested ``debounce_seconds`` after its last change, but never later
   than ``burst_debounces`` debounces after the first change of a burst: a session written
   about every debounce (Cline adding a message every 2 s) never has a quiet spell, and
-  waiting for one held its writes back for up to the maximum wait.
+  waiting for one held its writes back for up to the maximum wait. That cap still waits
+  until the files have been quiet for ``SETTLE_SECONDS`` (at most that much longer): a
+  change seen a moment ago is likely a write under way, and Cline rewrites its file whole,
+  so a read in the middle of it is torn.
+- A read that caught a file mid-write is made again once the files have been quiet for
+  ``SETTLE_SECONDS``, not a debounce after the next change: its writer was finishing the
+  change the read was for, and the next one may be a burst away.
 - Pacing: a session whose live ingests cost C CPU seconds is not ingested more often
   than every C / ``cpu_share`` seconds, but never later than ``max_wait_seconds`` after
   the first change of a burst. Start-up
@@ -35,6 +41,7 @@ from postrun.capture.clock import Clock
 Reason = Literal["startup", "event", "poll"]
 
 BURST_DEBOUNCES = 2.0  # a burst waits at most this many debounces, unless pacing holds it back
+SETTLE_SECONDS = 0.25  # how long files must be quiet before a read at the burst's cap or after a torn read
 MAX_WAIT_SECONDS = 60.0  # pacing holds a burst back at most this long
 CPU_SHARE = 0.01  # pacing: at most 1 % of a core per session
 COST_WINDOW = 4  # pacing uses the mean cost of this many recent live ingests
@@ -58,6 +65,8 @@ class _Session:
     live_started: float | None = None  # when the last live ingest began
     costs: deque[float] = field(default_factory=lambda: deque(maxlen=COST_WINDOW))
     reported: Hashable | None = None  # the problem last logged, so it is logged once per change
+    mid_write: bool = False  # the last read caught a file mid-write: read again once it settles
+    unhinted: bool = False  # pending for that alone, no hint since: the next hint names the reason
 
 
 class Scheduler:
@@ -74,6 +83,7 @@ class Scheduler:
         self.clock = clock
         self.debounce = debounce_seconds
         self.burst = BURST_DEBOUNCES * debounce_seconds
+        self.settle = min(SETTLE_SECONDS, debounce_seconds)
         self.max_wait = max_wait_seconds
         self.cpu_share = cpu_share
         self._sessions: dict[str, _Session] = {}
@@ -93,9 +103,11 @@ class Scheduler:
             # and letting each poll push the debounce would delay it by up to poll_seconds.
             return False
         pending = state.first_change is not None
+        if not pending or state.unhinted:
+            state.reason = reason
+            state.unhinted = False
         if not pending:
             state.first_change = now
-            state.reason = reason
             self._pending.add(session_id)
         state.last_change = now
         return not pending
@@ -119,6 +131,20 @@ class Scheduler:
             state.reason = reason
             self._pending.add(session_id)
         state.not_before = now + delay
+
+    def reread(self, session_id: str) -> None:
+        """A read of the session caught a file mid-write: read it again once its files have
+        been quiet for the settle time (and pacing allows). The reason is the first hint to come
+        meanwhile (the end of that write, seen by an event), else ``poll``: it was looked at again."""
+        state = self._sessions.setdefault(session_id, _Session())
+        if state.first_change is None:
+            now = self.clock.now()
+            state.first_change = now
+            state.last_change = now
+            state.reason = "poll"
+            state.unhinted = True
+            self._pending.add(session_id)
+        state.mid_write = True
 
     def forget(self, session_id: str) -> None:
         """The session left the sessions root: drop what is pending for it."""
@@ -147,6 +173,8 @@ class Scheduler:
             self._pending.discard(session_id)
             state.first_change = None
             state.not_before = 0.0
+            state.mid_write = False
+            state.unhinted = False
             state.running = True
             state.started = now
             return Due(session_id, state.reason)
@@ -230,7 +258,12 @@ class Scheduler:
 
     def _due(self, state: _Session) -> float:
         assert state.first_change is not None
-        due = min(state.last_change + self.debounce, state.first_change + self.burst)
+        settled = state.last_change + self.settle
+        if state.mid_write:
+            due = settled
+        else:
+            capped = state.first_change + self.burst
+            due = min(state.last_change + self.debounce, max(capped, min(settled, capped + self.settle)))
         if state.live_started is not None:
             due = max(due, state.live_started + self._pace(state))
         due = min(due, state.first_change + self.max_wait)

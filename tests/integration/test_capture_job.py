@@ -39,6 +39,7 @@ class Host:
     def __init__(self) -> None:
         self.scheduler = Scheduler(FakeClock(), debounce_seconds=1)
         self.retries: list[tuple[str, Reason, float]] = []
+        self.rereads: list[str] = []
         self.catch_ups: list[list[str]] = []
 
     def report_once(self, session_id: str, problem: Hashable) -> bool:
@@ -46,6 +47,9 @@ class Host:
 
     def retry_later(self, session_id: str, reason: Reason, delay: float) -> None:
         self.retries.append((session_id, reason, delay))
+
+    def reread(self, session_id: str) -> None:
+        self.rereads.append(session_id)
 
     def catch_up(self, session_ids: Iterable[str]) -> None:
         self.catch_ups.append(list(session_ids))
@@ -196,15 +200,18 @@ def test_a_catch_up_that_gives_way_after_its_last_batch_still_ends_its_mapping_p
 def test_torn_file_reported_once_per_change_and_store_untouched(
     job: tuple[IngestJob, Host], root: Path, db_path: Path, log: LogLines
 ) -> None:
-    ingest_job, _ = job
+    ingest_job, host = job
     ingest_job.run(Due(BASIC, "startup"))
     stored = read_store(db_path)[BASIC]
     messages = root / BASIC / f"{BASIC}.messages.json"
     complete = messages.read_bytes()
     torn = "INFO cline 1790000000000_basic: messages file not parseable yet (mid-write?); will retry on next change"
     messages.write_bytes(complete[:100])
+    assert host.rereads == []
     assert ingest_job.run(Due(BASIC, "event")).outcome == "torn"
+    assert host.rereads == [BASIC]  # read again once the write settles
     assert ingest_job.run(Due(BASIC, "poll")).outcome == "skipped"  # the same torn file is not read again
+    assert host.rereads == [BASIC]
     (root / BASIC / f"{BASIC}.json").touch()  # a change next to it: read again, not reported again
     assert ingest_job.run(Due(BASIC, "event")).outcome == "torn"
     assert log.lines.count(torn) == 1
@@ -214,6 +221,7 @@ def test_torn_file_reported_once_per_change_and_store_untouched(
     assert read_store(db_path)[BASIC] == stored
     messages.write_bytes(complete)
     assert ingest_job.run(Due(BASIC, "event")).outcome == "unchanged"
+    assert len(host.rereads) == 3  # one per torn read, none for the complete file
 
 
 def test_a_bad_session_is_reported_once_and_retried_on_change(

@@ -1,4 +1,4 @@
-"""The capture's timing rules on a fake clock: debounce, max wait, pacing, torn once per change."""
+"""The capture's timing rules on a fake clock: debounce, max wait, pacing, settling, torn once per change."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from postrun.capture.clock import MonotonicClock
 from postrun.capture.dispatcher import Dispatcher
-from postrun.capture.scheduler import Due, Scheduler
+from postrun.capture.scheduler import SETTLE_SECONDS, Due, Scheduler
 from tests.support.clock import FakeClock
 
 MAX_WAIT_SECONDS = 60  # a session that keeps changing never waits longer than this
@@ -123,7 +123,77 @@ def test_a_session_written_about_every_debounce_is_stored_soon_after_each_write(
             writes = []
             ingest(scheduler, due, clock, cost=0.015)
         clock.advance(0.05)
-    assert max(waits) <= 2 * DEBOUNCE + 0.1
+    assert max(waits) <= 2 * DEBOUNCE + SETTLE_SECONDS + 0.1
+
+
+def test_the_burst_cap_waits_for_a_write_seen_a_moment_ago_to_settle(scheduler: Scheduler, clock: FakeClock) -> None:
+    """A change just before the cap is likely a rewrite under way: the read waits until the
+    files have been quiet for the settle time, and no longer than that past the cap."""
+    scheduler.changed("a", "event")
+    clock.advance(2 * DEBOUNCE - 0.1)
+    scheduler.changed("a", "event")  # a write begins 0.1 s before the cap
+    clock.advance(0.1)
+    assert scheduler.take() is None
+    clock.advance(SETTLE_SECONDS - 0.11)
+    assert scheduler.take() is None
+    clock.advance(0.02)
+    assert scheduler.take() == Due("a", "event")
+
+
+def test_the_burst_cap_is_held_back_by_the_settle_time_at_most(scheduler: Scheduler, clock: FakeClock) -> None:
+    start = clock.now()
+    taken_at = None
+    while taken_at is None:
+        scheduler.changed("a", "event")  # a change every 50 ms: never quiet
+        clock.advance(0.05)
+        if scheduler.take() is not None:
+            taken_at = clock.now()
+    assert taken_at - start == pytest.approx(2 * DEBOUNCE + SETTLE_SECONDS, abs=0.06)
+
+
+def test_a_read_that_caught_a_file_mid_write_is_made_again_once_it_settles(
+    scheduler: Scheduler, clock: FakeClock
+) -> None:
+    scheduler.changed("a", "poll")
+    due, _ = run_until_due(scheduler, clock, step=0.01)
+    scheduler.reread("a")  # the read found the file torn
+    scheduler.changed("a", "event")  # the end of the write, seen while the read ran: it names the reason
+    clock.advance(0.001)
+    scheduler.finished(due, cost_seconds=0.001, resolved=False)  # paced to every 0.1 s
+    again, waited = run_until_due(scheduler, clock, step=0.01)
+    assert again == Due("a", "event")
+    assert waited == pytest.approx(SETTLE_SECONDS - 0.001, abs=0.011)  # not a debounce
+    ingest(scheduler, again, clock, cost=0.001)
+    scheduler.changed("a", "event")  # the next change is debounced as before
+    _, waited = run_until_due(scheduler, clock, step=0.01)
+    assert waited == pytest.approx(DEBOUNCE, abs=0.011)
+
+
+def test_a_torn_read_with_no_change_after_it_is_made_again_once(scheduler: Scheduler, clock: FakeClock) -> None:
+    """No event came (they are only hints, and polls are seconds apart): the session is read
+    again after the settle time; a file still torn is then left for its next change."""
+    scheduler.catch_up(["a"])
+    assert scheduler.catch_up_now() == ["a"]
+    scheduler.reread("a")  # the catch-up's read found it torn
+    scheduler.caught_up("a", resolved=False)
+    again, waited = run_until_due(scheduler, clock, step=0.01)
+    assert again == Due("a", "poll")  # looked at again, as a poll does, as live work
+    assert waited == pytest.approx(SETTLE_SECONDS, abs=0.011)
+    scheduler.finished(again, cost_seconds=None, resolved=False)  # the same fingerprint: not read
+    clock.advance(600)
+    assert scheduler.take() is None
+
+
+def test_a_torn_read_is_paced_like_any_other(scheduler: Scheduler, clock: FakeClock) -> None:
+    scheduler.changed("heavy", "event")
+    due, _ = run_until_due(scheduler, clock)
+    ingest(scheduler, due, clock, cost=0.1)  # paced to one ingest every 10 s
+    scheduler.changed("heavy", "event")
+    due, _ = run_until_due(scheduler, clock)
+    scheduler.reread("heavy")
+    ingest(scheduler, due, clock, cost=0.1)
+    _, waited = run_until_due(scheduler, clock, step=0.01)
+    assert waited == pytest.approx(10.0 - 0.1, abs=0.011)
 
 
 def test_a_poll_does_not_push_the_debounce_of_a_pending_change(scheduler: Scheduler, clock: FakeClock) -> None:
