@@ -16,7 +16,8 @@ The rules:
   so a read in the middle of it is torn.
 - A read that caught a file mid-write is made again once the files have been quiet for
   ``SETTLE_SECONDS``, not a debounce after the next change: its writer was finishing the
-  change the read was for, and the next one may be a burst away.
+  change the read was for, and the next one may be a burst away. Files that never go quiet
+  are read at the burst's cap, as above.
 - Pacing: a session whose live ingests cost C CPU seconds is not ingested more often
   than every C / ``cpu_share`` seconds, but never later than ``max_wait_seconds`` after
   the first change of a burst. Start-up
@@ -259,11 +260,10 @@ class Scheduler:
     def _due(self, state: _Session) -> float:
         assert state.first_change is not None
         settled = state.last_change + self.settle
-        if state.mid_write:
-            due = settled
-        else:
-            capped = state.first_change + self.burst
-            due = min(state.last_change + self.debounce, max(capped, min(settled, capped + self.settle)))
+        capped = state.first_change + self.burst
+        # The cap, held back by a write seen a moment ago, by the settle time at most.
+        quiet_or_capped = max(capped, min(settled, capped + self.settle))
+        due = min(settled if state.mid_write else state.last_change + self.debounce, quiet_or_capped)
         if state.live_started is not None:
             due = max(due, state.live_started + self._pace(state))
         due = min(due, state.first_change + self.max_wait)

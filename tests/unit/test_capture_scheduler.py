@@ -184,6 +184,25 @@ def test_a_torn_read_with_no_change_after_it_is_made_again_once(scheduler: Sched
     assert scheduler.take() is None
 
 
+def test_a_torn_read_of_files_that_never_go_quiet_is_made_again_at_the_burst_cap(
+    scheduler: Scheduler, clock: FakeClock
+) -> None:
+    """A helper streaming a line every 50 ms: a read caught one mid-line, and the files are
+    never quiet for the settle time; the next read still comes at the cap."""
+    scheduler.changed("a", "event")
+    due, _ = run_until_due(scheduler, clock, step=0.01)
+    scheduler.reread("a")
+    scheduler.finished(due, cost_seconds=None, resolved=True)
+    start = clock.now()
+    taken_at = None
+    while taken_at is None:
+        scheduler.changed("a", "event")
+        clock.advance(0.05)
+        if scheduler.take() is not None:
+            taken_at = clock.now()
+    assert taken_at - start == pytest.approx(2 * DEBOUNCE + SETTLE_SECONDS, abs=0.06)
+
+
 def test_a_torn_read_is_paced_like_any_other(scheduler: Scheduler, clock: FakeClock) -> None:
     scheduler.changed("heavy", "event")
     due, _ = run_until_due(scheduler, clock)
