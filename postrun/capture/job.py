@@ -49,6 +49,8 @@ from postrun.store.db import Database
 STORE_RETRY_FIRST_SECONDS = 2.0
 STORE_RETRY_MAX_SECONDS = 60.0
 
+MID_WRITE_SECONDS = 1.0  # a file caught mid-write that changed this recently is being written
+
 Outcome = Literal["ingested", "updated", "unchanged", "torn", "failed", "store", "skipped", "gone"]
 
 
@@ -232,8 +234,9 @@ class IngestJob:
         )
         self._report_unread(session_id, outcome.unread, files)
         self._report_incomplete(session_id, outcome.incomplete, files)
-        if outcome.incomplete or any(isinstance(error, NotParseableYet) for error in outcome.unread):
-            self.host.reread(session_id)  # the rest of that write comes soon
+        torn = [error.where for error in outcome.unread if isinstance(error, NotParseableYet)]
+        if self._still_written([*outcome.incomplete, *torn], files):
+            self.host.reread(session_id)
         return JobResult(outcome.status, cost, partial=bool(outcome.unread))
 
     def not_stored(
@@ -251,7 +254,8 @@ class IngestJob:
             # Once per change of the torn file itself: a touched manifest next to a torn
             # messages file is read again, but the same tear is not news.
             torn = next(((f.path, f.size, f.mtime_ns, f.ino) for f in files if f.path == exc.where), key)
-            self.host.reread(session_id)
+            if self._still_written([exc.where], files):
+                self.host.reread(session_id)
             if self.host.report_once(session_id, ("torn", exc.kind, torn)):
                 self.logger.info(
                     f"{watched.kind} {session_id}: {exc.kind} file not parseable yet (mid-write?);"
@@ -263,6 +267,15 @@ class IngestJob:
                 )
             return JobResult("torn", cost)
         return self._failed(session_id, ("failed", key), str(exc), key, cost)
+
+    def _still_written(self, paths: Iterable[str], files: Sequence[SourceFile]) -> bool:
+        """True when one of ``paths`` (files a read caught mid-write) changed within
+        ``MID_WRITE_SECONDS`` before the read: its writer is likely finishing that write, and
+        the rest is worth reading as soon as it settles. A helper killed mid-line long ago is
+        not, and re-reading a busy session after each of its other changes would undo the debounce."""
+        changed = {f.path: f.mtime_ns for f in files}
+        now_ns = self.wall() * 1e9
+        return any(path in changed and now_ns - changed[path] < MID_WRITE_SECONDS * 1e9 for path in paths)
 
     def _report_incomplete(self, session_id: str, paths: Iterable[str], files: Sequence[SourceFile]) -> None:
         """One line per transcript whose last line was not complete yet, once per change of it

@@ -14,10 +14,10 @@ The rules:
   until the files have been quiet for ``SETTLE_SECONDS`` (at most that much longer): a
   change seen a moment ago is likely a write under way, and Cline rewrites its file whole,
   so a read in the middle of it is torn.
-- A read that caught a file mid-write is made again once the files have been quiet for
-  ``SETTLE_SECONDS``, not a debounce after the next change: its writer was finishing the
-  change the read was for, and the next one may be a burst away. Files that never go quiet
-  are read at the burst's cap, as above.
+- A read that caught a file mid-write is made again ``SETTLE_SECONDS`` after the last change
+  seen (events are only hints: with none, that long after the read), not a debounce after
+  the next change: its writer was finishing the change the read was for, and the next one
+  may be a burst away. Files that never go quiet are read at the burst's cap, as above.
 - Pacing: a session whose live ingests cost C CPU seconds is not ingested more often
   than every C / ``cpu_share`` seconds, but never later than ``max_wait_seconds`` after
   the first change of a burst. Start-up
@@ -134,9 +134,10 @@ class Scheduler:
         state.not_before = now + delay
 
     def reread(self, session_id: str) -> None:
-        """A read of the session caught a file mid-write: read it again once its files have
-        been quiet for the settle time (and pacing allows). The reason is the first hint to come
-        meanwhile (the end of that write, seen by an event), else ``poll``: it was looked at again."""
+        """A read of the session caught a file mid-write: read it again the settle time after
+        the last change seen (the read itself, when no hint comes), pacing allowing. The reason
+        is the first hint to come meanwhile (the end of that write, seen by an event), else
+        ``poll``: it was looked at again."""
         state = self._sessions.setdefault(session_id, _Session())
         if state.first_change is None:
             now = self.clock.now()
@@ -154,6 +155,11 @@ class Scheduler:
         state = self._sessions.get(session_id)
         if state is not None and not state.running:
             del self._sessions[session_id]
+        elif state is not None:
+            # Its ingest is under way: a change seen meanwhile is no longer pending either, or a
+            # session back under the same id would look pending and never be made due.
+            state.first_change = None
+            state.mid_write = state.unhinted = False
 
     # -- the worker's side -------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 from collections.abc import Hashable, Iterable, Iterator
@@ -222,6 +223,61 @@ def test_torn_file_reported_once_per_change_and_store_untouched(
     messages.write_bytes(complete)
     assert ingest_job.run(Due(BASIC, "event")).outcome == "unchanged"
     assert len(host.rereads) == 3  # one per torn read, none for the complete file
+
+
+def test_a_torn_file_last_changed_long_ago_is_left_for_its_next_change(
+    job: tuple[IngestJob, Host], root: Path
+) -> None:
+    """Its writer is gone (killed mid-write): reading it again soon would find the same tear."""
+    ingest_job, host = job
+    messages = root / BASIC / f"{BASIC}.messages.json"
+    messages.write_bytes(messages.read_bytes()[:100])
+    an_hour_ago = time.time() - 3600
+    os.utime(messages, (an_hour_ago, an_hour_ago))
+    assert ingest_job.run(Due(BASIC, "event")).outcome == "torn"
+    assert host.rereads == []
+
+
+def _codex_job(tmp_path: Path, host: Host) -> tuple[IngestJob, Path, str]:
+    """A job over a copy of a real Codex rollout, and that rollout's path and session id."""
+    shutil.copytree(FIXTURES / "codex-real" / "a_commands" / "sessions", tmp_path / "codex" / "sessions")
+    source = CodexSource(tmp_path / "codex" / "sessions")
+    (location,) = source.list().sessions
+    database = Database.open(tmp_path / "postrun.db")
+    book = SessionBook()
+    book.load(plan_catch_up(source, database, wall_now=time.time()))
+    job = IngestJob(
+        host=host,
+        sources=(Watched(source, book),),
+        db_path=tmp_path / "postrun.db",
+        database=database,
+        max_bytes=2**26,
+        caches=MappingCaches(FakeClock()),
+        logger=logging.getLogger("postrun.test.job"),
+    )
+    return job, Path(location.where), location.session_id
+
+
+def test_a_transcript_caught_mid_line_is_read_again_soon_while_it_is_written(tmp_path: Path) -> None:
+    """Stored up to its last complete line; the rest of the line is read again once it settles,
+    unless the file last changed long ago (nothing more is coming)."""
+    host = Host()
+    job, rollout, session_id = _codex_job(tmp_path, host)
+    try:
+        assert job.run(Due(session_id, "event")).outcome == "ingested"
+        assert host.rereads == []
+        with rollout.open("ab") as handle:
+            handle.write(b'{"timestamp":"2026-12-01T19:21:00.000Z","type":"event_msg","pay')
+        assert job.run(Due(session_id, "event")).resolved
+        assert host.rereads == [session_id]
+        with rollout.open("ab") as handle:
+            handle.write(b"load")
+        an_hour_ago = time.time() - 3600
+        os.utime(rollout, (an_hour_ago, an_hour_ago))
+        assert job.run(Due(session_id, "event")).resolved
+        assert host.rereads == [session_id]
+    finally:
+        job.close()
 
 
 def test_a_bad_session_is_reported_once_and_retried_on_change(

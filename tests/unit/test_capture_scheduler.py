@@ -364,6 +364,23 @@ def test_forget_drops_pending_work(scheduler: Scheduler, clock: FakeClock) -> No
     assert scheduler.catch_up_now() == []
 
 
+def test_a_session_forgotten_while_it_is_read_is_taken_up_again_when_it_comes_back(
+    scheduler: Scheduler, clock: FakeClock
+) -> None:
+    scheduler.changed("back", "event")
+    due, _ = run_until_due(scheduler, clock)
+    scheduler.changed("back", "event")  # seen while its read runs
+    scheduler.reread("back")
+    scheduler.forget("back")  # then its folder went away
+    ingest(scheduler, due, clock, cost=0.001)
+    clock.advance(MAX_WAIT_SECONDS)
+    assert scheduler.take() is None
+    scheduler.changed("back", "event")  # the same id again
+    again, waited = run_until_due(scheduler, clock)
+    assert again == Due("back", "event")
+    assert waited == pytest.approx(DEBOUNCE, abs=0.11)
+
+
 def test_idle_sessions_are_forgotten(scheduler: Scheduler, clock: FakeClock) -> None:
     for session_id in ("a", "b"):
         scheduler.changed(session_id, "event")
