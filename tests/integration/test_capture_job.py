@@ -225,9 +225,7 @@ def test_torn_file_reported_once_per_change_and_store_untouched(
     assert len(host.rereads) == 3  # one per torn read, none for the complete file
 
 
-def test_a_torn_file_last_changed_long_ago_is_left_for_its_next_change(
-    job: tuple[IngestJob, Host], root: Path
-) -> None:
+def test_a_torn_file_last_changed_long_ago_is_left_for_its_next_change(job: tuple[IngestJob, Host], root: Path) -> None:
     """Its writer is gone (killed mid-write): reading it again soon would find the same tear."""
     ingest_job, host = job
     messages = root / BASIC / f"{BASIC}.messages.json"
