@@ -49,7 +49,10 @@ from postrun.store.db import Database
 STORE_RETRY_FIRST_SECONDS = 2.0
 STORE_RETRY_MAX_SECONDS = 60.0
 
-MID_WRITE_SECONDS = 1.0  # a file caught mid-write that changed this recently is being written
+# A file caught mid-write whose last change is this recent is being written: a write of a large
+# file may take seconds while the disk is busy writing other data back (an 11.5 MB rewrite was
+# caught torn more than a second after it began), while a helper killed mid-line stays old.
+MID_WRITE_SECONDS = 10.0
 
 Outcome = Literal["ingested", "updated", "unchanged", "torn", "failed", "store", "skipped", "gone"]
 

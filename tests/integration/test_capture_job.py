@@ -225,6 +225,17 @@ def test_torn_file_reported_once_per_change_and_store_untouched(
     assert len(host.rereads) == 3  # one per torn read, none for the complete file
 
 
+def test_a_torn_file_whose_write_began_seconds_ago_is_read_again_soon(job: tuple[IngestJob, Host], root: Path) -> None:
+    """A large write slowed by a busy disk: its file's time is that of the write's start."""
+    ingest_job, host = job
+    messages = root / BASIC / f"{BASIC}.messages.json"
+    messages.write_bytes(messages.read_bytes()[:100])
+    began = time.time() - 5
+    os.utime(messages, (began, began))
+    assert ingest_job.run(Due(BASIC, "event")).outcome == "torn"
+    assert host.rereads == [BASIC]
+
+
 def test_a_torn_file_last_changed_long_ago_is_left_for_its_next_change(job: tuple[IngestJob, Host], root: Path) -> None:
     """Its writer is gone (killed mid-write): reading it again soon would find the same tear."""
     ingest_job, host = job
