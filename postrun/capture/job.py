@@ -276,9 +276,11 @@ class IngestJob:
         ``MID_WRITE_SECONDS`` before the read: its writer is likely finishing that write, and
         the rest is worth reading as soon as it settles. A helper killed mid-line long ago is
         not, and re-reading a busy session after each of its other changes would undo the debounce."""
-        changed = {f.path: f.mtime_ns for f in files}
+        caught = set(paths)
+        if not caught:  # nearly every read: nothing was caught mid-write
+            return False
         now_ns = self.wall() * 1e9
-        return any(path in changed and now_ns - changed[path] < MID_WRITE_SECONDS * 1e9 for path in paths)
+        return any(f.path in caught and now_ns - f.mtime_ns < MID_WRITE_SECONDS * 1e9 for f in files)
 
     def _report_incomplete(self, session_id: str, paths: Iterable[str], files: Sequence[SourceFile]) -> None:
         """One line per transcript whose last line was not complete yet, once per change of it

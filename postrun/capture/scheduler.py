@@ -103,15 +103,12 @@ class Scheduler:
             # A poll only discovers a change; the pending ingest reads the latest files anyway,
             # and letting each poll push the debounce would delay it by up to poll_seconds.
             return False
-        pending = state.first_change is not None
-        if not pending or state.unhinted:
+        state, began = self._pend(session_id, reason, now)
+        if state.unhinted:
             state.reason = reason
             state.unhinted = False
-        if not pending:
-            state.first_change = now
-            self._pending.add(session_id)
         state.last_change = now
-        return not pending
+        return began
 
     def catch_up(self, session_ids: Iterable[str]) -> None:
         """Ingest these sessions as soon as the worker is free (start-up; after the store was recreated)."""
@@ -124,13 +121,8 @@ class Scheduler:
 
     def retry_later(self, session_id: str, reason: Reason, delay: float) -> None:
         """Try again after ``delay`` (the store was locked or full)."""
-        state = self._sessions.setdefault(session_id, _Session())
         now = self.clock.now()
-        if state.first_change is None:
-            state.first_change = now
-            state.last_change = now
-            state.reason = reason
-            self._pending.add(session_id)
+        state, _ = self._pend(session_id, reason, now)
         state.not_before = now + delay
 
     def reread(self, session_id: str) -> None:
@@ -138,15 +130,21 @@ class Scheduler:
         the last change seen (the read itself, when no hint comes), pacing allowing. The reason
         is the first hint to come meanwhile (the end of that write, seen by an event), else
         ``poll``: it was looked at again."""
-        state = self._sessions.setdefault(session_id, _Session())
-        if state.first_change is None:
-            now = self.clock.now()
-            state.first_change = now
-            state.last_change = now
-            state.reason = "poll"
+        state, began = self._pend(session_id, "poll", self.clock.now())
+        if began:
             state.unhinted = True
-            self._pending.add(session_id)
         state.mid_write = True
+
+    def _pend(self, session_id: str, reason: Reason, now: float) -> tuple[_Session, bool]:
+        """The session's state, made pending at ``now`` for ``reason`` unless it already is
+        (True when it was not)."""
+        state = self._sessions.setdefault(session_id, _Session())
+        if state.first_change is not None:
+            return state, False
+        state.first_change = state.last_change = now
+        state.reason = reason
+        self._pending.add(session_id)
+        return state, True
 
     def forget(self, session_id: str) -> None:
         """The session left the sessions root: drop what is pending for it."""

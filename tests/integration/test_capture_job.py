@@ -225,26 +225,23 @@ def test_torn_file_reported_once_per_change_and_store_untouched(
     assert len(host.rereads) == 3  # one per torn read, none for the complete file
 
 
-def test_a_torn_file_whose_write_began_seconds_ago_is_read_again_soon(job: tuple[IngestJob, Host], root: Path) -> None:
-    """A large write slowed by a busy disk: its file's time is that of the write's start."""
+@pytest.mark.parametrize(
+    ("seconds_ago", "reread"),
+    [
+        (5, True),  # a large write slowed by a busy disk: the file's time is the write's start
+        (3600, False),  # its writer is gone (killed mid-write): reading it again soon finds the same tear
+    ],
+)
+def test_a_torn_file_is_read_again_soon_only_while_it_is_being_written(
+    job: tuple[IngestJob, Host], root: Path, seconds_ago: int, reread: bool
+) -> None:
     ingest_job, host = job
     messages = root / BASIC / f"{BASIC}.messages.json"
     messages.write_bytes(messages.read_bytes()[:100])
-    began = time.time() - 5
-    os.utime(messages, (began, began))
+    changed = time.time() - seconds_ago
+    os.utime(messages, (changed, changed))
     assert ingest_job.run(Due(BASIC, "event")).outcome == "torn"
-    assert host.rereads == [BASIC]
-
-
-def test_a_torn_file_last_changed_long_ago_is_left_for_its_next_change(job: tuple[IngestJob, Host], root: Path) -> None:
-    """Its writer is gone (killed mid-write): reading it again soon would find the same tear."""
-    ingest_job, host = job
-    messages = root / BASIC / f"{BASIC}.messages.json"
-    messages.write_bytes(messages.read_bytes()[:100])
-    an_hour_ago = time.time() - 3600
-    os.utime(messages, (an_hour_ago, an_hour_ago))
-    assert ingest_job.run(Due(BASIC, "event")).outcome == "torn"
-    assert host.rereads == []
+    assert host.rereads == ([BASIC] if reread else [])
 
 
 def _codex_job(tmp_path: Path, host: Host) -> tuple[IngestJob, Path, str]:
@@ -382,24 +379,9 @@ def test_one_job_ingests_the_sessions_of_several_roots_each_through_its_own_sour
 def test_the_start_up_catch_up_leaves_the_caches_of_codex_threads_between_turns(tmp_path: Path) -> None:
     """A rollout whose last turn ended still takes its next prompt any time: its first line
     after start-up is read from its mark, not mapped from the whole rollout again."""
-    real = FIXTURES / "codex-real" / "a_commands" / "sessions"
-    shutil.copytree(real, tmp_path / "codex" / "sessions")
-    source = CodexSource(tmp_path / "codex" / "sessions")
-    (location,) = source.list().sessions
-    database = Database.open(tmp_path / "postrun.db")
-    book = SessionBook()
-    book.load(plan_catch_up(source, database, wall_now=time.time()))
-    ingest_job = IngestJob(
-        host=Host(),
-        sources=(Watched(source, book),),
-        db_path=tmp_path / "postrun.db",
-        database=database,
-        max_bytes=2**26,
-        caches=MappingCaches(FakeClock()),
-        logger=logging.getLogger("postrun.test.job"),
-    )
+    ingest_job, _, codex_id = _codex_job(tmp_path, Host())
     try:
-        ((session_id, result),) = list(ingest_job.startup.run([location.session_id], lambda: False))
+        ((session_id, result),) = list(ingest_job.startup.run([codex_id], lambda: False))
         assert result.outcome == "ingested" and read_store(tmp_path / "postrun.db")[session_id].ended_at is not None
         assert ingest_job.caches.get(session_id) is not None
     finally:
