@@ -61,7 +61,9 @@ Outcome = Literal["ingested", "updated", "unchanged", "torn", "failed", "store",
 class JobResult:
     outcome: Outcome
     cost_seconds: float | None = None  # CPU time of the ingest; None when nothing was read
-    partial: bool = False  # stored, but a helper's file could not be used (still reported)
+    # Stored, but a helper's file could not be used or a transcript's last line was not complete:
+    # not resolved, so what was logged of it is not logged again at every read while it lasts.
+    partial: bool = False
 
     @property
     def resolved(self) -> bool:
@@ -240,7 +242,7 @@ class IngestJob:
         torn = [error.where for error in outcome.unread if isinstance(error, NotParseableYet)]
         if self._still_written([*outcome.incomplete, *torn], files):
             self.host.reread(session_id)
-        return JobResult(outcome.status, cost, partial=bool(outcome.unread))
+        return JobResult(outcome.status, cost, partial=bool(outcome.unread or outcome.incomplete))
 
     def not_stored(
         self, session_id: str, exc: PostrunError, key: FingerprintKey, files: Sequence[SourceFile], cost: float | None

@@ -69,7 +69,7 @@ class Capture:
         *,
         notifier: Notifier,
         first: bool,
-        reported: dict[str, Hashable] | None = None,
+        reported: dict[str, tuple[Hashable, ...]] | None = None,
     ) -> None:
         self.context = context
         self.settings = context.settings

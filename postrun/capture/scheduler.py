@@ -47,6 +47,9 @@ MAX_WAIT_SECONDS = 60.0  # pacing holds a burst back at most this long
 CPU_SHARE = 0.01  # pacing: at most 1 % of a core per session
 COST_WINDOW = 4  # pacing uses the mean cost of this many recent live ingests
 FORGET_AFTER_SECONDS = 600.0  # a session idle this long starts again unpaced
+# Problems logged per session until it is stored whole: a read may meet several (two helpers
+# caught mid-line), each logged once, not again at every read while they last.
+REPORTED_KEPT = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +68,7 @@ class _Session:
     started: float = 0.0
     live_started: float | None = None  # when the last live ingest began
     costs: deque[float] = field(default_factory=lambda: deque(maxlen=COST_WINDOW))
-    reported: Hashable | None = None  # the problem last logged, so it is logged once per change
+    reported: tuple[Hashable, ...] = ()  # the problems logged, newest last, so each is logged once per change
     mid_write: bool = False  # the last read caught a file mid-write: read again once it settles
     unhinted: bool = False  # pending for that alone, no hint since: the next hint names the reason
 
@@ -200,15 +203,15 @@ class Scheduler:
         state = self._sessions.get(session_id)
         if state is not None:
             if resolved:
-                state.reported = None
+                state.reported = ()
             self._drop_if_idle(session_id, state)
 
     def finished(self, due: Due, *, cost_seconds: float | None, resolved: bool) -> None:
         """The ingest handed out by ``take`` is over.
 
         ``cost_seconds`` is its CPU time, None when nothing was read (the files had not
-        changed since the last read); ``resolved`` is True when it stored the session (so a
-        later problem is reported again even if it looks like the last one).
+        changed since the last read); ``resolved`` is True when it stored the session whole (so a
+        later problem is reported again even if it looks like one logged before).
         """
         state = self._sessions[due.session_id]
         state.running = False
@@ -216,24 +219,25 @@ class Scheduler:
             state.costs.append(cost_seconds)
             state.live_started = state.started
         if resolved:
-            state.reported = None
+            state.reported = ()
         self._drop_if_idle(due.session_id, state)
 
     def report_once(self, session_id: str, problem: Hashable) -> bool:
-        """True the first time ``problem`` (e.g. a torn file at one fingerprint) is seen for the session."""
+        """True the first time ``problem`` (e.g. a torn file at one fingerprint) is seen for the
+        session since it was last stored whole (``resolved``)."""
         state = self._sessions.setdefault(session_id, _Session())
-        if state.reported == problem:
+        if problem in state.reported:
             return False
-        state.reported = problem
+        state.reported = (*state.reported, problem)[-REPORTED_KEPT:]
         return True
 
-    def reported_problems(self) -> dict[str, Hashable]:
-        """Every session's last logged problem (carried over a configuration reload)."""
-        return {sid: state.reported for sid, state in self._sessions.items() if state.reported is not None}
+    def reported_problems(self) -> dict[str, tuple[Hashable, ...]]:
+        """Every session's logged problems (carried over a configuration reload)."""
+        return {sid: state.reported for sid, state in self._sessions.items() if state.reported}
 
-    def remember_reported(self, problems: dict[str, Hashable]) -> None:
-        for session_id, problem in problems.items():
-            self._sessions.setdefault(session_id, _Session()).reported = problem
+    def remember_reported(self, problems: dict[str, tuple[Hashable, ...]]) -> None:
+        for session_id, reported in problems.items():
+            self._sessions.setdefault(session_id, _Session()).reported = reported
 
     def next_wakeup(self) -> float | None:
         """When ``take`` may next return something (now, if it already can), or None."""
@@ -276,7 +280,7 @@ class Scheduler:
     def _drop_if_idle(self, session_id: str, state: _Session) -> None:
         if state.running or state.first_change is not None or session_id in self._startup:
             return
-        if state.reported is not None:
+        if state.reported:
             return
         recent = state.live_started is not None and self.clock.now() - state.live_started < FORGET_AFTER_SECONDS
         if not recent:

@@ -9,6 +9,7 @@ import time
 from collections.abc import Hashable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import apsw
 import pytest
@@ -18,7 +19,7 @@ from postrun.agents.cline import adapter as mapper
 from postrun.agents.codex.adapter import CodexSource
 from postrun.capture.book import SessionBook, Watched, plan_catch_up
 from postrun.capture.caches import MappingCaches
-from postrun.capture.job import IngestJob
+from postrun.capture.job import IngestJob, JobResult
 from postrun.capture.scheduler import Due, Reason, Scheduler
 from postrun.ingest import batches as catchup
 from postrun.ingest.ingester import IngestOutcome
@@ -244,9 +245,9 @@ def test_a_torn_file_is_read_again_soon_only_while_it_is_being_written(
     assert host.rereads == ([BASIC] if reread else [])
 
 
-def _codex_job(tmp_path: Path, host: Host) -> tuple[IngestJob, Path, str]:
-    """A job over a copy of a real Codex rollout, and that rollout's path and session id."""
-    shutil.copytree(FIXTURES / "codex-real" / "a_commands" / "sessions", tmp_path / "codex" / "sessions")
+def _codex_job(tmp_path: Path, host: Host, case: str = "a_commands") -> tuple[IngestJob, Path, str]:
+    """A job over a copy of a real Codex case's rollouts, and its session's rollout path and id."""
+    shutil.copytree(FIXTURES / "codex-real" / case / "sessions", tmp_path / "codex" / "sessions")
     source = CodexSource(tmp_path / "codex" / "sessions")
     (location,) = source.list().sessions
     database = Database.open(tmp_path / "postrun.db")
@@ -274,14 +275,52 @@ def test_a_transcript_caught_mid_line_is_read_again_soon_while_it_is_written(tmp
         assert host.rereads == []
         with rollout.open("ab") as handle:
             handle.write(b'{"timestamp":"2026-12-01T19:21:00.000Z","type":"event_msg","pay')
-        assert job.run(Due(session_id, "event")).resolved
+        assert job.run(Due(session_id, "event")) == JobResult("unchanged", ANY, partial=True)
         assert host.rereads == [session_id]
         with rollout.open("ab") as handle:
             handle.write(b"load")
         an_hour_ago = time.time() - 3600
         os.utime(rollout, (an_hour_ago, an_hour_ago))
-        assert job.run(Due(session_id, "event")).resolved
+        assert job.run(Due(session_id, "event")) == JobResult("unchanged", ANY, partial=True)
         assert host.rereads == [session_id]
+    finally:
+        job.close()
+
+
+def test_a_helper_left_mid_line_is_logged_once_while_its_parent_goes_on(tmp_path: Path, log: LogLines) -> None:
+    """A sub-agent killed mid-line stays so: its parent's later reads store the parent's new lines
+    and do not log the same half line again; it is news again once the session was stored whole."""
+    host = Host()
+    job, rollout, session_id = _codex_job(tmp_path, host, "d_subagent")
+    (helper,) = [path for path in rollout.parent.iterdir() if path != rollout]
+    whole_parent, whole_helper = rollout.read_bytes(), helper.read_bytes()
+    *earlier, last = whole_parent.splitlines(keepends=True)
+    rollout.write_bytes(b"".join(earlier))
+    helper.write_bytes(whole_helper + b'{"timestamp":"2026-12-01T19:20:56.000Z","type":"event_msg","pay')
+    an_hour_ago = time.time() - 3600
+    os.utime(helper, (an_hour_ago, an_hour_ago))
+    incomplete = (
+        f"INFO codex {session_id}: {helper}: transcript line not complete yet (mid-write?); will retry on next change"
+    )
+
+    def read(outcome: str, *, partial: bool) -> None:
+        result = job.run(Due(session_id, "event"))
+        assert (result.outcome, result.partial, result.resolved) == (outcome, partial, not partial)
+        host.scheduler.finished(Due(session_id, "event"), cost_seconds=result.cost_seconds, resolved=result.resolved)
+
+    try:
+        read("ingested", partial=True)
+        assert log.lines.count(incomplete) == 1
+        rollout.write_bytes(whole_parent[: -len(last)] + last)  # the parent's next line
+        read("updated", partial=True)
+        assert log.lines.count(incomplete) == 1
+        helper.write_bytes(whole_helper)  # its line taken back: the session is stored whole
+        read("unchanged", partial=False)
+        helper.write_bytes(whole_helper + b'{"timestamp":"2026-12-01T19:20:57.000Z","type":"event_msg","pay')
+        os.utime(helper, (an_hour_ago, an_hour_ago))
+        read("unchanged", partial=True)
+        assert log.lines.count(incomplete) == 2
+        assert host.rereads == []  # an hour old: nothing is coming to finish it
     finally:
         job.close()
 

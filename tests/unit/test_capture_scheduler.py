@@ -12,7 +12,7 @@ import pytest
 
 from postrun.capture.clock import MonotonicClock
 from postrun.capture.dispatcher import Dispatcher
-from postrun.capture.scheduler import SETTLE_SECONDS, Due, Scheduler
+from postrun.capture.scheduler import REPORTED_KEPT, SETTLE_SECONDS, Due, Scheduler
 from tests.support.clock import FakeClock
 
 MAX_WAIT_SECONDS = 60  # a session that keeps changing never waits longer than this
@@ -353,6 +353,28 @@ def test_torn_file_reported_once_per_change(scheduler: Scheduler, clock: FakeClo
     assert due is not None
     ingest(scheduler, due, clock, resolved=True)  # stored at last
     assert scheduler.report_once("a", torn_at_v2)  # a later tear is news again
+
+
+def test_problems_met_together_are_each_reported_once(scheduler: Scheduler, clock: FakeClock) -> None:
+    """Two helpers caught mid-line at every read: each is logged once, not at every read."""
+    first, second = ("incomplete", "helper-1"), ("incomplete", "helper-2")
+    assert [scheduler.report_once("a", problem) for problem in (first, second, first, second)] == [
+        True,
+        True,
+        False,
+        False,
+    ]
+    assert scheduler.reported_problems() == {"a": (first, second)}
+    others = [("failed", key) for key in range(REPORTED_KEPT)]
+    assert all(scheduler.report_once("a", problem) for problem in others)
+    assert scheduler.report_once("a", first)  # forgotten after as many others: logged again
+    scheduler.changed("a", "event")
+    clock.advance(DEBOUNCE)
+    due = scheduler.take()
+    assert due is not None
+    ingest(scheduler, due, clock, resolved=True)
+    assert scheduler.reported_problems() == {}
+    assert scheduler.report_once("a", second)
 
 
 def test_forget_drops_pending_work(scheduler: Scheduler, clock: FakeClock) -> None:
