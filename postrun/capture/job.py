@@ -299,18 +299,23 @@ class IngestJob:
             )
 
     def _report_unread(self, session_id: str, unread: Iterable[SourceError], files: Iterable[SourceFile]) -> None:
-        """One line per helper file that could not be used, once per change of those files."""
+        """One line per helper file that could not be used, once per change of that file."""
         seen = {f.path: (f.path, f.size, f.mtime_ns, f.ino) for f in files}
         problems = tuple(unread)
         if not problems:
             return
         kind = self.watched(session_id).kind
-        if not self.host.report_once(session_id, ("unread", tuple(seen.get(p.where, p.where) for p in problems))):
+        # Every one is asked about (each is then met now), not only until one is news.
+        news = [
+            problem
+            for problem in problems
+            if self.host.report_once(session_id, ("unread", seen.get(problem.where, problem.where)))
+        ]
+        if len(news) < len(problems):
             self.logger.debug(
-                f"{kind} {session_id}: {len(problems)} helper file(s) still not usable (already reported)"
+                f"{kind} {session_id}: {len(problems) - len(news)} helper file(s) still not usable (already reported)"
             )
-            return
-        for problem in problems:
+        for problem in news:
             if isinstance(problem, NotParseableYet):
                 self.logger.info(
                     f"{kind} {session_id}: {problem.where}: {problem.kind} file not parseable yet (mid-write?);"

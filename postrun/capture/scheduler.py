@@ -47,9 +47,10 @@ MAX_WAIT_SECONDS = 60.0  # pacing holds a burst back at most this long
 CPU_SHARE = 0.01  # pacing: at most 1 % of a core per session
 COST_WINDOW = 4  # pacing uses the mean cost of this many recent live ingests
 FORGET_AFTER_SECONDS = 600.0  # a session idle this long starts again unpaced
-# Problems logged per session until it is stored whole: a read may meet several (two helpers
-# caught mid-line), each logged once, not again at every read while they last.
-REPORTED_KEPT = 8
+# Problems logged per session until it is stored whole, the most recently met kept: a read may
+# meet several (sub-agents caught mid-line), each logged once, not again at every read while
+# they last. A session is kept in memory while it has any (one entry per problem session).
+REPORTED_KEPT = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,10 +227,10 @@ class Scheduler:
         """True the first time ``problem`` (e.g. a torn file at one fingerprint) is seen for the
         session since it was last stored whole (``resolved``)."""
         state = self._sessions.setdefault(session_id, _Session())
-        if problem in state.reported:
-            return False
-        state.reported = (*state.reported, problem)[-REPORTED_KEPT:]
-        return True
+        known = problem in state.reported
+        others = tuple(kept for kept in state.reported if kept != problem) if known else state.reported
+        state.reported = (*others, problem)[-REPORTED_KEPT:]  # met now: the last to be forgotten
+        return not known
 
     def reported_problems(self) -> dict[str, tuple[Hashable, ...]]:
         """Every session's logged problems (carried over a configuration reload)."""

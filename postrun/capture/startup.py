@@ -128,7 +128,8 @@ class StartupCatchUp:
             if isinstance(result, IngestOutcome):
                 if goes_on(location, result):
                     self._open.append(session_id)
-                files = _files_now(job, location) if result.unread else ()
+                # What a problem is logged by names the file's fingerprint, as a live read's does.
+                files = _files_now(job, location) if result.unread or result.incomplete else ()
                 yield session_id, job.stored(result, key, files, "startup", None)
                 continue
             present = job.present_files(location)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shutil
@@ -21,9 +22,11 @@ from postrun.capture.book import SessionBook, Watched, plan_catch_up
 from postrun.capture.caches import MappingCaches
 from postrun.capture.job import IngestJob, JobResult
 from postrun.capture.scheduler import Due, Reason, Scheduler
+from postrun.errors import NotParseableYet, SourceError
 from postrun.ingest import batches as catchup
 from postrun.ingest.ingester import IngestOutcome
 from postrun.ingest.pool import Processes
+from postrun.records import SourceFile
 from postrun.store.db import Database
 from tests.conftest import FIXTURES
 from tests.reliability.kit import Synthetic, synthetic_id
@@ -321,6 +324,55 @@ def test_a_helper_left_mid_line_is_logged_once_while_its_parent_goes_on(tmp_path
         read("unchanged", partial=True)
         assert log.lines.count(incomplete) == 2
         assert host.rereads == []  # an hour old: nothing is coming to finish it
+    finally:
+        job.close()
+
+
+def test_a_helper_left_mid_line_at_start_up_is_not_logged_again_live(tmp_path: Path, log: LogLines) -> None:
+    """The start-up pass and a live read name the same half line alike: it is logged once."""
+    host = Host()
+    job, rollout, session_id = _codex_job(tmp_path, host, "d_subagent")
+    (helper,) = [path for path in rollout.parent.iterdir() if path != rollout]
+    whole_parent = rollout.read_bytes()
+    last = whole_parent.splitlines(keepends=True)[-1]
+    rollout.write_bytes(whole_parent[: -len(last)])
+    helper.write_bytes(helper.read_bytes() + b'{"timestamp":"2026-12-01T19:20:56.000Z","type":"event_msg","pay')
+    an_hour_ago = time.time() - 3600
+    os.utime(helper, (an_hour_ago, an_hour_ago))
+    try:
+        ((_, started),) = list(job.startup.run([session_id], lambda: False))
+        assert (started.outcome, started.partial) == ("ingested", True)
+        rollout.write_bytes(whole_parent)
+        assert job.run(Due(session_id, "event")).outcome == "updated"
+        assert [line for line in log.lines if "not complete yet" in line] == [
+            f"INFO codex {session_id}: {helper}: transcript line not complete yet (mid-write?);"
+            " will retry on next change"
+        ]
+    finally:
+        job.close()
+
+
+def test_each_unusable_helper_file_is_logged_once_per_change_of_it(tmp_path: Path, log: LogLines) -> None:
+    """One helper file unusable for good, another torn at each of its changes: only the news is logged."""
+    host = Host()
+    job, _, session_id = _codex_job(tmp_path, host)
+    try:
+        assert job.run(Due(session_id, "event")).outcome == "ingested"
+        outcome = job.ingester.reingest(session_id)
+        source = job.watched(session_id).source
+        own = source.adapter.fingerprint(source.location(session_id))
+        broken, torn = str(tmp_path / "helper-1.jsonl"), str(tmp_path / "helper-2.jsonl")
+        unread = (SourceError(broken, "not a Codex rollout"), NotParseableYet(torn, "transcript"))
+        for size in (100, 200):  # the torn one changed between the two reads, the other did not
+            files = (*own, SourceFile(broken, 10, 1, 1), SourceFile(torn, size, size, 2))
+            assert not job.stored(dataclasses.replace(outcome, unread=unread), 0, files, "event", None).resolved
+        assert [line for line in log.lines if "its stored steps kept" in line] == [
+            f"ERROR codex {session_id}: {broken}: not a Codex rollout; its stored steps kept",
+            f"INFO codex {session_id}: {torn}: transcript file not parseable yet (mid-write?);"
+            " its stored steps kept, will retry on next change",
+            f"INFO codex {session_id}: {torn}: transcript file not parseable yet (mid-write?);"
+            " its stored steps kept, will retry on next change",
+        ]
     finally:
         job.close()
 

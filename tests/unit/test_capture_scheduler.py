@@ -365,6 +365,9 @@ def test_problems_met_together_are_each_reported_once(scheduler: Scheduler, cloc
         False,
     ]
     assert scheduler.reported_problems() == {"a": (first, second)}
+    for key in range(2 * REPORTED_KEPT):  # the parent caught mid-line at each of its changes
+        assert scheduler.report_once("a", ("incomplete", "parent", key))
+        assert not scheduler.report_once("a", first)  # met at every read: never forgotten
     others = [("failed", key) for key in range(REPORTED_KEPT)]
     assert all(scheduler.report_once("a", problem) for problem in others)
     assert scheduler.report_once("a", first)  # forgotten after as many others: logged again
