@@ -231,17 +231,25 @@ class Ingester:
         return outcome
 
     def drop_excluded(self, refusal: Excluded) -> Excluded:
-        """An excluded session is never kept, whatever order its files appeared in: one stored
-        before its workspace was known is removed now (``forget.remove_excluded``). The refusal
-        to report (saying so when it removed one)."""
+        """An excluded session is never recorded, whatever order its files appeared in: one stored
+        before its workspace was known is removed now; one stored before the pattern was added is
+        kept as it was (``forget.remove_excluded``). The refusal to report, saying which."""
         session_id = refusal.where
         try:
-            removed = remove_excluded(self.database, session_id, now=utc_iso(self.clock()))
+            done = remove_excluded(self.database, session_id, now=utc_iso(self.clock()))
         except apsw.Error as exc:
             raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
-        if not removed:
-            return refusal
-        return Excluded(session_id, f"{refusal.reason}; removed what was stored of it before its workspace was known")
+        if done == "removed":
+            return Excluded(
+                session_id, f"{refusal.reason}; removed what was stored of it before its workspace was known"
+            )
+        if done == "kept":
+            return Excluded(
+                session_id,
+                f"{refusal.reason}; what was stored of it before is kept as it is"
+                f" (`postrun forget {session_id}` removes it)",
+            )
+        return refusal
 
     def _write(
         self, location: Location, checked: Guarded, started: float, live: bool, known: StoredSteps | None

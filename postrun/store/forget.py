@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import apsw
 
@@ -73,15 +74,21 @@ def forget_sessions(database: Database, session_ids: Sequence[str], *, now: str)
     return scrub.scrub(database)
 
 
-def remove_excluded(database: Database, session_id: str, *, now: str) -> bool:
-    """A stored session that turns out to be in an excluded workspace (its workspace known only
-    now: its manifest came after its transcript) is removed as a forget removes it, with a
-    tombstone of kind ``excluded``; False when it is not stored. Its scrub is left pending, for
-    whoever finishes one (capture's housekeeping, the end of ``postrun ingest``)."""
-    if database.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
-        return False
+def remove_excluded(database: Database, session_id: str, *, now: str) -> Literal["removed", "kept", "absent"]:
+    """A stored session that turns out to be in an excluded workspace: ``removed`` as a forget
+    removes it, with a tombstone of kind ``excluded``, when it was stored without its workspace
+    (known only now: its manifest came after its transcript); ``kept`` as it is when it was stored
+    with its workspace known, before the pattern was added (the user's record: ``doctor`` lists
+    it, ``forget`` removes it); ``absent`` when it is not stored. A removal's scrub is left
+    pending, for whoever finishes one (capture's housekeeping, the end of ``postrun ingest``)."""
+    row = database.execute("SELECT json_extract(record, '$.workspace.root') FROM sessions WHERE id = ?", (session_id,))
+    stored = row.fetchone()
+    if stored is None:
+        return "absent"
+    if stored[0]:
+        return "kept"
     remove_sessions(database, [session_id], now=now, kind=EXCLUDED)
-    return True
+    return "removed"
 
 
 def remove_sessions(database: Database, session_ids: Sequence[str], *, now: str, kind: str = FORGOTTEN) -> None:
