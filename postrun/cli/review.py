@@ -31,7 +31,7 @@ def forget(
     verb = "forgot" if yes else "would forget"
     for plan in plans:
         versions = plural(plan.earlier_versions, "earlier version")
-        raw = f"{plan.raw_copies:,} raw {'copy' if plan.raw_copies == 1 else 'copies'} of Cline's files"
+        raw = f"{plan.raw_copies:,} raw {'copy' if plan.raw_copies == 1 else 'copies'} of the agent's files"
         typer.echo(f"{verb} {plan.session_id}: {plural(plan.steps, 'step')}, {versions}, {raw}")
     if not yes:
         say("dry run: nothing was removed; run again with --yes to forget")

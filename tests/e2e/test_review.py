@@ -166,7 +166,7 @@ def test_forget_leaves_no_byte_and_ingest_force_brings_it_back(stored: dict[str,
 
     done = run_postrun("forget", SESSION, "--yes", env=stored)
     assert done.returncode == 0, done.stderr
-    assert f"forgot {SESSION}: 12 steps, 0 earlier versions, 3 raw copies of Cline's files" in done.stdout
+    assert f"forgot {SESSION}: 12 steps, 0 earlier versions, 3 raw copies of the agent's files" in done.stdout
     raw = run_postrun("raw", SESSION, "--to", str(root.parent / "raw"), env=stored)
     assert (raw.returncode, raw.stderr.count("\n")) == (1, 1), raw.stderr  # the vault keeps nothing of it either
     assert f"no session {SESSION} in " in raw.stderr, raw.stderr
