@@ -209,6 +209,12 @@ class Adapter(Protocol):
     @property
     def end_is_final(self) -> bool: ...
 
+    # True when a session forked from another begins with copies of its lines under the same
+    # step ids, each the agent's own unique id (Claude Code's ``--fork-session``): a step id two
+    # of its sessions share is such a copy, which ``forget`` names.
+    @property
+    def forks_copy_lines(self) -> bool: ...
+
     # -- where its sessions are ------------------------------------------------------------
 
     def roots(self, loaded: LoadedSettings, environ: Mapping[str, str]) -> tuple[AgentRoot, ...]:

@@ -10,7 +10,7 @@ tombstoned session unless ``ingest --force`` brings it back.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -37,30 +37,52 @@ class ForgetPlan:
     steps: int
     earlier_versions: int
     raw_copies: int  # files the vault keeps (every version)
+    copied_in: tuple[str, ...] = ()  # other stored sessions holding copies of its lines (forks of it)
 
 
 def forget(
-    db: Path, references: Sequence[str], *, apply: bool, now: str
+    db: Path, references: Sequence[str], *, apply: bool, now: str, copying: Collection[str] = ()
 ) -> tuple[list[ForgetPlan], scrub.ScrubLeft | None]:
     """``postrun forget``: what forgetting the sessions ``references`` name removes, and (``apply``)
     forget them; with what of the scrub is left, if a reader kept it from finishing. Every
-    reference is resolved before anything is removed."""
+    reference is resolved before anything is removed. ``copying``: the agents whose forks copy
+    their parent's lines (``Adapter.forks_copy_lines``), whose forks each plan names."""
     try:
         database = Database.open(db, create=False)
     except StoreMissing:
         raise no_session(references[0], db) from None
     with database:
         session_ids = list(dict.fromkeys(resolve_session_id(database, reference) for reference in references))
-        plans = [forget_plan(database, session_id) for session_id in session_ids]
+        plans = [forget_plan(database, session_id, copying, also=session_ids) for session_id in session_ids]
         left = forget_sessions(database, session_ids, now=now) if apply else None
     return plans, left
 
 
-def forget_plan(database: Database, session_id: str) -> ForgetPlan:
+def forget_plan(
+    database: Database, session_id: str, copying: Collection[str] = (), *, also: Collection[str] = ()
+) -> ForgetPlan:
+    """What forgetting ``session_id`` removes; the sessions holding copies of its lines (of an
+    agent in ``copying``) that are not forgotten with it (``also``)."""
     steps = int(database.execute("SELECT count(*) FROM steps WHERE session_id = ?", (session_id,)).get)
     versions = int(database.execute("SELECT count(*) FROM history WHERE session_id = ?", (session_id,)).get)
     raw = int(database.execute("SELECT count(*) FROM raw_files WHERE session_id = ?", (session_id,)).get)
-    return ForgetPlan(session_id, steps, versions, raw)
+    agent = database.execute("SELECT agent FROM sessions WHERE id = ?", (session_id,)).get
+    copies = _copied_in(database, session_id) if agent in copying else ()
+    return ForgetPlan(session_id, steps, versions, raw, tuple(other for other in copies if other not in also))
+
+
+def _copied_in(database: Database, session_id: str) -> tuple[str, ...]:
+    """The other sessions of its agent that hold a step under one of its step ids: a fork begins
+    with copies of its parent's lines (and a parent holds the lines its fork copied)."""
+    found = database.execute(
+        "SELECT DISTINCT other.session_id FROM steps AS own"
+        " JOIN steps AS other ON other.id = own.id AND other.session_id <> own.session_id"
+        " JOIN sessions AS mine ON mine.id = own.session_id"
+        " JOIN sessions AS theirs ON theirs.id = other.session_id AND theirs.agent = mine.agent"
+        " WHERE own.session_id = ? ORDER BY other.session_id",
+        (session_id,),
+    )
+    return tuple(str(other) for (other,) in found)
 
 
 def forget_sessions(database: Database, session_ids: Sequence[str], *, now: str) -> scrub.ScrubLeft | None:

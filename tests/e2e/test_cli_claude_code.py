@@ -154,3 +154,19 @@ def test_reingest_forget_and_exclude_work_for_claude_code_sessions(tmp_path: Pat
     )
     assert _ingested(excluded.stdout) == []
     assert "not recorded: workspace /home/dev/work/nested matches exclude" in excluded.stderr
+
+
+def test_forget_names_the_forks_that_keep_copies_of_a_session_s_lines(tmp_path: Path, env: dict[str, str]) -> None:
+    """A fork (`--resume --fork-session`) begins with copies of its parent's lines: forgetting either
+    says the other keeps them, unless both go."""
+    parent, fork = "f887d421-be59-4f9c-a76b-13ae5f333be0", "f686e61b-034f-491d-82f8-e1a73360f0f2"
+    projects = copy_projects(FIXTURES / "claude-code-gen" / "d_resume", tmp_path)
+    assert run_postrun("ingest", "--agent", "claude-code", str(projects), env=env).returncode == 0
+    alone = run_postrun("forget", parent[:8], env=env)
+    assert alone.returncode == 0, alone.stderr
+    assert f"note: copies of {parent}'s lines stay in {fork} (a fork, or its parent) unless forgotten" in alone.stderr
+    both = run_postrun("forget", fork, parent[:8], "--yes", env=env)
+    assert both.returncode == 0, both.stderr
+    assert "note:" not in both.stderr
+    listed = run_postrun("sessions", env=env).stdout
+    assert parent not in listed and fork not in listed

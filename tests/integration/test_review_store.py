@@ -178,3 +178,16 @@ def test_forgetting_a_session_removes_its_verdicts_and_their_notes(database: Dat
     assert set(current_verdicts(database, ["1790000000001_aaaaa", "1790000000002_bbbbb"])) == {"1790000000002_bbbbb"}
     assert verdict_history(database, "1790000000001_aaaaa") == []
     assert b"a private note" not in (database.path).read_bytes()
+
+
+def test_forget_names_the_sessions_of_its_agent_holding_its_step_ids_only_for_an_agent_whose_forks_copy(
+    database: Database,
+) -> None:
+    from postrun.store.forget import forget_plan
+
+    first, *others = ["1790000000001_aaaaa", "1790000000002_bbbbb", "1790000000003_ccccc", "1790000000004_ddddd"]
+    # The builders give every session the same step ids, as a fork's copies of its parent's lines.
+    assert forget_plan(database, first, ("cline",)).copied_in == tuple(others)
+    assert forget_plan(database, first, ("cline",), also=others[:2]).copied_in == (others[2],)  # forgotten with it
+    assert forget_plan(database, first, ("claude-code",)).copied_in == ()  # Cline's ids are the session's own
+    assert forget_plan(database, first).copied_in == ()

@@ -143,6 +143,7 @@ class ClaudeCodeAdapter:
     label = "Claude Code"
     check_names = (f"{AGENT} sessions",)
     end_is_final = True
+    forks_copy_lines = True
 
     def roots(self, loaded: LoadedSettings, environ: Mapping[str, str]) -> tuple[AgentRoot, ...]:
         configured = loaded.settings.claude_dir

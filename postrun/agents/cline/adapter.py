@@ -93,6 +93,8 @@ class ClineAdapter:
     label = "Cline"
     check_names = ("sessions", "approvals")
     end_is_final = True
+    # Step ids are the session's own (``call_1_0_1#0``): sessions share them by chance.
+    forks_copy_lines = False
 
     def roots(self, loaded: LoadedSettings, environ: Mapping[str, str]) -> tuple[AgentRoot, ...]:
         return (AgentRoot(loaded.settings.cline_dir, loaded.sources["cline_dir"]),)
