@@ -209,9 +209,9 @@ class Adapter(Protocol):
     @property
     def end_is_final(self) -> bool: ...
 
-    # True when a session forked from another begins with copies of its lines under the same
-    # step ids, each the agent's own unique id (Claude Code's ``--fork-session``): a step id two
-    # of its sessions share is such a copy, which ``forget`` names.
+    # True when a session forked from another begins with copies of its lines, its message steps
+    # under the same ids, each its line's own uuid (Claude Code's ``--fork-session``): a message
+    # step id two of its sessions share is such a copy, which ``forget`` names.
     @property
     def forks_copy_lines(self) -> bool: ...
 

@@ -72,14 +72,17 @@ def forget_plan(
 
 
 def _copied_in(database: Database, session_id: str) -> tuple[str, ...]:
-    """The other sessions of its agent that hold a step under one of its step ids: a fork begins
-    with copies of its parent's lines (and a parent holds the lines its fork copied)."""
+    """The other sessions of its agent that hold a message step under one of its message steps'
+    ids: a fork begins with copies of its parent's lines (and a parent holds the lines its fork
+    copied). Messages only, whose ids are their lines' own uuids: a tool step's id is the model's
+    call id, which another session may repeat, and ``@<offset>`` names a line with no uuid."""
     found = database.execute(
         "SELECT DISTINCT other.session_id FROM steps AS own"
         " JOIN steps AS other ON other.id = own.id AND other.session_id <> own.session_id"
         " JOIN sessions AS mine ON mine.id = own.session_id"
         " JOIN sessions AS theirs ON theirs.id = other.session_id AND theirs.agent = mine.agent"
-        " WHERE own.session_id = ? ORDER BY other.session_id",
+        " WHERE own.session_id = ? AND own.type = 'message' AND own.id NOT LIKE '@%'"
+        " ORDER BY other.session_id",
         (session_id,),
     )
     return tuple(str(other) for (other,) in found)

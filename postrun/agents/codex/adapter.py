@@ -180,7 +180,7 @@ class CodexAdapter:
     # A rollout's end is its last turn's: the thread takes its next prompt any time, and a
     # copy of the whole rollout after each line would make a line cost O(file).
     end_is_final = False
-    # A tool step's id is the model's call id, unique to no promise across threads.
+    # No fork of a thread is known to copy its lines into another under the same ids.
     forks_copy_lines = False
 
     def roots(self, loaded: LoadedSettings, environ: Mapping[str, str]) -> tuple[AgentRoot, ...]:
