@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import orjson
 
@@ -112,14 +112,72 @@ class Redactor:
         return shown
 
     def value(self, value: T, where: str) -> T:
-        """``value`` (a JSON-like tree) with every string redacted; keys are kept."""
+        """``value`` (a JSON-like tree) with every string redacted, and every secret that only
+        its structure splits: a list of lines (a patch's) redacted as the lines together, and
+        the tree as JSON text (a key beside its value: ``{"password": "…"}``) looked at whole,
+        what it finds masked wherever it occurs, keys included."""
+        redacted = self._strings(value, where)
+        if isinstance(redacted, (dict, list)):
+            return self._across(redacted, where)
+        return redacted
+
+    def _strings(self, value: T, where: str) -> T:
         if isinstance(value, str):
             return self.text(value, where)  # type: ignore[return-value]
         if isinstance(value, dict):
-            return {key: self.value(item, _join(where, key)) for key, item in value.items()}  # type: ignore[return-value]
+            return {key: self._strings(item, _join(where, key)) for key, item in value.items()}  # type: ignore[return-value]
         if isinstance(value, list):
-            return [self.value(item, f"{where}[{index}]") for index, item in enumerate(value)]  # type: ignore[return-value]
+            if len(value) > 1 and all(isinstance(item, str) for item in value):
+                return self._lines(value, where)  # type: ignore[return-value]
+            return [self._strings(item, f"{where}[{index}]") for index, item in enumerate(value)]  # type: ignore[return-value]
         return value
+
+    def _lines(self, lines: list[str], where: str) -> list[str]:
+        """Lines with every secret of their text together masked: one that spans lines (a
+        private key in a patch) is masked in each, its placeholder in the first."""
+        joined = "\n".join(lines)
+        found = find_secrets(joined)
+        if not found:
+            return [self.text(line, f"{where}[{index}]") for index, line in enumerate(lines)]
+        out: list[str] = []
+        start = 0
+        for line in lines:
+            end = start + len(line)
+            pieces, done = [], start
+            for secret in found:
+                if secret.end <= start or secret.start >= end:
+                    continue
+                pieces.append(joined[done : max(secret.start, start)])
+                if secret.start >= start:
+                    pieces.append(placeholder(secret.kind))
+                done = min(secret.end, end)
+            pieces.append(joined[done:end])
+            out.append(self._home_shown("".join(pieces)))
+            start = end + 1
+        self.text(joined, where)  # the same secrets found again: what was masked, with its context
+        return out
+
+    def _across(self, tree: T, where: str) -> T:
+        """``tree`` with the secrets its JSON text holds across its strings masked everywhere."""
+        text = orjson.dumps(tree, option=orjson.OPT_INDENT_2).decode()
+        if not secrets.json_may_hold_secrets(text.encode("utf-8", "surrogatepass")):
+            return tree
+        values: dict[str, str] = {}
+        for secret in find_secrets(text):
+            try:
+                value = orjson.loads(f'"{secret.value}"')  # as the strings hold it, unescaped
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(value, str) and value and "[REDACTED:" not in value and value not in values:
+                values[value] = secret.kind
+        if not values:
+            return tree
+        shown = self._home_shown(_replaced(text, values))  # the context comes from the text as masked
+        for kind in values.values():
+            at = shown.find(placeholder(kind))
+            around = shown[max(0, at - _CONTEXT_CHARS) : at + len(placeholder(kind)) + _CONTEXT_CHARS]
+            self.masked.append(Masked(kind, where, one_line(around)))
+        return cast(T, _replaced(tree, values))
 
     def json(self, text: str, where: str) -> str:
         """A JSON document's text with every string redacted; the same text when no rule can
@@ -147,6 +205,21 @@ class Redactor:
             if isinstance(getattr(value, f.name), str)
         }
         return replace(value, **changes)  # type: ignore[type-var]
+
+
+def _replaced(value: Any, values: Mapping[str, str]) -> Any:
+    """``value`` (a JSON-like tree) with each of ``values`` replaced by its kind's placeholder
+    in every string and key."""
+    if isinstance(value, str):
+        for secret, kind in values.items():
+            if secret in value:
+                value = value.replace(secret, placeholder(kind))
+        return value
+    if isinstance(value, dict):
+        return {_replaced(key, values): _replaced(item, values) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_replaced(item, values) for item in value]
+    return value
 
 
 def _folded(text: str) -> tuple[str, list[int]]:

@@ -73,3 +73,33 @@ def test_a_search_snippet_is_masked_where_its_window_cuts_a_secret() -> None:
     assert clean.snippet("cd /home/dev/»app«", "cd /home/dev/app", "s") == "cd ~/»app«"
     # A window not found in the source (it should always be) is masked as plain text.
     assert token not in clean.snippet(f"»{token}«", "other", "s")
+
+
+def test_a_secret_a_list_of_lines_splits_is_masked_in_every_line() -> None:
+    """A patch's lines (Claude Code's ``structured_patch``): a private key spans several."""
+    key = SAMPLES["private_key"][0]
+    lines = ["@@ -1 +1,8 @@", *(f"+{line}" for line in f"const testKey = `{key}`;".splitlines()), " done"]
+    redactor = Redactor()
+    out = redactor.value({"structured_patch": [{"lines": lines}]}, "step")
+    shown = out["structured_patch"][0]["lines"]
+    assert len(shown) == len(lines) and shown[0] == lines[0] and shown[-1] == lines[-1]
+    assert not any(part in "\n".join(shown) for part in key.splitlines()[1:-1])  # the body too, not only BEGIN
+    assert shown[1] == "+const testKey = `[REDACTED:private_key]"
+    assert [masked.kind for masked in redactor.masked] == ["private_key"]
+
+
+def test_a_secret_its_key_and_value_hold_together_is_masked_wherever_it_occurs() -> None:
+    """A tool's arguments as a structure: ``password`` and its value are two strings, neither a
+    secret alone; a key that is itself a secret is masked too."""
+    token = SAMPLES["stripe_key"][0]
+    arguments = {"host": "db.internal", "password": "Xk9#05Ub325JDm!v", "note": "pw Xk9#05Ub325JDm!v", token: 1}
+    redactor = Redactor()
+    out = redactor.value({"payload": {"raw": {"arguments": arguments}}}, "step #1 a")
+    assert out["payload"]["raw"]["arguments"] == {
+        "host": "db.internal",
+        "password": "[REDACTED:credential]",
+        "note": "pw [REDACTED:credential]",
+        "[REDACTED:stripe_key]": 1,
+    }
+    assert sorted(masked.kind for masked in redactor.masked) == ["credential", "stripe_key"]
+    assert all("Xk9#" not in masked.context and token not in masked.context for masked in redactor.masked)
