@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from postrun.text import one_line
+from postrun.review.secrets import quote
 
 QUOTED_CHARS = 120  # the most of a matched part a flag's reason quotes
 
@@ -104,8 +104,8 @@ def base(word: str) -> str:
 
 
 def quoted(argv: tuple[str, ...]) -> str:
-    """Words as a flag's reason quotes them: one line, at most ``QUOTED_CHARS``."""
-    return one_line(" ".join(argv), QUOTED_CHARS)
+    """Words as a flag's reason quotes them: one line, at most ``QUOTED_CHARS``, secrets masked."""
+    return quote(" ".join(argv), QUOTED_CHARS)
 
 
 def positionals(args: tuple[str, ...]) -> list[str]:

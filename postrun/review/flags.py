@@ -31,12 +31,11 @@ from postrun.review.command_rules import COMMAND_RULES, QUOTED_CHARS, Severity
 from postrun.review.path_rules import is_sensitive_path, outside_workspace
 from postrun.review.run_rules import files_read
 from postrun.review.shell import split_commands
-from postrun.text import one_line
 
 # Bump when a rule changes (here or in the modules named above); with the secret rules'
 # versions it names the rules a stored step was flagged under (stored sessions are
 # re-flagged when it differs).
-_FLAG_RULES = "3"
+_FLAG_RULES = "4"
 RULES_VERSION = f"flags-{_FLAG_RULES}+secrets-{secrets.RULES_VERSION}+detect-secrets-{secrets.DETECT_SECRETS_VERSION}"
 
 FLAG_KINDS = ("dangerous_command", "secret_in_output", "outside_workspace", "sensitive_read", "rejected", "failed")
@@ -61,12 +60,14 @@ def step_flags(
         found += _reads_outside(reads, payload.get("cwd"), workspace_root)
     if kind in ("read", "edit"):
         path = payload["path"]
-        shown = one_line(path, QUOTED_CHARS)
         if is_sensitive_path(path):
             verb = "reads" if kind == "read" else "edits"
-            found.append(_flag("sensitive_read", "warn", f"{verb} a credentials file: {shown}"))
+            found.append(
+                _flag("sensitive_read", "warn", f"{verb} a credentials file: {secrets.quote(path, QUOTED_CHARS)}")
+            )
         if outside_workspace(path, workspace_root):
-            found.append(_flag("outside_workspace", "warn", f"{kind} outside the workspace {workspace_root}: {shown}"))
+            reason = f"{kind} outside the workspace {workspace_root}: {secrets.quote(path, QUOTED_CHARS)}"
+            found.append(_flag("outside_workspace", "warn", reason))
     found += _secret_flags(step, blob)
     if read_text is not None:
         found += _text_secret_flags(READ_TEXT, read_text)
@@ -117,14 +118,14 @@ def _reads_outside(reads: tuple[str, ...], cwd: Any, workspace_root: str) -> lis
     for path in reads:
         full = path if path.startswith(("/", "~")) or not here else posixpath.join(here, path)
         if not full.startswith("/dev/") and outside_workspace(full, workspace_root):
-            reason = f"command reads outside the workspace {workspace_root}: {one_line(path, QUOTED_CHARS)}"
+            reason = f"command reads outside the workspace {workspace_root}: {secrets.quote(path, QUOTED_CHARS)}"
             found.append(_flag("outside_workspace", "warn", reason))
     return found
 
 
 def _failure(step: Mapping[str, Any]) -> str:
     if "error" in step:
-        return f"{step['error']['type']}: {one_line(step['error']['message'], QUOTED_CHARS)}"
+        return f"{step['error']['type']}: {secrets.quote(step['error']['message'], QUOTED_CHARS)}"
     exit_code = step["payload"].get("exit_code")
     return f"exit {exit_code}" if exit_code is not None else "the step failed"
 

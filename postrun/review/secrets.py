@@ -17,10 +17,11 @@ import ahocorasick_rs
 from postrun.review.credentials import bits_per_char
 from postrun.review.secret_patterns import DETECT_SECRETS_VERSION
 from postrun.review.secret_rules import RULES_VERSION, SecretRule, rules
+from postrun.text import one_line
 
 _FILLER_BITS = 2.0  # per character
 
-__all__ = ["DETECT_SECRETS_VERSION", "RULES_VERSION", "Secret", "SecretRule", "find_secrets", "mask", "rules"]
+__all__ = ["DETECT_SECRETS_VERSION", "RULES_VERSION", "Secret", "SecretRule", "find_secrets", "mask", "quote", "rules"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,14 @@ class Secret:
 def mask(value: str, keep: int = 0) -> str:
     """A secret as a reason may quote it: its public prefix and its length, nothing else."""
     return f"{value[:keep]}…({len(value)} chars)"
+
+
+def quote(text: str, limit: int) -> str:
+    """``text`` as a flag's reason quotes it: one line of at most ``limit`` characters, every
+    secret in it masked first (``mask``): cut first, a secret's rest would match no rule."""
+    for secret in reversed(find_secrets(text)):
+        text = text[: secret.start] + secret.masked + text[secret.end :]
+    return one_line(text, limit)
 
 
 # Pieces shared by several keywords (`-us0` … `-us9`, `dop_v1_` and `doo_v1_`): the quick look
