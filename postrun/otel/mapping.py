@@ -81,7 +81,9 @@ def session_spans(
 ) -> list[SpanRecord]:
     """The spans of one v1.2 envelope (as ``load_envelope`` gives it), root first, then in
     start order. ``helper_metrics``: each sub-agent's own usage, by actor id."""
-    return _Builder(redactor.envelope(envelope), model, provider, helper_metrics or {}, content).spans()
+    shown_model = None if model is None else redactor.text(model, "model")
+    shown_provider = None if provider is None else redactor.text(provider, "provider")
+    return _Builder(redactor.envelope(envelope), shown_model, shown_provider, helper_metrics or {}, content).spans()
 
 
 @dataclass

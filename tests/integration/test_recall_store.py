@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -162,3 +163,16 @@ def test_search_ranks_the_newest_matches_then_reaches_older_ones_in_scope(tmp_pa
     assert found(recall.Scope(workspace="/w/old", exclude=(sessions[0],)), window=4, older=100) == []
     everything = found(recall.Scope(), window=100, older=0)
     assert len(everything) == 5 and found(recall.Scope(agent="codex"), window=100, older=0) == []
+
+
+def test_get_session_passes_its_model_and_agent_version_through_the_redactor(tmp_path: Path) -> None:
+    token = "ghp_" + "K9mW2xQ7vL4pR8sT1nB6cY3dF5gH0jZ2aE7u"
+    db = tmp_path / "store" / "postrun.db"
+    session_id = "1790000000000_aaaaa"
+    with Database.open(db) as database:
+        record = session_record(session_id, agent={"kind": "cline", "version": f"4.1 {token}", "format_version": "1"})
+        mapped = mapped_session([message_step(0, "hi", role="user", session_id=session_id)], session=record)
+        mapped = dataclasses.replace(mapped, extras=dataclasses.replace(mapped.extras, model=f"custom/{token}"))
+        upsert_session(database, mapped, now=STORED_AT, captured_on="host")
+    overview = _recall(db, STORED_AT, tmp_path / "serve.json").get_session(session_id)
+    assert (overview.model, overview.agent_version) == ("custom/[REDACTED:github_token]", "4.1 [REDACTED:github_token]")

@@ -230,6 +230,15 @@ def test_content_is_opt_in_and_redacted(store: Path) -> None:
     del details
 
 
+def test_the_model_and_provider_pass_the_redactor_too(store: Path) -> None:
+    envelope, _ = _read(store, CLINE_FAILED)
+    token = SAMPLES["github_token"][0]
+    spans = session_spans(envelope, model=f"custom/{token}", provider=f"p {token}", redactor=Redactor())
+    root = spans[0].attributes
+    assert root["gen_ai.request.model"] == "custom/[REDACTED:github_token]"
+    assert root["gen_ai.provider.name"] == "p [REDACTED:github_token]"
+
+
 def test_an_open_session_and_a_helper_without_its_starter(store: Path) -> None:
     envelope, _ = _read(store, CLINE_HELPERS)
     changed = copy.deepcopy(envelope)
