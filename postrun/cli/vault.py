@@ -64,8 +64,8 @@ def raw(
         int | None, typer.Option("--version", min=1, metavar="N", help="An earlier kept version (show --history).")
     ] = None,
 ) -> None:
-    """Write a session's files exactly as Cline wrote them (the newest, or a kept version N)
-    into DIR, laid out as Cline's data folder: DIR/sessions/<id>/…"""
+    """Write a session's files exactly as its agent wrote them (the newest, or a kept version N)
+    into DIR, laid out as in the agent's own folder (Cline's: DIR/sessions/<id>/…). Not redacted."""
     from postrun.agents.registry import adapters
     from postrun.ingest.raw import write_raw
 
