@@ -159,7 +159,7 @@ class Redactor:
 
     def _across(self, tree: T, where: str) -> T:
         """``tree`` with the secrets its JSON text holds across its strings masked everywhere."""
-        text = orjson.dumps(tree, option=orjson.OPT_INDENT_2).decode()
+        text = orjson.dumps(tree).decode()
         if not secrets.json_may_hold_secrets(text.encode("utf-8", "surrogatepass")):
             return tree
         values: dict[str, str] = {}
