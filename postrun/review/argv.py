@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import re
 
-from postrun.review.secrets import quote
-
 QUOTED_CHARS = 120  # the most of a matched part a flag's reason quotes
 
 # Programs that run the rest of their words as a command; their own options come first.
@@ -104,8 +102,8 @@ def base(word: str) -> str:
 
 
 def quoted(argv: tuple[str, ...]) -> str:
-    """Words as a flag's reason quotes them: one line, at most ``QUOTED_CHARS``, secrets masked."""
-    return quote(" ".join(argv), QUOTED_CHARS)
+    """Words as a rule's match quotes them (``flags`` masks their secrets and cuts the reason)."""
+    return " ".join(argv)
 
 
 def positionals(args: tuple[str, ...]) -> list[str]:

@@ -100,14 +100,24 @@ def _line_facts(line: str) -> _LineFacts:
 def _facts_of_line(line: str) -> _LineFacts:
     found = []
     reads: list[str] = []
+    in_line: list[secrets.Secret] | None = None
     for command in split_commands(line):
         argv = unwrapped(command.argv)
         for rule in COMMAND_RULES:
             matched = rule.test(command, argv)
             if matched is not None:
-                found.append((rule.kind, rule.severity, f"{rule.name}: {matched}"))
+                in_line = secrets.find_secrets(line) if in_line is None else in_line
+                found.append((rule.kind, rule.severity, f"{rule.name}: {_quoted(matched, in_line)}"))
         reads += files_read(command, argv)
     return tuple(found), tuple(reads)
+
+
+def _quoted(matched: str, in_line: list[secrets.Secret]) -> str:
+    """What a rule matched, as its reason quotes it: the secrets of its command line masked
+    (the shell took their quotes away, so the words alone may not show them), then cut."""
+    for secret in sorted(in_line, key=lambda found: len(found.value), reverse=True):
+        matched = matched.replace(secret.value, secret.masked)
+    return secrets.quote(matched, QUOTED_CHARS)
 
 
 def _reads_outside(reads: tuple[str, ...], cwd: Any, workspace_root: str) -> list[Flag]:

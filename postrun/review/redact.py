@@ -10,20 +10,23 @@ sharing. Pure: values in, values out.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar, cast
 
 import orjson
 
 from postrun.review import secrets
-from postrun.review.secrets import find_secrets
+from postrun.review.secrets import Secret, find_secrets
+from postrun.review.structure import changed, json_view, masked_pieces, placeholder
 from postrun.text import one_line, printable
 
 _CONTEXT_CHARS = 30
 _MARK_OPEN, _MARK_CLOSE, _CUT = "»", "«", "…"  # how a search snippet marks matches and cuts
-# What the redactor masks, by version: text redacted under other rules is redacted again.
-RULES_VERSION = f"secrets-{secrets.RULES_VERSION}+detect-secrets-{secrets.DETECT_SECRETS_VERSION}"
+# What the redactor masks, by version: text redacted under other rules is redacted again (the
+# team mirror sends such sessions again). Bump _REDACTOR when how it looks changes.
+_REDACTOR = "2"  # 2: secrets a record's structure splits
+RULES_VERSION = f"secrets-{secrets.RULES_VERSION}+detect-secrets-{secrets.DETECT_SECRETS_VERSION}+redactor-{_REDACTOR}"
 T = TypeVar("T")
 
 
@@ -32,10 +35,6 @@ class Masked:
     kind: str
     where: str  # which record and field
     context: str  # one line around the secret, the secret replaced
-
-
-def placeholder(kind: str) -> str:
-    return f"[REDACTED:{kind}]"
 
 
 @dataclass
@@ -51,7 +50,10 @@ class Redactor:
         self._home = re.compile(re.escape(home) + r"(?=/|$|[^\w.-])") if len(home) > 1 else None
 
     def text(self, value: str, where: str) -> str:
-        secrets = find_secrets(value)
+        return self._shown(value, find_secrets(value), where)
+
+    def _shown(self, value: str, secrets: Sequence[Secret], where: str) -> str:
+        """``value`` with ``secrets`` (found in it) masked, each noted with its context."""
         if secrets:
             pieces: list[str] = []
             spans: list[tuple[int, int, str]] = []
@@ -112,10 +114,10 @@ class Redactor:
         return shown
 
     def value(self, value: T, where: str) -> T:
-        """``value`` (a JSON-like tree) with every string redacted, and every secret that only
-        its structure splits: a list of lines (a patch's) redacted as the lines together, and
-        the tree as JSON text (a key beside its value: ``{"password": "…"}``) looked at whole,
-        what it finds masked wherever it occurs, keys included."""
+        """``value`` (a JSON-like tree) with every string redacted, and every secret its
+        structure splits (``postrun.review.structure``): a list of lines (a patch's) redacted as
+        the lines together, and the tree as its JSON text (a key beside its value), each string
+        and key keeping its place."""
         redacted = self._strings(value, where)
         if isinstance(redacted, (dict, list)):
             return self._across(redacted, where)
@@ -133,51 +135,29 @@ class Redactor:
         return value
 
     def _lines(self, lines: list[str], where: str) -> list[str]:
-        """Lines with every secret of their text together masked: one that spans lines (a
-        private key in a patch) is masked in each, its placeholder in the first."""
         joined = "\n".join(lines)
         found = find_secrets(joined)
         if not found:
             return [self.text(line, f"{where}[{index}]") for index, line in enumerate(lines)]
-        out: list[str] = []
-        start = 0
-        for line in lines:
-            end = start + len(line)
-            pieces, done = [], start
-            for secret in found:
-                if secret.end <= start or secret.start >= end:
-                    continue
-                pieces.append(joined[done : max(secret.start, start)])
-                if secret.start >= start:
-                    pieces.append(placeholder(secret.kind))
-                done = min(secret.end, end)
-            pieces.append(joined[done:end])
-            out.append(self._home_shown("".join(pieces)))
-            start = end + 1
-        self.text(joined, where)  # the same secrets found again: what was masked, with its context
-        return out
+        self._shown(joined, found, where)  # what was masked, with its context
+        starts = [0]
+        for line in lines[:-1]:
+            starts.append(starts[-1] + len(line) + 1)
+        pieces = [(start, start + len(line)) for start, line in zip(starts, lines, strict=True)]
+        return [self._home_shown(line) for line in masked_pieces(joined, pieces, found)]
 
     def _across(self, tree: T, where: str) -> T:
-        """``tree`` with the secrets its JSON text holds across its strings masked everywhere."""
-        text = orjson.dumps(tree).decode()
-        if not secrets.json_may_hold_secrets(text.encode("utf-8", "surrogatepass")):
+        if not secrets.json_may_hold_secrets(orjson.dumps(tree)):
             return tree
-        values: dict[str, str] = {}
-        for secret in find_secrets(text):
-            try:
-                value = orjson.loads(f'"{secret.value}"')  # as the strings hold it, unescaped
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(value, str) and value and "[REDACTED:" not in value and value not in values:
-                values[value] = secret.kind
-        if not values:
+        view = json_view(tree)
+        found = find_secrets(view.text) if view is not None else []
+        # Pass one masked each string's own secrets: what is found now spans strings.
+        found = [secret for secret in found if "[REDACTED:" not in secret.value]
+        if view is None or not found:
             return tree
-        shown = self._home_shown(_replaced(text, values))  # the context comes from the text as masked
-        for kind in values.values():
-            at = shown.find(placeholder(kind))
-            around = shown[max(0, at - _CONTEXT_CHARS) : at + len(placeholder(kind)) + _CONTEXT_CHARS]
-            self.masked.append(Masked(kind, where, one_line(around)))
-        return cast(T, _replaced(tree, values))
+        self._shown(view.text, found, where)  # what was masked, with its context
+        changes = view.masked(found)
+        return cast(T, changed(tree, {place: self._home_shown(text) for place, text in changes.items()}))
 
     def json(self, text: str, where: str) -> str:
         """A JSON document's text with every string redacted; the same text when no rule can
@@ -205,21 +185,6 @@ class Redactor:
             if isinstance(getattr(value, f.name), str)
         }
         return replace(value, **changes)  # type: ignore[type-var]
-
-
-def _replaced(value: Any, values: Mapping[str, str]) -> Any:
-    """``value`` (a JSON-like tree) with each of ``values`` replaced by its kind's placeholder
-    in every string and key."""
-    if isinstance(value, str):
-        for secret, kind in values.items():
-            if secret in value:
-                value = value.replace(secret, placeholder(kind))
-        return value
-    if isinstance(value, dict):
-        return {_replaced(key, values): _replaced(item, values) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_replaced(item, values) for item in value]
-    return value
 
 
 def _folded(text: str) -> tuple[str, list[int]]:

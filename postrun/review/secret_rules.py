@@ -30,7 +30,7 @@ from postrun.review.credentials import ASSIGNMENT, NAME_KEYWORDS, assigned, is_l
 from postrun.review.secret_patterns import DETECT_SECRETS_PATTERNS
 
 # Bump when a rule changes: stored sessions are re-flagged under the new rules.
-RULES_VERSION = "2"
+RULES_VERSION = "3"
 
 _START = r"(?<![A-Za-z0-9_-])"  # a token begins a word: no `sk-` inside `task-…`
 _END = r"(?![A-Za-z0-9_-])"
@@ -75,6 +75,18 @@ def _rule(kind: str, label: str, source: str, regex: str, flags: int, how: _How)
     start = global_flags.end() if global_flags else 0
     regex = f"{regex[:start]}{options.pop('before')}(?:{regex[start:]}){options.pop('after')}"
     return SecretRule(kind, label, source, re.compile(regex, flags), **options)
+
+
+# The copied patterns whose group 1 is the secret itself (plugin, pattern's index), the match
+# holding its name and quotes too: AWS's ``aws_secret_access_key = "<40>"``, Cloudant's
+# ``cloudant_password: <key>`` and URLs.
+_SECRET_GROUPS = {("AWSKeyDetector", 1), *(("CloudantDetector", index) for index in range(4))}
+
+
+def _secret_part(how: _How, plugin: str, index: int) -> _How:
+    """What of a copied pattern's match is masked and quoted: the secret, not the name and
+    quotes before it (and then no prefix of it is public)."""
+    return how._replace(group=1, keep=0) if (plugin, index) in _SECRET_GROUPS else how
 
 
 def _jwt_valid(match: re.Match[str]) -> bool:
@@ -287,9 +299,9 @@ def rules() -> tuple[SecretRule, ...]:
             _How(("private key", "putty-user-key"), anchored=False),
         ),
         *(
-            _rule(kind, label, source + plugin, pattern, flags, how)
+            _rule(kind, label, source + plugin, pattern, flags, _secret_part(how, plugin, index))
             for plugin, kind, label, how in _COPIED
-            for pattern, flags in DETECT_SECRETS_PATTERNS[plugin]
+            for index, (pattern, flags) in enumerate(DETECT_SECRETS_PATTERNS[plugin])
         ),
         *(
             _rule(

@@ -495,6 +495,20 @@ def test_a_reason_cut_inside_a_secret_quotes_none_of_it() -> None:
     assert "curl -s https://example.com/" in quoted and token[:4] not in quoted
 
 
+@pytest.mark.parametrize(
+    ("command", "secret"),
+    [
+        ('sudo env API_TOKEN="abc 123xyz789Q" rm -rf /opt/data', "abc 123xyz789Q"),
+        ('sudo mysql --password="My Pass 123"', "My Pass 123"),
+    ],
+)
+def test_a_rule_quoting_the_words_quotes_no_secret_the_shell_unquoted(command: str, secret: str) -> None:
+    """The shell takes a value's quotes away: the words alone no longer show it as a secret."""
+    found = reasons(command_step(command))
+    assert any(reason.startswith("sudo/doas: sudo ") for _, reason in found)
+    assert not any(secret in reason or secret[-5:] in reason for _, reason in found)
+
+
 def test_the_same_finding_is_flagged_once() -> None:
     assert len(reasons(command_step("sudo ls; sudo ls"))) == 1
 

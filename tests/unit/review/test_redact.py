@@ -88,18 +88,32 @@ def test_a_secret_a_list_of_lines_splits_is_masked_in_every_line() -> None:
     assert [masked.kind for masked in redactor.masked] == ["private_key"]
 
 
-def test_a_secret_its_key_and_value_hold_together_is_masked_wherever_it_occurs() -> None:
+def test_a_secret_its_key_and_value_hold_together_is_masked_where_it_is() -> None:
     """A tool's arguments as a structure: ``password`` and its value are two strings, neither a
-    secret alone; a key that is itself a secret is masked too."""
-    token = SAMPLES["stripe_key"][0]
-    arguments = {"host": "db.internal", "password": "Xk9#05Ub325JDm!v", "note": "pw Xk9#05Ub325JDm!v", token: 1}
+    secret alone; only the strings the secret covers change (not an id that holds the same
+    characters), and keys that are secrets stay apart."""
+    stripe = SAMPLES["stripe_key"][0]
+    arguments = {
+        "host": "db.internal",
+        "password": 'Xk9#05"Ub325JDm!v',  # a quote inside: escaped in the JSON text
+        "aws_secret_access_key": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKX",
+        "db_password": "Summer2026x",
+        "api_token": "Summer2026x-Zx9kP2mQ7vR4tY8w",
+        stripe: 1,
+        stripe[:-1] + "Q": 2,
+    }
+    step = {"id": "call_Summer2026x", "payload": {"raw": {"arguments": arguments}}}
     redactor = Redactor()
-    out = redactor.value({"payload": {"raw": {"arguments": arguments}}}, "step #1 a")
+    out = redactor.value(step, "step #1 a")
+    assert out["id"] == "call_Summer2026x"
     assert out["payload"]["raw"]["arguments"] == {
         "host": "db.internal",
         "password": "[REDACTED:credential]",
-        "note": "pw [REDACTED:credential]",
+        "aws_secret_access_key": "[REDACTED:aws_key]",
+        "db_password": "[REDACTED:credential]",
+        "api_token": "[REDACTED:credential]",
         "[REDACTED:stripe_key]": 1,
+        "[REDACTED:stripe_key] #2": 2,
     }
-    assert sorted(masked.kind for masked in redactor.masked) == ["credential", "stripe_key"]
-    assert all("Xk9#" not in masked.context and token not in masked.context for masked in redactor.masked)
+    shown = " ".join(masked.context for masked in redactor.masked)
+    assert "Xk9#" not in shown and "Summer" not in shown and stripe[8:] not in shown and "wJalr" not in shown
