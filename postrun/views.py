@@ -199,8 +199,8 @@ def search_steps(
         for hit in hits:
             where = f"step #{hit.seq} {hit.step_id}"
             if query.match:  # a window of the step's indexed text: its secrets are found in the whole
-                body = codec.search_body(load_step(database, hit.session_id, hit.step_id))
-                hit = replace(hit, snippet=redactor.snippet(hit.snippet, body, where))
+                fields = codec.search_fields(load_step(database, hit.session_id, hit.step_id))
+                hit = replace(hit, snippet=redactor.snippet(hit.snippet, fields, codec.SEARCH_FIELD_CHARS, where))
             redacted.append(redactor.dataclass(hit, where))
         return redacted
 

@@ -18,7 +18,8 @@ def snippet(record: dict[str, Any], words: Sequence[str], redactor: Redactor) ->
     if not words:
         text = " | ".join(f"{flag['severity']} {flag['kind']}: {flag['reason']}" for flag in record.get("flags", []))
         return bounds.cut(one_line(redactor.text(text, "flags")), bounds.SNIPPET_CHARS)
-    text = one_line(redactor.text(codec.search_body(record), "snippet"))
+    fields = (redactor.text(field, "snippet") for field in codec.search_fields(record))
+    text = one_line("\n".join(field[: codec.SEARCH_FIELD_CHARS] for field in fields))
     folded = text.casefold()
     found = [at for at in (folded.find(word.casefold()) for word in words) if at >= 0]
     start = max(0, min(found, default=0) - bounds.SNIPPET_CHARS // 3)

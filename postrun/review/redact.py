@@ -79,10 +79,12 @@ class Redactor:
             value = self._home.sub("~", value)
         return value
 
-    def snippet(self, snippet: str, source: str, where: str) -> str:
-        """A search snippet (a window of ``source`` folded to one line, with »marks« around the
-        matches and … where it was cut) with every secret of ``source`` masked, one the window
-        cuts too: its part in the window is replaced."""
+    def snippet(self, snippet: str, fields: Sequence[str], limit: int, where: str) -> str:
+        """A search snippet (a window of the text the index holds, ``fields`` each cut to
+        ``limit`` and joined by newlines, folded to one line, with »marks« around the matches
+        and … where it was cut) with every secret of ``fields`` masked, one a cut cuts too (the
+        window's, or a field's): its part in the window is replaced."""
+        source = "\n".join(part[:limit] for part in fields)
         folded, origins = _folded(source)
         plain = snippet.replace(_MARK_OPEN, "").replace(_MARK_CLOSE, "")
         core = plain.strip(_CUT)
@@ -91,7 +93,7 @@ class Redactor:
             return self.text(snippet, where)
         offset = plain.find(core) - start  # from a position in ``folded`` to one in ``plain``
         hidden: dict[int, int] = {}  # a position in ``plain`` inside a secret -> the secret's index
-        secrets = find_secrets(source)
+        secrets = _in_cut_fields(fields, limit)
         for index, secret in enumerate(secrets):
             for position in range(start, start + len(core)):
                 if secret.start <= origins[position] < secret.end:
@@ -185,6 +187,22 @@ class Redactor:
             if isinstance(getattr(value, f.name), str)
         }
         return replace(value, **changes)  # type: ignore[type-var]
+
+
+def _in_cut_fields(fields: Sequence[str], limit: int) -> list[Secret]:
+    """The secrets of each whole field, placed in the fields cut to ``limit`` and joined by
+    newlines (the part of one the cut leaves)."""
+    found: list[Secret] = []
+    at = 0
+    for part in fields:
+        kept = min(len(part), limit)
+        found += [
+            replace(secret, start=at + secret.start, end=at + min(secret.end, kept))
+            for secret in find_secrets(part)
+            if secret.start < kept
+        ]
+        at += kept + 1
+    return found
 
 
 def _folded(text: str) -> tuple[str, list[int]]:

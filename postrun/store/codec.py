@@ -51,21 +51,27 @@ def load(stored: bytes | str) -> Any:
     return orjson.loads(unpack(stored))
 
 
-def search_body(record: Mapping[str, Any]) -> str:
-    """The text a step is found by: command, output, text, path, tool name (bounded)."""
+def search_fields(record: Mapping[str, Any], limit: int | None = None) -> list[str]:
+    """The texts a step is found by: tool name, command, path, text, output, its raw input, its
+    error; each cut to ``limit`` characters (None: whole)."""
     payload = record["payload"]
     parts: list[str] = []
     for key in ("tool_name", "command", "path", "text", "stdout", "stderr", "old_string", "new_string"):
         value = payload.get(key)
         if isinstance(value, str) and value:
-            parts.append(value[:SEARCH_FIELD_CHARS])
+            parts.append(value[:limit])
     if "raw" in payload:
         # Sorted keys: the text is the same from a record as mapped and as stored.
-        parts.append(orjson.dumps(payload["raw"], option=orjson.OPT_SORT_KEYS).decode()[:SEARCH_FIELD_CHARS])
+        parts.append(orjson.dumps(payload["raw"], option=orjson.OPT_SORT_KEYS).decode()[:limit])
     error = record.get("error")
     if error:
-        parts.append(str(error.get("message", ""))[:SEARCH_FIELD_CHARS])
-    return "\n".join(parts)
+        parts.append(str(error.get("message", ""))[:limit])
+    return parts
+
+
+def search_body(record: Mapping[str, Any]) -> str:
+    """The text a step is found by, as the index holds it: ``search_fields``, each bounded."""
+    return "\n".join(search_fields(record, SEARCH_FIELD_CHARS))
 
 
 def _pack_text(*values: apsw.SQLiteValue) -> bytes:

@@ -60,19 +60,31 @@ def test_dataclass_fields() -> None:
 
 def test_a_search_snippet_is_masked_where_its_window_cuts_a_secret() -> None:
     token = SAMPLES["github_token"][0]
-    source = f"line one\nexport GITHUB_TOKEN={token}\n  and the next line"
+    source = [f"line one\nexport GITHUB_TOKEN={token}\n  and the next line"]
     redactor = Redactor(home="/home/dev")
     # FTS5 cuts a window of whole tokens: here in the middle of the secret, with a match marked inside it.
     cut = f"…{token[:6]}»{token[6:12]}«{token[12:20]}…"
-    assert redactor.snippet(cut, source, "step #1 x") == "…[REDACTED:github_token]…"
+    assert redactor.snippet(cut, source, 4096, "step #1 x") == "…[REDACTED:github_token]…"
     tail = f"…{token[20:]} and the »next« line"
-    assert redactor.snippet(tail, source, "step #1 x") == "…[REDACTED:github_token] and the »next« line"
+    assert redactor.snippet(tail, source, 4096, "step #1 x") == "…[REDACTED:github_token] and the »next« line"
     assert [(m.kind, m.where) for m in redactor.masked] == [("github_token", "step #1 x")] * 2
     clean = Redactor(home="/home/dev")
-    assert clean.snippet("»line« one export", source, "s") == "»line« one export" and clean.masked == []
-    assert clean.snippet("cd /home/dev/»app«", "cd /home/dev/app", "s") == "cd ~/»app«"
+    assert clean.snippet("»line« one export", source, 4096, "s") == "»line« one export" and clean.masked == []
+    assert clean.snippet("cd /home/dev/»app«", ["cd /home/dev/app"], 4096, "s") == "cd ~/»app«"
     # A window not found in the source (it should always be) is masked as plain text.
-    assert token not in clean.snippet(f"»{token}«", "other", "s")
+    assert token not in clean.snippet(f"»{token}«", ["other"], 4096, "s")
+
+
+def test_a_search_snippet_is_masked_where_the_index_cut_a_field_inside_a_secret() -> None:
+    """The index holds each field's first 4,096 characters: a secret the cut leaves a piece of
+    is found in the whole field."""
+    token = SAMPLES["github_token"][0]
+    stdout = "x" * 4070 + f" GITHUB_TOKEN {token} done"
+    piece = stdout[:4096].rsplit(" ", 1)[1]  # what the index holds of the token
+    assert token.startswith(piece) and len(piece) > 8
+    redactor = Redactor()
+    shown = redactor.snippet(f"…xxxx »GITHUB_TOKEN« {piece}", ["echo", stdout], 4096, "step #1 x")
+    assert shown == "…xxxx »GITHUB_TOKEN« [REDACTED:github_token]"
 
 
 def test_a_secret_a_list_of_lines_splits_is_masked_in_every_line() -> None:
