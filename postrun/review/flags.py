@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import posixpath
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -114,10 +115,15 @@ def _facts_of_line(line: str) -> _LineFacts:
 
 def _quoted(matched: str, in_line: list[secrets.Secret]) -> str:
     """What a rule matched, as its reason quotes it: the secrets of its command line masked
-    (the shell took their quotes away, so the words alone may not show them), then cut."""
+    (the shell took their quotes away, so the words alone may not show them; inside double
+    quotes it also took the backslash from ``\\$``, ``\\```, ``\\"`` and ``\\\\``), then cut."""
     for secret in sorted(in_line, key=lambda found: len(found.value), reverse=True):
-        matched = matched.replace(secret.value, secret.masked)
+        for form in dict.fromkeys((secret.value, _UNESCAPED.sub(r"\1", secret.value))):
+            matched = matched.replace(form, secret.masked)
     return secrets.quote(matched, QUOTED_CHARS)
+
+
+_UNESCAPED = re.compile(r'\\([$`"\\])')  # what a backslash escapes inside a shell's double quotes
 
 
 def _reads_outside(reads: tuple[str, ...], cwd: Any, workspace_root: str) -> list[Flag]:

@@ -9,19 +9,23 @@ sharing. Pure: values in, values out.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import orjson
 
 from postrun.review import secrets
 from postrun.review.secrets import Secret, find_secrets
-from postrun.review.structure import changed, json_view, masked_pieces, placeholder
+from postrun.review.structure import json_view, masked_pieces, placeholder
 from postrun.text import one_line, printable
 
 _CONTEXT_CHARS = 30
+_KEY_CHARS = 200  # a longer key is text, not a name a value sits beside
+_WORD_CHARS = 8  # a secret a pair gives away is masked elsewhere as a word from this long
 _MARK_OPEN, _MARK_CLOSE, _CUT = "»", "«", "…"  # how a search snippet marks matches and cuts
 # What the redactor masks, by version: text redacted under other rules is redacted again (the
 # team mirror sends such sessions again). Bump _REDACTOR when how it looks changes.
@@ -116,50 +120,75 @@ class Redactor:
         return shown
 
     def value(self, value: T, where: str) -> T:
-        """``value`` (a JSON-like tree) with every string redacted, and every secret its
+        """``value`` (a JSON-like tree) with every string and key redacted, and every secret its
         structure splits (``postrun.review.structure``): a list of lines (a patch's) redacted as
-        the lines together, and the tree as its JSON text (a key beside its value), each string
-        and key keeping its place."""
+        the lines together, a string beside its key (``{"password": "…"}``) as the pair; a
+        secret a pair gives away is masked where it stands as a word in the tree's other strings."""
+        self._paired: dict[str, str] = {}  # a secret a pair gave away -> its kind
         redacted = self._strings(value, where)
-        if isinstance(redacted, (dict, list)):
-            return self._across(redacted, where)
+        for word, kind in self._paired.items():
+            redacted = _words_masked(redacted, re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])"), placeholder(kind))
         return redacted
 
     def _strings(self, value: T, where: str) -> T:
         if isinstance(value, str):
             return self.text(value, where)  # type: ignore[return-value]
         if isinstance(value, dict):
-            return {key: self._strings(item, _join(where, key)) for key, item in value.items()}  # type: ignore[return-value]
+            return self._dict(value, where)  # type: ignore[return-value]
         if isinstance(value, list):
             if len(value) > 1 and all(isinstance(item, str) for item in value):
                 return self._lines(value, where)  # type: ignore[return-value]
             return [self._strings(item, f"{where}[{index}]") for index, item in enumerate(value)]  # type: ignore[return-value]
         return value
 
+    def _dict(self, value: dict[str, Any], where: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            here = _join(where, key)
+            shown = self._strings(item, here)
+            holds, beside = _key_look(key) if len(key) < _KEY_CHARS else (True, False)
+            if beside and isinstance(shown, str):
+                shown = self._pair(key, shown, here)
+            name = base = self.text(key, where) if holds else self._home_shown(key)  # a token used as a key
+            number = 1
+            while name in out:  # two keys masked alike: numbered, so no value is lost
+                number += 1
+                name = f"{base} #{number}"
+            out[name] = shown
+        return out
+
+    def _pair(self, key: str, value: str, where: str) -> str:
+        """``value`` with the secrets that show only beside its ``key`` masked."""
+        view = json_view({key: value})
+        assert view is not None  # a string key
+        start, end, _ = view.places[1]
+        # Only what lies inside the value: a rule's match may run on past it into the JSON's syntax.
+        found = [
+            secret
+            for secret in find_secrets(view.text)
+            if start <= secret.start and secret.end <= end and not secret.value.startswith("[REDACTED:")
+        ]
+        if not found:
+            return value
+        self._shown(view.text, found, where)  # what was masked, with its context
+        for secret in found:
+            with contextlib.suppress(orjson.JSONDecodeError):
+                word = orjson.loads(f'"{secret.value}"')
+                if isinstance(word, str) and len(word) >= _WORD_CHARS:
+                    self._paired[word] = secret.kind
+        return self._home_shown(view.masked(found)[((key,), False)])
+
     def _lines(self, lines: list[str], where: str) -> list[str]:
         joined = "\n".join(lines)
         found = find_secrets(joined)
-        if not found:
-            return [self.text(line, f"{where}[{index}]") for index, line in enumerate(lines)]
+        if not found:  # none in the lines together, none in any one of them
+            return [self._home_shown(line) for line in lines]
         self._shown(joined, found, where)  # what was masked, with its context
         starts = [0]
         for line in lines[:-1]:
             starts.append(starts[-1] + len(line) + 1)
         pieces = [(start, start + len(line)) for start, line in zip(starts, lines, strict=True)]
         return [self._home_shown(line) for line in masked_pieces(joined, pieces, found)]
-
-    def _across(self, tree: T, where: str) -> T:
-        if not secrets.json_may_hold_secrets(orjson.dumps(tree)):
-            return tree
-        view = json_view(tree)
-        found = find_secrets(view.text) if view is not None else []
-        # Pass one masked each string's own secrets: what is found now spans strings.
-        found = [secret for secret in found if "[REDACTED:" not in secret.value]
-        if view is None or not found:
-            return tree
-        self._shown(view.text, found, where)  # what was masked, with its context
-        changes = view.masked(found)
-        return cast(T, changed(tree, {place: self._home_shown(text) for place, text in changes.items()}))
 
     def json(self, text: str, where: str) -> str:
         """A JSON document's text with every string redacted; the same text when no rule can
@@ -187,6 +216,24 @@ class Redactor:
             if isinstance(getattr(value, f.name), str)
         }
         return replace(value, **changes)  # type: ignore[type-var]
+
+
+@functools.lru_cache(maxsize=4096)
+def _key_look(key: str) -> tuple[bool, bool]:
+    """Whether ``key`` holds a secret itself, and whether a value beside it may be one: records
+    repeat their keys, each looked at once."""
+    return bool(find_secrets(key)), secrets.may_hold_secrets(key)
+
+
+def _words_masked(value: Any, words: re.Pattern[str], mark: str) -> Any:
+    """``value`` (a JSON-like tree) with every match of ``words`` in its strings replaced by ``mark``."""
+    if isinstance(value, str):
+        return words.sub(mark, value)
+    if isinstance(value, dict):
+        return {key: _words_masked(item, words, mark) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_words_masked(item, words, mark) for item in value]
+    return value
 
 
 def _in_cut_fields(fields: Sequence[str], limit: int) -> list[Secret]:

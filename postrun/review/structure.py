@@ -1,14 +1,13 @@
 """Secrets a value's structure splits: found in one text made of its strings, masked in each.
 
-A patch's lines (a private key spans several) are read as the lines joined; a record is read as
-its JSON text, where a key sits beside its value (``{"password": "…"}``: neither string is a
-secret alone). Each string then gets back its own part of what was found, masked, in its
-place. Pure: values in, values out.
+A patch's lines (a private key spans several) are read as the lines joined; a key and its value
+as their JSON text (``{"password": "…"}``: neither string is a secret alone). Each string then
+gets back its own part of what was found, masked, in its place. Pure: values in, values out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,23 +110,3 @@ def json_view(tree: Any) -> JsonView | None:
         return True
 
     return JsonView("".join(parts), tuple(places)) if add(tree, ()) else None
-
-
-def changed(tree: Any, changes: Mapping[Place, str], path: Path = ()) -> Any:
-    """``tree`` with the strings and keys at ``changes``' places replaced; a key replaced by one
-    its dict already has is numbered (``[REDACTED:x] #2``), so no value is lost."""
-    if isinstance(tree, str):
-        return changes.get((path, False), tree)
-    if isinstance(tree, dict):
-        out: dict[str, Any] = {}
-        for key, item in tree.items():
-            shown = base = changes.get(((*path, key), True), key)
-            number = 1
-            while shown in out:
-                number += 1
-                shown = f"{base} #{number}"
-            out[shown] = changed(item, changes, (*path, key))
-        return out
-    if isinstance(tree, list):
-        return [changed(item, changes, (*path, index)) for index, item in enumerate(tree)]
-    return tree

@@ -500,6 +500,7 @@ def test_a_reason_cut_inside_a_secret_quotes_none_of_it() -> None:
     [
         ('sudo env API_TOKEN="abc 123xyz789Q" rm -rf /opt/data', "abc 123xyz789Q"),
         ('sudo mysql --password="My Pass 123"', "My Pass 123"),
+        ('sudo mysql -u root --password="Pa\\$\\$Word" -e "DROP TABLE users"', "Pa$$Word"),
     ],
 )
 def test_a_rule_quoting_the_words_quotes_no_secret_the_shell_unquoted(command: str, secret: str) -> None:

@@ -129,3 +129,33 @@ def test_a_secret_its_key_and_value_hold_together_is_masked_where_it_is() -> Non
     }
     shown = " ".join(masked.context for masked in redactor.masked)
     assert "Xk9#" not in shown and "Summer" not in shown and stripe[8:] not in shown and "wJalr" not in shown
+
+
+def test_a_match_running_past_a_value_changes_no_other_string_or_key() -> None:
+    """The pair's JSON text holds syntax a rule's match may run on into (a quoted value that
+    never closes, ``npm_.+``): only a secret inside the value counts, the record keeps its shape."""
+    payload = {
+        "command": 'grep -rn "password=\'" src/',
+        "cwd": "/w",
+        "exit_code": 0,
+        "stdout": "src/a.py:3: password = os.environ['PW']\n//registry.npmjs.org/:_authToken=npm_\n",
+    }
+    step = {"id": "a", "seq": 3, "session_id": "s", "turn_id": "t", "type": "command", "payload": payload}
+    out = Redactor().value(step, "step #3 a")
+    assert list(out) == list(step) and list(out["payload"]) == list(payload)
+    assert out["seq"] == 3 and out["turn_id"] == "t" and out["payload"]["exit_code"] == 0
+
+
+def test_a_secret_beside_its_key_is_masked_though_its_string_held_another() -> None:
+    out = Redactor().value({"cfg": {"password": "Zx9kP2mQ7vR4 token=Ab3dEf6hIj9k"}}, "s")
+    assert "Zx9kP2mQ7vR4" not in str(out) and "Ab3dEf6hIj9k" not in str(out)
+
+
+def test_a_secret_a_pair_gives_away_is_masked_where_it_stands_as_a_word() -> None:
+    record = {
+        "id": "call_Zx9kP2mQ7vR4tY8w_1",  # not a word of its own: left as it is
+        "raw": {"input": {"api_key": "Zx9kP2mQ7vR4tY8w"}, "result": "using key Zx9kP2mQ7vR4tY8w."},
+    }
+    out = Redactor().value(record, "s")
+    assert out["raw"] == {"input": {"api_key": "[REDACTED:credential]"}, "result": "using key [REDACTED:credential]."}
+    assert out["id"] == record["id"]
