@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from postrun.paths import ensure_private_dir
+from postrun.text import one_line
 
 LOGGER_NAME = "postrun"
 # Libraries whose own warnings belong in Postrun's log, with its time and level (psycopg's
@@ -53,7 +54,8 @@ class LineFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         message = record.getMessage()
         if record.name != LOGGER_NAME and not record.name.startswith(f"{LOGGER_NAME}."):
-            message = f"{record.name.partition('.')[0]}: {message}"  # a library's line says whose
+            # A library's line says whose, and is one line as Postrun's are (psycopg's run on).
+            message = f"{record.name.partition('.')[0]}: {one_line(message)}"
         if record.exc_info and record.levelno <= logging.DEBUG:
             message = f"{message}\n{self.formatException(record.exc_info)}"
         if self.journal:

@@ -94,6 +94,18 @@ def test_journal_format_has_no_time_and_a_priority() -> None:
     assert formatter.format(_record("careful", logging.WARNING)) == "<4>WARNING careful"
 
 
+def test_a_library_s_message_is_one_line_saying_whose() -> None:
+    """psycopg's warning when a server dies mid-batch runs on over three lines."""
+    message = (
+        "error ignored terminating <psycopg.Pipeline [BAD]>: consuming input failed: server closed the"
+        " connection unexpectedly\n\tThis probably means the server terminated abnormally\n\tbefore or while"
+    )
+    record = logging.LogRecord("psycopg.pq", logging.WARNING, __file__, 1, message, None, None)
+    line = LineFormatter(journal=True).format(record)
+    assert "\n" not in line and line.startswith("<4>WARNING psycopg: error ignored terminating")
+    assert "unexpectedly This probably means" in line
+
+
 def test_journal_stream_must_name_the_stream_itself(tmp_path: Path) -> None:
     with (tmp_path / "stderr").open("w") as stream, (tmp_path / "other").open("w") as other:
         info = os.fstat(stream.fileno())
