@@ -20,7 +20,7 @@ import orjson
 
 from postrun.review import secrets
 from postrun.review.secrets import Secret, find_secrets
-from postrun.review.structure import json_view, masked_pieces, placeholder
+from postrun.review.structure import masked_pieces, pair_text, pair_value, placeholder
 from postrun.text import one_line, printable
 
 _CONTEXT_CHARS = 30
@@ -159,24 +159,22 @@ class Redactor:
 
     def _pair(self, key: str, value: str, where: str) -> str:
         """``value`` with the secrets that show only beside its ``key`` masked."""
-        view = json_view({key: value})
-        assert view is not None  # a string key
-        start, end, _ = view.places[1]
+        text, start, end = pair_text(key, value)
         # Only what lies inside the value: a rule's match may run on past it into the JSON's syntax.
         found = [
             secret
-            for secret in find_secrets(view.text)
+            for secret in find_secrets(text)
             if start <= secret.start and secret.end <= end and not secret.value.startswith("[REDACTED:")
         ]
         if not found:
             return value
-        self._shown(view.text, found, where)  # what was masked, with its context
+        self._shown(text, found, where)  # what was masked, with its context
         for secret in found:
             with contextlib.suppress(orjson.JSONDecodeError):
                 word = orjson.loads(f'"{secret.value}"')
                 if isinstance(word, str) and len(word) >= _WORD_CHARS:
                     self._paired[word] = secret.kind
-        return self._home_shown(view.masked(found)[((key,), False)])
+        return self._home_shown(pair_value(text, start, end, found))
 
     def _lines(self, lines: list[str], where: str) -> list[str]:
         joined = "\n".join(lines)

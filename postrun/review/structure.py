@@ -8,17 +8,10 @@ gets back its own part of what was found, masked, in its place. Pure: values in,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
 from postrun.review.secrets import Secret
-
-# Where a string sits in a tree: the keys and indexes leading to it, and whether it is the key
-# of the last step (a dict's key) or the value there.
-Path = tuple[str | int, ...]
-Place = tuple[Path, bool]
 
 
 def placeholder(kind: str) -> str:
@@ -44,69 +37,17 @@ def masked_pieces(text: str, pieces: Sequence[tuple[int, int]], found: Sequence[
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class JsonView:
-    """A tree as compact JSON text, and where each of its strings' content sits in it."""
-
-    text: str
-    places: tuple[tuple[int, int, Place], ...]  # (start, end, place), in text order
-
-    def masked(self, found: Sequence[Secret]) -> dict[Place, str]:
-        """The strings ``found`` touches, each with its part masked (``masked_pieces``)."""
-        touched = [
-            (start, end, place)
-            for start, end, place in self.places
-            if any(secret.start < end and secret.end > start for secret in found)
-        ]
-        shown = masked_pieces(self.text, [(start, end) for start, end, _ in touched], found)
-        changes: dict[Place, str] = {}
-        for (start, end, place), encoded in zip(touched, shown, strict=True):
-            try:
-                changes[place] = orjson.loads(f'"{encoded}"')
-            except orjson.JSONDecodeError:  # a secret's edge fell inside an escape: all of it goes
-                changes[place] = placeholder(next(s.kind for s in found if s.start < end and s.end > start))
-        return changes
+def pair_text(key: str, value: str) -> tuple[str, int, int]:
+    """``{key: value}`` as compact JSON text, and where the value's content (escaped) sits in it."""
+    encoded = orjson.dumps({key: value}).decode()
+    end = len(encoded) - 2  # before the closing quote and brace
+    return encoded, end - (len(orjson.dumps(value).decode()) - 2), end
 
 
-def json_view(tree: Any) -> JsonView | None:
-    """``tree`` (a JSON-like value) as a ``JsonView``; None when it holds a key that is no string."""
-    parts: list[str] = []
-    places: list[tuple[int, int, Place]] = []
-    length = 0
-
-    def put(piece: str) -> None:
-        nonlocal length
-        parts.append(piece)
-        length += len(piece)
-
-    def string(value: str, place: Place) -> None:
-        encoded = orjson.dumps(value).decode()
-        places.append((length + 1, length + len(encoded) - 1, place))
-        put(encoded)
-
-    def add(value: Any, path: Path) -> bool:
-        if isinstance(value, str):
-            string(value, (path, False))
-        elif isinstance(value, dict):
-            put("{")
-            for index, (key, item) in enumerate(value.items()):
-                if not isinstance(key, str):
-                    return False
-                put("," if index else "")
-                string(key, ((*path, key), True))
-                put(":")
-                if not add(item, (*path, key)):
-                    return False
-            put("}")
-        elif isinstance(value, list):
-            put("[")
-            for index, item in enumerate(value):
-                put("," if index else "")
-                if not add(item, (*path, index)):
-                    return False
-            put("]")
-        else:
-            put(orjson.dumps(value).decode())
-        return True
-
-    return JsonView("".join(parts), tuple(places)) if add(tree, ()) else None
+def pair_value(text: str, start: int, end: int, found: Sequence[Secret]) -> str:
+    """The value of ``pair_text`` with what ``found`` covers of it masked (``masked_pieces``)."""
+    (encoded,) = masked_pieces(text, [(start, end)], found)
+    try:
+        return str(orjson.loads(f'"{encoded}"'))
+    except orjson.JSONDecodeError:  # a secret's edge fell inside an escape: all of it goes
+        return placeholder(found[0].kind)
