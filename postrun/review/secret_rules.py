@@ -7,6 +7,7 @@ Discord token's longer signature), so a mask always covers the whole secret. The
 it has no plugin for follow gitleaks' rule set (token prefixes and lengths): Anthropic,
 current OpenAI, Hugging Face, DigitalOcean, Shopify, Vault, Databricks, Groq and more;
 passwords in URLs, ``curl -u``, ``.netrc`` and ``.pgpass`` lines, Azure SAS signatures;
+passwords given as options on a command line (``docker login -p``, ``mysql -pX``, ``sshpass -p``);
 whole PEM blocks; and ``NAME = value`` credentials (judged by ``postrun.review.credentials``).
 
 Each rule has lower-case keywords (or exact-case ones, for tokens only an upper-case prefix
@@ -30,7 +31,7 @@ from postrun.review.credentials import ASSIGNMENT, NAME_KEYWORDS, assigned, is_l
 from postrun.review.secret_patterns import DETECT_SECRETS_PATTERNS
 
 # Bump when a rule changes: stored sessions are re-flagged under the new rules.
-RULES_VERSION = "3"
+RULES_VERSION = "4"
 
 _START = r"(?<![A-Za-z0-9_-])"  # a token begins a word: no `sk-` inside `task-…`
 _END = r"(?![A-Za-z0-9_-])"
@@ -226,6 +227,38 @@ _TOKENS: tuple[tuple[str, str, str, str], ...] = (
     ("flyio_token", "Fly.io token", "fo1_", r"[\w-]{43}"),
 )
 
+# An option's value on a command line, quoted or a word.
+_OPTION_VALUE = r"""(?P<q>["'])?(?P<pw>(?(q)[^"'\n]+|[^\s"';|&)]+))(?(q)(?P=q))"""
+# Passwords given to a program as an option's value: (keywords, anchored (a match begins at the
+# keyword), the program, options whose value follows a space or `=`, options the value is glued
+# to). The registries' clients are looked for where `login` occurs: one keyword for eight (each
+# keyword the quick look searches for costs every text a little). `-p X` asks MySQL for the
+# password (X is the database): only `-pX` holds one.
+_PASSWORD_OPTIONS: tuple[tuple[tuple[str, ...], bool, str, str, str], ...] = (
+    (
+        ("login",),
+        False,
+        r"(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|helm[ \t]+registry)\b[^\n|;&]*?[ \t]login\b",
+        "-p|--password",
+        "",
+    ),
+    (("sshpass",), True, r"sshpass\b", "-p", "-p"),
+    (("mysql", "mariadb"), True, r"(?:mysql|mariadb)[\w-]*\b", "", "-p|--password="),
+    (("redis-cli",), True, r"redis-cli\b", "-a|--pass", ""),
+    (("mongo",), True, r"mongo(?:sh|dump|restore|export|import|stat|top|files)?\b", "-p|--password", ""),
+    (("sqlcmd",), True, r"sqlcmd\b", "-P", ""),
+    (("ldap",), True, r"ldap(?:search|modify|add|delete|compare|passwd|whoami|modrdn|exop)\b", "-w", ""),
+    (("openssl",), True, r"openssl\b", "-k", "-pass(?:in|out)?[ \t]+pass:"),
+    (("smbclient",), True, r"smbclient\b", "", r"""(?:-U|--user)(?:=|[ \t]+)[^\s%'"]+%"""),
+)
+
+
+def _option_password(program: str, spaced: str, glued: str) -> str:
+    options = [rf"(?:{spaced})(?:=|[ \t]+)"] if spaced else []
+    options += [f"(?:{glued})"] if glued else []
+    return rf"{program}[^\n|;&]*?[ \t](?:{'|'.join(options)}){_OPTION_VALUE}"
+
+
 # (kind, label, regex, how): secrets known by where they sit, most specific first.
 _PLACED: tuple[tuple[str, str, str, _How], ...] = (
     (
@@ -278,6 +311,22 @@ _PLACED: tuple[tuple[str, str, str, _How], ...] = (
         _How(("authorization",), group=1),
     ),
     ("credential", "credential assignment", ASSIGNMENT, _How(NAME_KEYWORDS, group="secret", valid=assigned)),
+    *(
+        (
+            "cli_password",
+            "password on a command line",
+            _option_password(program, spaced, glued),
+            _How(keywords, anchored, group="pw", valid=_literal_password, before=r"(?<![\w.-])"),
+        )
+        for keywords, anchored, program, spaced, glued in _PASSWORD_OPTIONS
+    ),
+    (
+        "cli_password",
+        "password on a command line",
+        # `htpasswd -b [-c…] FILE USER PASSWORD` (or `-nb USER PASSWORD`): the password is the last word.
+        rf"htpasswd\b[^\n|;&]*?[ \t]-[A-Za-z]*b[A-Za-z]*\b[^\n|;&]*?[ \t]{_OPTION_VALUE}(?=[ \t]*(?:[\n|;&)]|$))",
+        _How(("htpasswd",), group="pw", valid=_literal_password, before=r"(?<![\w.-])"),
+    ),
 )
 
 

@@ -501,6 +501,9 @@ def test_a_reason_cut_inside_a_secret_quotes_none_of_it() -> None:
         ('sudo env API_TOKEN="abc 123xyz789Q" rm -rf /opt/data', "abc 123xyz789Q"),
         ('sudo mysql --password="My Pass 123"', "My Pass 123"),
         ('sudo mysql -u root --password="Pa\\$\\$Word" -e "DROP TABLE users"', "Pa$$Word"),
+        ("sudo docker login -u ci -p Dk9Xq7Lm2Zp4 registry.example.com", "Dk9Xq7Lm2Zp4"),
+        ("sudo sshpass -p 'Tr0ub4dor&3x' ssh root@10.0.0.5 reboot", "Tr0ub4dor&3x"),
+        ('sudo mysql -uroot -p"My Pass 123" -e "DROP DATABASE shop"', "My Pass 123"),
     ],
 )
 def test_a_rule_quoting_the_words_quotes_no_secret_the_shell_unquoted(command: str, secret: str) -> None:
