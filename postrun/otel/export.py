@@ -9,6 +9,7 @@ reason is read from the requests session it is given (its ``session`` parameter)
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 from collections.abc import Sequence
@@ -27,6 +28,11 @@ from postrun.otel.mapping import SpanRecord
 from postrun.otel.target import OtelError, OtelTarget
 from postrun.text import one_line
 
+# Requests are cut to size before (batches.py): a span too big alone is the receiver's to refuse,
+# in its own words, rather than dropped unsent by the SDK (1.4x's max_request_size) unexplained.
+_UNCAPPED: dict[str, Any] = (
+    {"max_request_size": 0} if "max_request_size" in inspect.signature(OTLPSpanExporter.__init__).parameters else {}
+)
 _RESOURCE = Resource.create({"service.name": "postrun", "service.version": __version__})
 _SCOPE = InstrumentationScope("postrun", __version__)
 _ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
@@ -108,7 +114,7 @@ class Exporter:
         self.target = target
         self._session = _WatchedSession()
         self._exporter = OTLPSpanExporter(
-            endpoint=target.endpoint, headers=dict(target.headers), timeout=timeout, session=self._session
+            endpoint=target.endpoint, headers=dict(target.headers), timeout=timeout, session=self._session, **_UNCAPPED
         )
 
     def send(self, records: Sequence[SpanRecord]) -> None:

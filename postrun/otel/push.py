@@ -1,8 +1,9 @@
 """``postrun otel push``: stored sessions read, mapped to spans and sent, one trace a session.
 
-The store is opened read-only. Each session is one export request, so a failure stops the push
-after the sessions already sent; nothing in the store is marked either way (pushing again sends
-the same ids, which receivers keep once).
+The store is opened read-only. Each session is one export request, or several when it is too
+big for one (``batches``); a failure stops the push after the sessions already sent (and any
+batches of the failing one); nothing in the store is marked either way (pushing again sends the
+same ids, which receivers keep once).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from postrun.otel.batches import batches
 from postrun.otel.mapping import session_spans
 from postrun.otel.target import OtelError, OtelTarget
 from postrun.review.redact import Redactor
@@ -64,7 +66,8 @@ def push_sessions(
                     redactor=redactor,
                 )
                 try:
-                    exporter.send(records)
+                    for batch in batches(records):
+                        exporter.send(batch)
                 except OtelError as exc:
                     done = f"{sent} of {len(session_ids)} sessions pushed"
                     raise OtelError(exc.where, f"{exc.reason} (session {session_id}; {done})") from None

@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from postrun.otel.batches import MAX_BYTES, MAX_SPANS
 from postrun.otel.mapping import span_id_of, trace_id_of
 from postrun.otel.push import push_sessions
 from postrun.otel.target import OtelError, OtelTarget, resolve_target
 from tests.conftest import FIXTURES, run_postrun
+from tests.support.claude_lines import Transcript
 from tests.support.postgres import free_port
 
 FAILED, HELPERS = "1795976512762_vrqks", "1795976749765_vx695"
@@ -211,3 +213,36 @@ def test_nothing_to_push_and_unknown_sessions(env: dict[str, str], otel_env: dic
     assert empty.returncode == 0 and "pushed 0 sessions" in empty.stdout
     assert unknown.returncode == 1 and unknown.stderr.startswith("error: no session nosuch in ")
     assert receiver.requests == []
+
+
+def test_a_huge_session_goes_in_requests_a_receiver_takes(env: dict[str, str], otel_env: dict[str, str]) -> None:
+    # 700 commands of 16 KB output: with --content about 11 MB and 700+ spans, more than one
+    # request should hold (the Collector refuses bodies over 20 MiB; the SDK batches by 512).
+    transcript = Transcript("c0ffee00-0000-4000-8000-00000000b16b", "/home/dev/work/big")
+    transcript.enqueue("run them all")
+    transcript.prompt("run them all")
+    transcript.metadata(prompt="run them all")
+    for index in range(700):
+        output = f"{index:05d} " + "x" * 16_000
+        transcript.call(f"msg_{index}", f"toolu_{index}", "Bash", {"command": f"cat part{index}", "description": "r"})
+        bash = {"stdout": output, "stderr": "", "interrupted": False, "isImage": False}
+        transcript.result(f"toolu_{index}", output, is_error=False, tool_use_result=bash)
+    transcript.text("msg_end", "done")
+    path = transcript.write(Path(env["HOME"]) / "big" / f"{transcript.session_id}.jsonl")
+    assert run_postrun("ingest", "--agent", "claude-code", str(path), env=env).returncode == 0
+    with receiving() as receiver:
+        done = run_postrun("otel", "push", "--content", "--endpoint", receiver.url, env=otel_env)
+    assert done.returncode == 0, done.stderr
+    assert len(receiver.requests) >= 3
+    assert all(len(body) <= MAX_BYTES for _, _, body in receiver.requests)
+    spans = [span for request in receiver.traces() for span in _spans(request)]
+    assert all(len(_spans(request)) <= MAX_SPANS for request in receiver.traces())
+    assert len({span.span_id for span in spans}) == len(spans) == _pushed_spans(done.stdout) > 700
+    assert {span.trace_id for span in spans} == {trace_id_of(transcript.session_id).to_bytes(16, "big")}
+    outputs = [span for span in spans if any(a.key == "gen_ai.tool.call.result" for a in span.attributes)]
+    assert len(outputs) == 700
+
+
+def _pushed_spans(stdout: str) -> int:
+    # "otel <url>: pushed 1 session (702 spans)"
+    return int(stdout.rsplit("(", 1)[1].split()[0].replace(",", ""))
