@@ -29,16 +29,28 @@ class OtelError(PostrunError):
 
 
 def check_endpoint(url: str) -> str:
-    """``url`` when it is an http(s) URL with a host; ValueError otherwise."""
+    """``url`` when it is an http(s) URL with a host; ValueError (quoting it without user-info
+    or query) otherwise."""
     url = url.strip()
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - a port that is not a number raises here
     except ValueError:
-        raise ValueError(f"not a URL: {url!r}") from None
+        raise ValueError(f"not a URL: {unchecked_shown(url)!r}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"expected an http:// or https:// URL with a host, got {url!r}")
+        raise ValueError(f"expected an http:// or https:// URL with a host, got {unchecked_shown(url)!r}")
     return url
+
+
+def unchecked_shown(url: str) -> str:
+    """``url``, which may not parse, without its query or fragment and with any user-info as
+    ``***``: a refused endpoint is quoted in errors, and tokens hide there as in a good one."""
+    url = url.split("?", 1)[0].split("#", 1)[0]
+    head, slashes, rest = url.partition("//") if "//" in url else ("", "", url)
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = "***@" + authority.rpartition("@")[2]
+    return f"{head}{slashes}{authority}{slash}{path}"
 
 
 def shown_endpoint(url: str) -> str:

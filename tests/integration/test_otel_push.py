@@ -180,6 +180,26 @@ def test_the_otel_settings_and_their_errors(store: Path, otel_env: dict[str, str
     assert "POSTRUN_OTEL_ENDPOINT" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_a_refused_endpoint_is_quoted_without_its_credentials(store: Path, otel_env: dict[str, str]) -> None:
+    flag = run_postrun("otel", "push", "--endpoint", "htp://ann:pw0rd1@h:4318/v1/traces?token=t0k3n", env=otel_env)
+    assert (flag.returncode, flag.stderr) == (
+        1,
+        "error: --endpoint: expected an http:// or https:// URL with a host, got 'htp://***@h:4318/v1/traces'\n",
+    )
+    otel_env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = "http://ann:pw0rd1@h:99999/v1/traces?token=t0k3n"
+    variable = run_postrun("otel", "push", env=otel_env)
+    assert (variable.returncode, variable.stderr) == (
+        1,
+        "error: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: not a URL: 'http://***@h:99999/v1/traces'\n",
+    )
+    otel_env["POSTRUN_OTEL_ENDPOINT"] = "ftp://ann:pw0rd1@h/v1/traces?token=t0k3n"
+    setting = run_postrun("otel", "push", env=otel_env)
+    assert setting.returncode == 78 and setting.stderr.count("\n") == 1
+    assert "ftp://***@h/v1/traces" in setting.stderr
+    for done in (flag, variable, setting):
+        assert "pw0rd1" not in done.stderr and "t0k3n" not in done.stderr
+
+
 def test_a_refused_connection_is_one_line_and_exit_1(store: Path, otel_env: dict[str, str]) -> None:
     port = free_port()
     done = run_postrun("otel", "push", "--endpoint", f"http://127.0.0.1:{port}/v1/traces", env=otel_env)
