@@ -166,8 +166,10 @@ def _edit(name: str, path: str, tool_input: dict[str, Any], result: Result | Non
         if isinstance(tool_input.get(new), str):
             payload["new_string"] = tool_input[new]
     details = result.details if result is not None else None
-    if name != "NotebookEdit" and details is not None and "structuredPatch" in details:
-        payload["structured_patch"] = details["structuredPatch"]
+    patch = details.get("structuredPatch") if details is not None else None
+    # "As is (absent when there is none)": a null patch is none, and v1.2 never stores null.
+    if name != "NotebookEdit" and patch is not None:
+        payload["structured_patch"] = patch
     return payload
 
 

@@ -251,3 +251,16 @@ def test_a_read_from_a_mark_still_hands_the_vault_every_file(tmp_path: Path) -> 
         assert grown.main.start > 0
         assert sorted(copy.name for copy in grown.raw) == sorted(copy.name for copy in whole.raw)
         assert len(whole.raw) > 1
+
+
+def test_a_null_structured_patch_is_left_out_not_the_whole_session(tmp_path: Path) -> None:
+    """claude-code.md §7: ``structured_patch`` as is, absent when there is none (v1.2: never null)."""
+    t = _started()
+    t.call("msg_1", "toolu_edit", "Edit", {"file_path": f"{CWD}/a.py", "old_string": "x", "new_string": "y"})
+    t.result("toolu_edit", "ok", tool_use_result={"filePath": f"{CWD}/a.py", "structuredPatch": None})
+    t.call("msg_2", "toolu_write", "Write", {"file_path": f"{CWD}/b.py", "content": "z"})
+    t.result("toolu_write", "ok", tool_use_result={"type": "create", "filePath": f"{CWD}/b.py", "structuredPatch": []})
+    steps = _steps(_map(tmp_path, t))
+    assert "structured_patch" not in steps["toolu_edit"]["payload"]
+    assert steps["toolu_edit"]["payload"]["new_string"] == "y"
+    assert steps["toolu_write"]["payload"]["structured_patch"] == []  # an empty patch is a fact: kept
