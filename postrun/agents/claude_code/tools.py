@@ -84,7 +84,10 @@ def _command(tool_input: dict[str, Any], result: Result | None, cwd: str | None)
     details = result.details
     text = result.text
     exited = _EXIT_CODE.match(text)
-    if exited is not None and (isinstance(result.tool_use_result, str) or result.tool_use_result is MISSING):
+    # Known by its text alone (a sub-agent's file), "Exit code N" is Claude Code's only on a
+    # failed call: a command that succeeded and printed it exited 0 (§7, the sub-agent rule).
+    said = isinstance(result.tool_use_result, str) or (result.tool_use_result is MISSING and result.is_error)
+    if exited is not None and said:
         # "Exit code N" and the merged output after it (Claude Code merges stderr into stdout).
         payload["exit_code"] = int(exited.group(1))
         payload["stdout"] = text[exited.end() :]

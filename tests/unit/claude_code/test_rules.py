@@ -264,3 +264,23 @@ def test_a_null_structured_patch_is_left_out_not_the_whole_session(tmp_path: Pat
     assert "structured_patch" not in steps["toolu_edit"]["payload"]
     assert steps["toolu_edit"]["payload"]["new_string"] == "y"
     assert steps["toolu_write"]["payload"]["structured_patch"] == []  # an empty patch is a fact: kept
+
+
+def test_a_sub_agent_s_command_that_succeeded_printing_exit_code_exited_zero(tmp_path: Path) -> None:
+    """claude-code.md §7: no ``toolUseResult`` (sub-agent files) and not an error → exit code 0,
+    stdout the result's text; "Exit code N" is read only from a failed call."""
+    t = _started()
+    t.call("msg_1", "toolu_agent", "Agent", {"description": "Work", "prompt": "work"})
+    sub = Transcript(SID, CWD, agent_id="echo")
+    sub.prompt("work")
+    sub.call("msg_2", "toolu_echo", "Bash", {"command": "echo 'Exit code 7'; echo done"})
+    sub.result("toolu_echo", "Exit code 7\ndone", is_error=False)
+    sub.call("msg_3", "toolu_fail", "Bash", {"command": "echo out; exit 2"})
+    sub.result("toolu_fail", "Exit code 2\nout", is_error=True)
+    location = _location(tmp_path)
+    sub.write(location.subagents / "agent-echo.jsonl")
+    (location.subagents / "agent-echo.meta.json").write_text(json.dumps(meta("toolu_agent", "Work")))
+    steps = _steps(_map(tmp_path, t))
+    echo, fail = steps["agent-echo/toolu_echo"], steps["agent-echo/toolu_fail"]
+    assert (echo["outcome"], echo["payload"]["exit_code"], echo["payload"]["stdout"]) == ("ok", 0, "Exit code 7\ndone")
+    assert (fail["outcome"], fail["payload"]["exit_code"], fail["payload"]["stdout"]) == ("failed", 2, "out")
