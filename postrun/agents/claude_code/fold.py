@@ -23,7 +23,7 @@ from typing import Any
 
 from postrun.agents.claude_code.blocks import pieces
 from postrun.agents.claude_code.results import MISSING, Call, Result
-from postrun.agents.claude_code.text import has_tool_results, is_prompt, text_field, text_of, timestamp
+from postrun.agents.claude_code.text import LARGEST, has_tool_results, is_prompt, text_field, text_of, timestamp
 from postrun.agents.claude_code.tools import read_text
 from postrun.records import StepRow
 from postrun.review.secrets import may_hold_secrets
@@ -375,7 +375,7 @@ class _Work:
 
 
 def _count(value: Any) -> int:
-    return value if type(value) is int and value >= 0 else 0
+    return value if type(value) is int and 0 <= value <= LARGEST else 0
 
 
 def _instant(at: str) -> datetime | None:

@@ -20,6 +20,7 @@ from postrun.agents.claude_code.files import ReadFrom, SessionFiles
 from postrun.agents.claude_code.fold import ROOT_ACTOR, Fold, Usage, fold_records
 from postrun.agents.claude_code.locate import AGENT, META_SUFFIX
 from postrun.agents.claude_code.place import shape
+from postrun.agents.claude_code.text import LARGEST
 from postrun.appendonly import Appended, Mark
 from postrun.errors import NotParseableYet, SourceError
 from postrun.jsonl import parse_lines
@@ -192,6 +193,9 @@ def _session(files: SessionFiles, main: Fold, subagents: Mapping[str, Fold], sta
     return session
 
 
+_TOKEN_NAMES = ("input", "output", "cache_read", "cache_creation")
+
+
 def _metrics(main: Fold, subagents: Mapping[str, Fold]) -> dict[str, Any] | None:
     """Usage once per API response over every transcript; cost as the last ``cost-state`` said."""
     folds = [main, *(subagents[name] for name in sorted(subagents))]
@@ -201,7 +205,8 @@ def _metrics(main: Fold, subagents: Mapping[str, Fold]) -> dict[str, Any] | None
     return {
         "cost_usd": main.facts.cost_usd if main.facts.cost_usd is not None else 0.0,
         "api_requests": requests,
-        "tokens": {"input": tokens[0], "output": tokens[1], "cache_read": tokens[2], "cache_creation": tokens[3]},
+        # Capped where the store's integers end (only absurd counts get there).
+        "tokens": dict(zip(_TOKEN_NAMES, (min(count, LARGEST) for count in tokens), strict=True)),
     }
 
 

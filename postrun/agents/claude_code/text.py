@@ -59,5 +59,14 @@ def timestamp(record: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) and schema.is_timestamp(value) else None
 
 
+# The store's integers (SQLite, orjson) hold -2**63 .. 2**63 - 1: a number from a transcript
+# beyond that is no count Claude Code kept, and would abort the whole session's write.
+LARGEST = 2**63 - 1
+
+
+def fits(value: int) -> bool:
+    return -LARGEST - 1 <= value <= LARGEST
+
+
 def text_field(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None

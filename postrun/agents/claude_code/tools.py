@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from postrun.agents.claude_code.results import MISSING, Call, Result, decision, outcome
+from postrun.agents.claude_code.text import fits
 
 _EXIT_CODE = re.compile(r"Exit code (-?\d+)(?:\n|$)")
 _BACKGROUND_OUTPUT = re.compile(r"Output is being written to: (\S+)")
@@ -69,7 +70,7 @@ def _path(tool_input: dict[str, Any], key: str) -> str | None:
 
 
 def _integer(value: Any) -> int | None:
-    return value if type(value) is int else None
+    return value if type(value) is int and fits(value) else None
 
 
 def _command(tool_input: dict[str, Any], result: Result | None, cwd: str | None) -> tuple[dict[str, Any], str | None]:
@@ -87,7 +88,7 @@ def _command(tool_input: dict[str, Any], result: Result | None, cwd: str | None)
     # Known by its text alone (a sub-agent's file), "Exit code N" is Claude Code's only on a
     # failed call: a command that succeeded and printed it exited 0 (§7, the sub-agent rule).
     said = isinstance(result.tool_use_result, str) or (result.tool_use_result is MISSING and result.is_error)
-    if exited is not None and said:
+    if exited is not None and said and fits(int(exited.group(1))):
         # "Exit code N" and the merged output after it (Claude Code merges stderr into stdout).
         payload["exit_code"] = int(exited.group(1))
         payload["stdout"] = text[exited.end() :]
@@ -136,14 +137,17 @@ def _with_ref(payload: dict[str, Any], found: re.Match[str] | None) -> dict[str,
 def _read(path: str, tool_input: dict[str, Any], result: Result | None) -> dict[str, Any]:
     payload: dict[str, Any] = {"path": path}
     offset, limit = _integer(tool_input.get("offset")), _integer(tool_input.get("limit"))
+    if offset is None and tool_input.get("offset") is not None:
+        return payload  # an offset that is no line number: where the read began is unknown
     if limit is not None:
         start = offset if offset is not None else 1
-        payload["range"] = [start, start + limit - 1]
+        if fits(start + limit - 1):
+            payload["range"] = [start, start + limit - 1]
     elif offset is not None and result is not None and result.details is not None:
         read = result.details.get("file")
         if isinstance(read, dict):
             first, count = _integer(read.get("startLine")), _integer(read.get("numLines"))
-            if first is not None and count is not None:
+            if first is not None and count is not None and fits(first + count - 1):
                 payload["range"] = [offset, first + count - 1]
     return payload
 

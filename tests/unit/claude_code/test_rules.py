@@ -284,3 +284,25 @@ def test_a_sub_agent_s_command_that_succeeded_printing_exit_code_exited_zero(tmp
     echo, fail = steps["agent-echo/toolu_echo"], steps["agent-echo/toolu_fail"]
     assert (echo["outcome"], echo["payload"]["exit_code"], echo["payload"]["stdout"]) == ("ok", 0, "Exit code 7\ndone")
     assert (fail["outcome"], fail["payload"]["exit_code"], fail["payload"]["stdout"]) == ("failed", 2, "out")
+
+
+def test_numbers_beyond_the_store_s_integers_never_abort_the_session(tmp_path: Path) -> None:
+    """An odd field is never an error (claude-code.md §2, §3): an exit code, a read's range or a
+    token count too large to store is left out (capped for the sums), and the session is stored."""
+    huge = 2**64 - 1  # still a JSON integer to the parser; past the store's 64-bit signed range
+    t = _started()
+    t.call("msg_1", "toolu_exit", "Bash", {"command": "x"}, usage=(huge, 1))
+    t.result("toolu_exit", f"Exit code {huge}\nboom", is_error=True, tool_use_result=f"Error: Exit code {huge}\nboom")
+    t.call("msg_2", "toolu_limit", "Read", {"file_path": f"{CWD}/a", "offset": huge, "limit": 5}, usage=(huge, 1))
+    t.result("toolu_limit", "x", tool_use_result={"type": "text", "file": {}})
+    t.call("msg_3", "toolu_offset", "Read", {"file_path": f"{CWD}/a", "offset": 2})
+    t.result("toolu_offset", "x", tool_use_result={"type": "text", "file": {"startLine": 2**63 - 1, "numLines": 9}})
+    t.text("msg_4", "big", usage=(2**63 - 1, 0))
+    t.text("msg_5", "bigger", usage=(2**63 - 1, 0))
+    mapped = _map(tmp_path, t)
+    steps = _steps(mapped)
+    assert "exit_code" not in steps["toolu_exit"]["payload"] and steps["toolu_exit"]["outcome"] == "failed"
+    assert "range" not in steps["toolu_limit"]["payload"] and "range" not in steps["toolu_offset"]["payload"]
+    tokens = mapped.session["metrics"]["tokens"]
+    assert tokens["output"] == 1 + 1 + 50
+    assert tokens["input"] == 2**63 - 1  # the two counts past it are 0; the sum is capped where the store's end
