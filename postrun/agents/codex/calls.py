@@ -22,11 +22,14 @@ SHELL_TOOLS = frozenset({"shell", "shell_command", "container.exec", "local_shel
 # the mapping rule leaves an ordinary (ok) result.
 UNSUPPORTED = "unsupported call:"  # a tool this Codex does not have, whatever its name
 FAILURE_PREFIXES = (UNSUPPORTED, "unable to ", "failed to parse")
-# Codex refused the call: the policy forbids asking (a command, an MCP tool), or the reviewer said no.
-REFUSALS = (
-    "approval policy is Never; reject command",
-    "MCP tool call requires approval, but approval policy is never",
-    'CreateProcess { message: "Rejected(',
+# Codex refused the call: the policy forbids asking (a command, an MCP tool), or the reviewer said no
+# (``exec_command failed: CreateProcess { message: "Rejected(…``). Codex's own text is the whole
+# result (or one text part of it), so it must start the text: a command that ran and printed
+# these words (a grep over Codex's source) was not refused.
+REFUSAL = re.compile(
+    r"(?:[\w.]+ failed: )?(?:approval policy is Never; reject command"
+    r"|MCP tool call requires approval, but approval policy is never"
+    r'|CreateProcess \{ message: "Rejected\()'
 )
 NO_RESULT = "no result recorded; turn ended"
 _EXIT = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)\s*$", re.MULTILINE)
@@ -45,12 +48,21 @@ def output_text(output: Any) -> str | None:
 
 
 def refused(*outputs: Any) -> str | None:
-    """The refusal text when one of ``outputs`` says Codex refused the call."""
+    """The refusal text when one of ``outputs`` says Codex refused the call: the output (or
+    one of its text parts) starts with Codex's refusal."""
     for output in outputs:
         found = output_text(output)
-        if found is not None and any(refusal in found for refusal in REFUSALS):
+        if found is not None and any(REFUSAL.match(piece.lstrip()) for piece in (found, *_parts(output))):
             return found
     return None
+
+
+def _parts(output: Any) -> list[str]:
+    """The texts of an output's content parts (an MCP result puts its timing lines in one)."""
+    content = output.get("content") if isinstance(output, dict) else output
+    if not isinstance(content, list):
+        return []
+    return [piece for part in content if (piece := text(mapping(part).get("text"))) is not None]
 
 
 def escalated(arguments: Any) -> bool:

@@ -1,0 +1,59 @@
+"""Decisions read from the calls (codex.md §5.4): Codex writes no approval event, so what a
+step says about who allowed it comes from the turn's policy and what Codex answered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.support.codex_rollouts import RolloutWriter
+from tests.unit.codex.kit import assert_valid, map_sessions_dir
+
+SID = "01a2330d-0000-7000-8000-0000000000d1"
+
+
+def _steps(sessions: Path) -> dict[str, dict[str, Any]]:
+    mapped, log = map_sessions_dir(sessions)
+    assert log == []
+    assert_valid(mapped[SID])
+    return {row.record["id"]: row.record for row in mapped[SID].steps}
+
+
+def test_a_command_that_prints_codex_refusal_words_was_not_refused(tmp_path: Path) -> None:
+    # §5.4: `rejected` is for "a result saying Codex refused it"; a grep over Codex's source
+    # that finds its refusal text ran (exit 0) and is no refusal.
+    root = RolloutWriter(SID)
+    root.begin("t1")
+    root.user("u1", "MARK: find where Codex refuses", "t1")
+    found = 'core/src/exec.rs:88:    "approval policy is Never; reject command: escalation is not allowed"\n'
+    root.command("c1", "grep -rn 'reject command' core/src", "t1", output=found)
+    root.call("c2", "exec_command", {"cmd": "grep -rn Rejected core/src"}, "t1")
+    root.exec_output(
+        "c2", 0, 'core/src/x.rs:5: exec_command failed: CreateProcess { message: "Rejected(\\"no\\")" }\n', "t1"
+    )
+    root.call("c3", "lookup", {"word": "policy"}, "t1")
+    root.output(
+        "c3",
+        [{"type": "input_text", "text": "doc: MCP tool call requires approval, but approval policy is never"}],
+        "t1",
+    )
+    # Codex's own refusals still are: the whole result, or one text part of it.
+    root.call("c4", "exec_command", {"cmd": "touch /etc/x", "sandbox_permissions": "require_escalated"}, "t1")
+    root.output("c4", "approval policy is Never; reject command: the sandbox denied it", "t1")
+    root.call("c5", "lookup", {"word": "secret"}, "t1")
+    parts = [
+        {"type": "input_text", "text": "Wall time: 0.0151 seconds\nOutput:"},
+        {"type": "input_text", "text": "MCP tool call requires approval, but approval policy is never"},
+    ]
+    root.output("c5", parts, "t1")
+    root.task_complete("t1")
+    root.write(tmp_path)
+
+    steps = _steps(tmp_path)
+
+    for ran in ("c1", "c2", "c3"):
+        assert (steps[ran]["decision"], steps[ran]["outcome"]) == ("auto", "ok"), ran
+        assert "error" not in steps[ran]
+    assert steps["c1"]["payload"]["stdout"] == found
+    for refused in ("c4", "c5"):
+        assert (steps[refused]["decision"], steps[refused]["outcome"]) == ("rejected", "failed"), refused
