@@ -22,12 +22,13 @@ SHELL_TOOLS = frozenset({"shell", "shell_command", "container.exec", "local_shel
 # the mapping rule leaves an ordinary (ok) result.
 UNSUPPORTED = "unsupported call:"  # a tool this Codex does not have, whatever its name
 FAILURE_PREFIXES = (UNSUPPORTED, "unable to ", "failed to parse")
-# Codex refused the call: the policy forbids asking (a command, an MCP tool), or the reviewer said no
+# Codex refused the call: the policy forbids asking (a command under any policy but on-request,
+# whose name Codex writes: Never, UnlessTrusted, OnFailure; an MCP tool), or the reviewer said no
 # (``exec_command failed: CreateProcess { message: "Rejected(…``). Codex's own text is the whole
 # result (or one text part of it), so it must start the text: a command that ran and printed
 # these words (a grep over Codex's source) was not refused.
 REFUSAL = re.compile(
-    r"(?:[\w.]+ failed: )?(?:approval policy is Never; reject command"
+    r"(?:[\w.]+ failed: )?(?:approval policy is \w+; reject command"
     r"|MCP tool call requires approval, but approval policy is never"
     r'|CreateProcess \{ message: "Rejected\()'
 )

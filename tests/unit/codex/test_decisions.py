@@ -12,6 +12,17 @@ from tests.unit.codex.kit import assert_valid, map_sessions_dir
 SID = "01a2330d-0000-7000-8000-0000000000d1"
 
 
+def _refused_under(sessions: Path, policy: str, refusal: str) -> dict[str, Any]:
+    root = RolloutWriter(SID)
+    root.begin("t1", policy=policy)
+    root.user("u1", "MARK: write outside", "t1")
+    root.call("c1", "exec_command", {"cmd": "touch /etc/x", "sandbox_permissions": "require_escalated"}, "t1")
+    root.output("c1", refusal, "t1")
+    root.task_complete("t1")
+    root.write(sessions)
+    return _steps(sessions)["c1"]
+
+
 def _steps(sessions: Path) -> dict[str, dict[str, Any]]:
     mapped, log = map_sessions_dir(sessions)
     assert log == []
@@ -57,3 +68,13 @@ def test_a_command_that_prints_codex_refusal_words_was_not_refused(tmp_path: Pat
     assert steps["c1"]["payload"]["stdout"] == found
     for refused in ("c4", "c5"):
         assert (steps[refused]["decision"], steps[refused]["outcome"]) == ("rejected", "failed"), refused
+
+
+def test_an_escalation_refused_under_any_policy_is_rejected(tmp_path: Path) -> None:
+    # Codex refuses an escalation under every policy but on-request, naming the policy it
+    # had (`approval policy is {policy:?}; reject command — …`): each is Codex refusing it.
+    for policy, name in (("never", "Never"), ("untrusted", "UnlessTrusted"), ("on-failure", "OnFailure")):
+        refusal = f"approval policy is {name}; reject command — you cannot ask for escalated permissions"
+        step = _refused_under(tmp_path / policy, policy, refusal)
+        assert (step["decision"], step["outcome"]) == ("rejected", "failed"), policy
+        assert step["error"] == {"type": "tool_error", "message": refusal}
