@@ -12,6 +12,9 @@ NOT_A_ROLLOUT = "not a Codex rollout: its first line is not a session_meta recor
 # Codex wrote items (``item_completed``) from this version on; older rollouts hold only the
 # model-facing history, whose messages are then the only record of what was said.
 ITEMS_SINCE = (0, 148)
+# A Codex built from its source says 0.0.0 (its workspace's version; a release sets the real
+# one): it is the current code, which writes items.
+SOURCE_BUILD = (0, 0, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +45,8 @@ class ThreadMeta:
     @property
     def writes_items(self) -> bool:
         """Its Codex wrote items, so messages are read from them, not from the history."""
-        return version_tuple(self.cli_version) >= ITEMS_SINCE
+        version = version_tuple(self.cli_version)
+        return version >= ITEMS_SINCE or version == SOURCE_BUILD
 
 
 def thread_meta(payload: dict[str, Any], line_timestamp: Any) -> ThreadMeta | None:
