@@ -72,15 +72,16 @@ def escalated(arguments: Any) -> bool:
     return found.get("sandbox_permissions") == "require_escalated" or found.get("with_escalated_permissions") is True
 
 
-def decision(policy: str | None, arguments: Any, refusal: str | None) -> str:
+def decision(policy: str | None, arguments: Any, refusal: str | None, ran: bool) -> str:
     """``rejected`` when Codex refused it; under ``never`` nothing is asked (``auto``); a call
-    that asked to leave the sandbox and ran was approved (``accepted``); the rest ran inside
-    it without asking (``auto``)."""
+    that asked to leave the sandbox and ran (``ran``: it has a result or an item) was approved
+    (``accepted``); the rest is ``auto``. One still waiting for its review, or whose process
+    died before an answer, was never approved (codex.md §5.4: "that ran")."""
     if refusal is not None:
         return "rejected"
     if policy == "never" or policy is None:
         return "auto"
-    return "accepted" if escalated(arguments) else "auto"
+    return "accepted" if ran and escalated(arguments) else "auto"
 
 
 def is_command_tool(name: str | None) -> bool:

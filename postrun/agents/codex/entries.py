@@ -121,7 +121,7 @@ def entry_records(entry: Entry, place: Place, facts: Facts, ended: bool) -> tupl
     )
     if item.get("status") == "declined" and refusal is None:
         refusal = output_text(item.get("aggregated_output")) or "declined"
-    chosen = decision(entry.policy, call.arguments if call is not None else None, refusal)
+    chosen = decision(entry.policy, call.arguments if call is not None else None, refusal, not entry.pending)
     records: list[dict[str, Any]] = []
     for parts in found:
         if refusal is not None:

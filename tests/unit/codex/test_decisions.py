@@ -78,3 +78,31 @@ def test_an_escalation_refused_under_any_policy_is_rejected(tmp_path: Path) -> N
         step = _refused_under(tmp_path / policy, policy, refusal)
         assert (step["decision"], step["outcome"]) == ("rejected", "failed"), policy
         assert step["error"] == {"type": "tool_error", "message": refusal}
+
+
+def test_an_escalation_is_accepted_once_it_ran_never_while_it_waits(tmp_path: Path) -> None:
+    # §5.4 / README: `accepted` when it asked to leave the sandbox under a policy that asks
+    # "and ran"; a call still waiting for its review, or whose process was killed before an
+    # answer, was approved by nobody.
+    root = RolloutWriter(SID)
+    root.begin("t1", policy="on-request")
+    root.user("u1", "MARK: clean up outside", "t1")
+    root.call("e1", "exec_command", {"cmd": "rm -rf /tmp/out", "sandbox_permissions": "require_escalated"}, "t1")
+    root.write(tmp_path)
+    waiting = _steps(tmp_path)["e1"]
+    assert (waiting["decision"], waiting["outcome"]) == ("auto", "pending")
+
+    root.exec_output("e1", 0, "", "t1")
+    root.write(tmp_path)
+    ran = _steps(tmp_path)["e1"]
+    assert (ran["decision"], ran["outcome"]) == ("accepted", "ok")
+
+    killed = RolloutWriter(SID)
+    killed.begin("t1", policy="on-request")
+    killed.user("u1", "MARK: clean up outside", "t1")
+    killed.call("e1", "exec_command", {"cmd": "rm -rf /tmp/out", "sandbox_permissions": "require_escalated"}, "t1")
+    killed.begin("t2", policy="on-request", first=False)  # a resume: the killed turn is over
+    killed.user("u2", "MARK: go on", "t2")
+    killed.write(tmp_path)
+    never_answered = _steps(tmp_path)["e1"]
+    assert (never_answered["decision"], never_answered["outcome"]) == ("auto", "failed")
