@@ -85,7 +85,7 @@ def sessions(request: Request) -> Response:
         "csrf": request.app.state.gate.csrf(request.state.session),
     }
     if request.query_params.get("fragment"):
-        return render(request, "_session_rows.html", **context)
+        return render(request, "_sessions_live.html", **context)
     return render(request, "sessions.html", **context)
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from postrun.store.db import Database
 from postrun.store.verdicts import verdict_history
-from tests.conftest import isolated_environ
+from tests.conftest import FIXTURES, isolated_environ, run_postrun
 from tests.support.browser import Watched, open_signed_in, require_chromium, shot
 from tests.support.web import ServeProcess, request, sign_in, wait_for
 from tests.support.web_inbox import (
@@ -38,6 +38,7 @@ from tests.support.web_inbox import (
 require_chromium()
 
 AGENTS = {plan.id: plan.agent for plan in PLANNED}
+REVIEW_FLAGS = "1790000100000_review"  # a real Cline session with danger flags, rejected steps, failures
 
 
 def _serve(tmp: Path) -> ServeProcess:
@@ -310,4 +311,48 @@ def test_bulk_verdicts_need_origin_and_csrf(tmp_path: Path) -> None:
         sent = request(served.port, "/verdicts", method="POST", cookie=cookie, body=outside, headers=origin)
         assert sent.headers["location"].startswith("/?")  # never a redirect to another site
     finally:
+        served.kill()
+
+
+def test_the_inbox_counts_follow_the_store_on_an_open_page(browser: Any, tmp_path: Path) -> None:
+    """README: "An open page follows the store": the box counting what needs review updates in
+    place with the rows (it stayed as loaded, counting other sessions than the list showed)."""
+    served = _serve(tmp_path)
+    watched = open_signed_in(browser, served)
+    fresh = watched.page.context.new_page()
+    try:
+        page = watched.page
+        wait_for(lambda: page.evaluate("document.documentElement.dataset.live") == "on", "the live stream")
+
+        def counts(shown: Any) -> str:
+            return " ".join(shown.inner_text("#inbox").split())
+
+        def loaded() -> str:
+            fresh.goto(served.url)
+            return counts(fresh)
+
+        before = counts(page)
+        assert "4 unreviewed sessions with" in before and "2 with danger flags" in before
+        # A session with danger flags, rejected steps and failures is stored by another process.
+        session = FIXTURES / "cline" / "review_flags" / "data" / "sessions" / REVIEW_FLAGS
+        assert run_postrun("ingest", str(session), env=served.env).returncode == 0
+        wait_for(lambda: page.locator(f"tr[data-session='{REVIEW_FLAGS}']").count() == 1, "the new row")
+        after = loaded()
+        assert after != before
+        wait_for(lambda: counts(page) == after, "the inbox counts to follow the rows")
+        # A verdict saved elsewhere (another tab, another browser) takes it out of the counts.
+        cookie = sign_in(served)
+        csrf = re.search(r'name="csrf" value="([^"]+)"', request(served.port, "/", cookie=cookie).body)
+        assert csrf is not None
+        saved = request(served.port, f"/s/{REVIEW_FLAGS}/verdict", method="POST", cookie=cookie,
+                        headers={"Origin": f"http://127.0.0.1:{served.port}"},
+                        body=f"csrf={csrf.group(1)}&state=looks_good&note=")  # fmt: skip
+        assert saved.status == 303
+        wait_for(lambda: page.locator(f"tr[data-session='{REVIEW_FLAGS}'] .v-looks_good").count() == 1, "the verdict")
+        reviewed = loaded()
+        assert reviewed != after
+        wait_for(lambda: counts(page) == reviewed, "the inbox counts to drop")
+    finally:
+        fresh.close()
+        watched.close()
         served.kill()

@@ -128,6 +128,13 @@
     }).then(function (html) {
       var x = window.scrollX, y = window.scrollY;
       live.innerHTML = html;
+      // Parts of the page outside #live that change with it (the inbox's counts) come as
+      // <template data-replaces="id">: each replaces the content of the element of that id.
+      Array.prototype.forEach.call(live.querySelectorAll("template[data-replaces]"), function (part) {
+        var target = document.getElementById(part.dataset.replaces);
+        if (target) { target.replaceChildren(part.content.cloneNode(true)); }
+        part.remove();
+      });
       Array.prototype.forEach.call(live.querySelectorAll("details[id]"), function (details) {
         if (Object.prototype.hasOwnProperty.call(cached, details.id)) {
           // The old content stays on screen while the fresh one loads: no flicker, same height.
