@@ -75,14 +75,18 @@ def step_outlines(database: Database, session_id: str) -> list[StepOutline]:
     ]
 
 
-def turn_steps(database: Database, session_id: str, turn_ids: Collection[str]) -> list[dict[str, Any]]:
-    """The step records of the turns ``turn_ids``, in seq order."""
+def turn_steps(
+    database: Database, session_id: str, turn_ids: Collection[str], seqs: tuple[int, int] | None = None
+) -> list[dict[str, Any]]:
+    """The step records of the turns ``turn_ids`` (``seqs``: those from the first to the last
+    seq given only), in seq order."""
+    first, last = seqs if seqs is not None else (None, None)
     return [
         codec.load(stored)
         for (stored,) in database.execute(
             "SELECT record FROM steps WHERE session_id = ? AND turn_id IN (SELECT value FROM json_each(?))"
-            " ORDER BY seq",
-            (session_id, orjson.dumps(sorted(turn_ids)).decode()),
+            " AND (?3 IS NULL OR seq BETWEEN ?3 AND ?4) ORDER BY seq",
+            (session_id, orjson.dumps(sorted(turn_ids)).decode(), first, last),
         )
     ]
 

@@ -22,7 +22,7 @@ from postrun.store.query import HistoryEntry, SessionDetails, history, no_sessio
 from postrun.store.session_filter import SessionFilter
 from postrun.store.session_index import SessionIndex
 from postrun.store.verdicts import Verdict, record_verdicts, verdict_history
-from postrun.web.present import SessionView, inline_turns, session_view
+from postrun.web.present import SessionView, inline_turns, session_view, shown_part
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,15 +78,20 @@ def sessions_page(db: Path, query: SessionFilter, index: SessionIndex) -> ListPa
 
 
 def _with_helpers(
-    database: Database, session_id: str, parts: outline.SessionParts, turn_ids: Collection[str]
+    database: Database,
+    session_id: str,
+    parts: outline.SessionParts,
+    turn_ids: Collection[str],
+    seqs: tuple[int, int] | None = None,
 ) -> list[dict[str, Any]]:
-    """The steps of ``turn_ids``, and those of the helpers' own turns their steps started."""
+    """The steps of ``turn_ids`` (``seqs``: from the first to the last seq given), and those of
+    the helpers' own turns their steps started."""
     helper_turns: dict[str, set[str]] = {}
     for turn in parts.turns:
         if turn.get("actor_id", ROOT_ACTOR) != ROOT_ACTOR:
             helper_turns.setdefault(str(turn["actor_id"]), set()).add(str(turn["id"]))
     wanted = set(turn_ids)
-    records = outline.turn_steps(database, session_id, wanted)
+    records = outline.turn_steps(database, session_id, wanted, seqs)
     while True:
         started = {helper_started(step) for step in records} - {None}
         more = {turn_id for actor in started for turn_id in helper_turns.get(str(actor), ())} - wanted
@@ -108,7 +113,7 @@ def stored_session(db: Path, reference: str, *, with_history: bool) -> StoredSes
             records = outline.turn_steps(database, session_id, {step.turn_id for step in outlines})
             prompts = None
         else:
-            records = _with_helpers(database, session_id, parts, inline)
+            records = _with_helpers(database, session_id, parts, inline, shown_part(parts, outlines, inline))
             prompts = outline.turn_prompts(database, session_id)
         entries: list[HistoryEntry] | None = history(database, session_id) if with_history else None
         view = session_view(parts, outlines, records, inline=inline, prompts=prompts, history=entries)
@@ -121,12 +126,13 @@ def stored_session(db: Path, reference: str, *, with_history: bool) -> StoredSes
         )
 
 
-def stored_turn(db: Path, session_id: str, turn_id: str) -> SessionView:
-    """One turn of a big session, its helpers' steps nested: only its steps are read."""
+def stored_turn(db: Path, session_id: str, turn_id: str, seqs: tuple[int, int] | None = None) -> SessionView:
+    """One turn of a big session (``seqs``: one part of it), its helpers' steps nested: only
+    its steps are read."""
     with reading(db) as database:
         database = _required(database, session_id, db)
         parts = outline.session_parts(database, session_id)
-        records = _with_helpers(database, session_id, parts, {turn_id})
+        records = _with_helpers(database, session_id, parts, {turn_id}, seqs)
     return session_view(parts, [], records, inline={turn_id}, open_edits=False)
 
 

@@ -125,11 +125,13 @@ def session_live(request: Request) -> Response:
 
 
 def turn_steps(request: Request) -> Response:
-    """The steps of one turn of a big session, loaded when the reader opens it."""
+    """The steps of one turn of a big session (``from``/``to``: one part of it), loaded when the
+    reader opens it."""
     session_id = request.path_params["session_id"]
     wanted = request.query_params.get("id", "")
+    seqs = params.seq_range(request.query_params)
     with config(request).big_pages.building():
-        view = data.stored_turn(config(request).db, session_id, wanted)
+        view = data.stored_turn(config(request).db, session_id, wanted, seqs)
         turn = next((turn for turn in view.turns if turn.id == wanted), None)
         if turn is None:
             raise NotFound("", f"no turn {wanted[:100]} in session {session_id}")

@@ -16,6 +16,7 @@ from postrun.store.verdicts import check_verdict_filter
 
 TRUE = ("1", "on", "true", "yes")
 MAX_PAGE = 1_000_000
+MAX_SEQ = 10**12 - 1  # a step's seq: the most digits ``number`` takes
 MAX_DAYS = 3650  # the widest range of the files and activity pages: ten years
 FLAG_FILTERS = (*FLAG_KINDS, "any")
 _ORDERS: dict[str, Order] = {order: order for order in ORDERS}
@@ -62,6 +63,15 @@ def number(params: Mapping[str, str], name: str, default: int, *, low: int, high
 
 def page_number(params: Mapping[str, str]) -> int:
     return number(params, "page", 1, low=1, high=MAX_PAGE, what="a page number")
+
+
+def seq_range(params: Mapping[str, str]) -> tuple[int, int] | None:
+    """``from`` and ``to``, the first and last seq of a part of a turn (None: neither given)."""
+    if not params.get("from") and not params.get("to"):
+        return None
+    first = number(params, "from", 0, low=0, high=MAX_SEQ, what="a step number")
+    last = number(params, "to", MAX_SEQ, low=first, high=MAX_SEQ, what="a step number")
+    return first, last
 
 
 def checked(params: Mapping[str, str], name: str) -> bool:

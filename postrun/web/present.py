@@ -20,6 +20,9 @@ from postrun.text import one_line
 INLINE_TEXT_CHARS = 4_000  # longer prompts and replies load on demand like output
 OPEN_EDITS_UP_TO_STEPS = 300  # in bigger sessions every body starts closed
 INLINE_TURNS_UP_TO_STEPS = 300  # in bigger sessions turns load when opened (the last one starts open)
+# and a turn of more lead steps than this comes in parts of this many (its last part starts
+# open): one prompt followed by thousands of steps is a page of a few hundred all the same.
+TURN_PART_STEPS = 300
 
 
 @dataclass(slots=True)
@@ -70,6 +73,12 @@ class TurnView:
     failed: int = 0
     flagged: int = 0
     seqs: tuple[int, int] = (-1, -1)  # the first and last seq of its steps
+    part: int = 0  # in a turn of more than TURN_PART_STEPS lead steps: which part (1, 2, ...)
+
+    @property
+    def anchor(self) -> str:
+        """The element id: one per turn, or per part of a turn that comes in parts."""
+        return f"turn-{self.index}" + (f"-{self.part}" if self.part else "")
 
 
 @dataclass(slots=True)
@@ -163,6 +172,23 @@ def inline_turns(parts: SessionParts, outlines: Sequence[StepOutline]) -> set[st
     return set(lead[-1:])
 
 
+def turn_parts(steps: Sequence[StepOutline]) -> list[Sequence[StepOutline]]:
+    """A turn's lead steps (in seq order) in parts of TURN_PART_STEPS, counted from its start
+    so that a part keeps its steps as the turn grows."""
+    return [steps[at : at + TURN_PART_STEPS] for at in range(0, len(steps), TURN_PART_STEPS)]
+
+
+def shown_part(parts: SessionParts, outlines: Sequence[StepOutline], inline: set[str] | None) -> tuple[int, int] | None:
+    """The seqs of the part a big session's page shows of its one open turn, when that turn
+    comes in parts: its last part (None: the whole of the turns shown; steps without a turn
+    record show whole, as ``session_view`` does not part them)."""
+    if inline is None or len(inline) != 1 or not inline <= {str(turn["id"]) for turn in parts.turns}:
+        return None
+    (turn_id,) = inline
+    found = turn_parts([step for step in outlines if step.turn_id == turn_id])
+    return (found[-1][0].seq, found[-1][-1].seq) if len(found) > 1 else None
+
+
 def session_view(
     parts: SessionParts,
     outlines: Sequence[StepOutline],
@@ -196,8 +222,10 @@ def session_view(
         return HelperView(actor_id, label, kind, [view(step) for step in steps])
 
     figures: dict[str, _Figures] = {}
+    by_turn: dict[str, list[StepOutline]] = {}
     for outline in outlines:
         figures.setdefault(outline.turn_id, _Figures()).add(outline)
+        by_turn.setdefault(outline.turn_id, []).append(outline)
     segments = {segment["index"]: segment for segment in parts.segments}
     turns = []
     current_segment = 0
@@ -213,7 +241,17 @@ def session_view(
             segment = segments.get(current_segment, {"index": current_segment})
         prompt = next((v.record["payload"].get("text") for v in steps if v.role == "user"), None) if shown else None
         prompt = prompt or (prompts or {}).get(turn_id)
-        turns.append(_turn(turn, figures.get(turn_id, _Figures()), steps, segment, prompt, lazy=not shown))
+        parted = turn_parts(by_turn.get(turn_id, [])) if inline is not None else []
+        if len(parted) <= 1:
+            turns.append(_turn(turn, figures.get(turn_id, _Figures()), steps, segment, prompt, lazy=not shown))
+            continue
+        for number, in_part in enumerate(parted, 1):
+            part = _Figures()
+            for outline in in_part:
+                part.add(outline)
+            open_part = shown and number == len(parted)  # the page read the last part's steps only
+            turns.append(_turn(turn, part, steps if open_part else [], segment if number == 1 else None,
+                               prompt if number == 1 else None, lazy=not open_part, part=number))  # fmt: skip
     known = {str(turn["id"]) for turn in parts.turns}
     leftover = [view(step) for turn_id, steps in nesting.lead.items() if turn_id not in known for step in steps]
     if leftover:  # steps whose turn record is missing still show
@@ -244,6 +282,7 @@ def _turn(
     prompt: str | None,
     *,
     lazy: bool,
+    part: int = 0,
 ) -> TurnView:
     return TurnView(
         index=int(turn["index"]),
@@ -258,4 +297,5 @@ def _turn(
         failed=figures.failed,
         flagged=figures.flagged,
         seqs=(figures.first, figures.last),
+        part=part,
     )

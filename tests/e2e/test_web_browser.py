@@ -8,11 +8,15 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from postrun.store.db import Database
+from postrun.store.write import upsert_session
+from postrun.web.present import TURN_PART_STEPS
 from tests.conftest import isolated_environ
 from tests.support.browser import Watched, open_signed_in, require_chromium, shot
 from tests.support.capture_process import CaptureProcess, copy_data, write_in_place
@@ -25,8 +29,11 @@ from tests.support.web import (
     HELPER_SESSION,
     HOSTILE,
     HOSTILE_SESSION,
+    LONG_TURN_SESSION,
+    LONG_TURN_STEPS,
     ServeProcess,
     ingest_fixtures,
+    long_turn_session,
     store_hand_made,
     wait_for,
 )
@@ -142,6 +149,34 @@ def test_a_big_session_loads_its_earlier_turns_on_demand(watched: Watched, serve
     wait_for(lambda: "current" in (page.locator(f"#step-{seq}").get_attribute("class") or ""), "the linked step")
     assert page.locator("#turn-4").get_attribute("open") is not None
     shot(page, "session-big")
+
+
+def test_a_turn_of_thousands_of_steps_comes_in_parts(browser: Any, tmp_path: Path) -> None:
+    """One prompt and 2,600 steps: not a page of megabytes but the last 300-step part of the
+    turn, the earlier parts headings that load when opened or linked to."""
+    environ = isolated_environ(tmp_path)
+    with Database.open(Path(environ["POSTRUN_DB"])) as database:
+        upsert_session(database, long_turn_session(), now=datetime.now(UTC), captured_on="tests")
+    served = ServeProcess(environ, tmp_path)
+    watched = open_signed_in(browser, served)
+    try:
+        page = watched.page
+        answer = page.goto(f"{served.url}s/{LONG_TURN_SESSION}")
+        assert answer is not None and len(answer.body()) < 400_000, len(answer.body())
+        parts = -(-LONG_TURN_STEPS // TURN_PART_STEPS)
+        lazy = page.locator("details.lazy-turn")
+        assert lazy.count() == parts - 1
+        assert page.locator(".step").count() == LONG_TURN_STEPS - (parts - 1) * TURN_PART_STEPS
+        assert "LONG-PROMPT" in lazy.first.inner_text() and "steps #0–#299" in lazy.first.inner_text()
+        lazy.first.locator("summary").click()
+        wait_for(lambda: page.locator("#turn-1-1 .step").count() == TURN_PART_STEPS, "part 1 to load")
+        assert "LONG-REPLY-3 " in page.inner_text("#step-3")
+        page.goto(f"{served.url}s/{LONG_TURN_SESSION}#step-450")  # in part 2, not loaded yet
+        wait_for(lambda: "current" in (page.locator("#step-450").get_attribute("class") or ""), "the linked step")
+        assert page.locator("#turn-1-2").get_attribute("open") is not None
+    finally:
+        watched.close()
+        served.kill()
 
 
 def test_files_and_activity_pages(watched: Watched, server: ServeProcess) -> None:

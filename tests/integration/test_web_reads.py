@@ -17,7 +17,16 @@ from postrun.store.inbox import inbox
 from postrun.store.session_filter import SessionFilter
 from postrun.store.write import upsert_session
 from postrun.web import data
-from tests.support.web import BIG_SESSION, BIG_STEPS_PER_TURN, BIG_TURNS, big_session
+from postrun.web.present import TURN_PART_STEPS
+from tests.support.web import (
+    BIG_SESSION,
+    BIG_STEPS_PER_TURN,
+    BIG_TURNS,
+    LONG_TURN_SESSION,
+    LONG_TURN_STEPS,
+    big_session,
+    long_turn_session,
+)
 from tests.support.web_inbox import EXPECTED_ORDER, FIRST_FLAGGED, A, B, C, D, F, G, H, build_inbox_store
 
 
@@ -99,3 +108,26 @@ def test_the_inbox_counts_and_orders_what_needs_review(tmp_path: Path) -> None:
         assert page.total == 68 and page.pages == 2
         newest = session_page(database, SessionFilter(agent="codex"))
         assert [row.id for row in newest.rows] == [H.id, F.id, B.id]
+
+
+def test_a_long_turn_shows_its_last_part_and_reads_its_steps_only(tmp_path: Path, decoded: list[int]) -> None:
+    """One prompt and 2,600 steps: the page reads and shows the last 300-step part of the turn,
+    the earlier parts as headings that load (and read) their own steps when opened."""
+    db = tmp_path / "store" / "postrun.db"
+    with Database.open(db) as database:
+        upsert_session(database, long_turn_session(), now=datetime.now(UTC), captured_on="tests")
+    decoded.clear()
+    view = data.stored_session(db, LONG_TURN_SESSION, with_history=False).view
+    parts = -(-LONG_TURN_STEPS // TURN_PART_STEPS)
+    last = range((parts - 1) * TURN_PART_STEPS, LONG_TURN_STEPS)
+    assert sorted(set(decoded)) == sorted({0, *last})  # the prompt, and the last part
+    assert [(turn.part, turn.lazy) for turn in view.turns] == [(n, n < parts) for n in range(1, parts + 1)]
+    assert [step.seq for step in view.turns[-1].steps] == list(last)
+    assert view.turns[1].seqs == (TURN_PART_STEPS, 2 * TURN_PART_STEPS - 1)
+    assert view.turns[1].count == TURN_PART_STEPS and view.turns[0].prompt and not view.turns[1].prompt
+    assert sum(turn.count for turn in view.turns) == view.steps == LONG_TURN_STEPS
+    decoded.clear()
+    opened = data.stored_turn(db, LONG_TURN_SESSION, "turn:1", view.turns[1].seqs)
+    wanted = list(range(TURN_PART_STEPS, 2 * TURN_PART_STEPS))
+    assert [step.seq for step in opened.turns[0].steps] == wanted
+    assert sorted(decoded) == wanted

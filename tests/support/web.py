@@ -255,6 +255,27 @@ def big_session() -> MappedSession:
     )
 
 
+LONG_TURN_SESSION = "1790000810000_longt"
+LONG_TURN_STEPS = 2_600
+
+
+def long_turn_session() -> MappedSession:
+    """One prompt, then 2,600 steps in the same turn (a long autonomous run): more than a page
+    shows at once even though there are no earlier turns to fold."""
+    sid = LONG_TURN_SESSION
+    steps = [message_step(0, "LONG-PROMPT run every check until green", role="user", session_id=sid)]
+    for seq in range(1, LONG_TURN_STEPS):
+        if seq % 3 == 0:  # a reply of a few paragraphs, shown inline
+            steps.append(
+                message_step(seq, f"LONG-REPLY-{seq} " + "the checks are still running; " * 60, session_id=sid)
+            )
+        else:
+            steps.append(
+                command_step(seq, f"make check PART={seq}", f"LONG-OUTPUT-{seq}\n", exit_code=0, session_id=sid)
+            )
+    return one_turn_session(sid, steps, [], started="2026-09-21T18:00:00.000Z")
+
+
 def one_turn_session(
     session_id: str,
     steps: list[dict[str, Any]],
