@@ -153,7 +153,8 @@ _COPIED: tuple[tuple[str, str, str, _How], ...] = (
         _How(("sk_live_", "rk_live_"), keep=8, before=_START, after="[0-9a-zA-Z]*"),
     ),
     ("SlackDetector", "slack_token", "Slack token", _How(("xox", "https://hooks.slack.com"), keep=4)),
-    ("NpmDetector", "npm_token", "npm token", _How(("_authtoken",), anchored=False, group=1, keep=4)),
+    # No prefix shown: a legacy token (a UUID) has no public part, its first characters are secret.
+    ("NpmDetector", "npm_token", "npm token", _How(("_authtoken",), anchored=False, group=1)),
     ("PypiTokenDetector", "pypi_token", "PyPI token", _How(("pypi-ag",), keep=5)),
     ("SendGridDetector", "sendgrid_key", "SendGrid key", _How(("sg.",), keep=3)),
     ("SquareOAuthDetector", "square_secret", "Square OAuth secret", _How(("sq0csp-",), keep=7)),

@@ -117,6 +117,11 @@ SECRETS: list[SecretCase] = [
     ),
     _case("npm token", "npm token create -> {s}", "npm_" + fake("npm", 36)),
     _case(".npmrc auth token", "//registry.npmjs.org/:_authToken={s}", "npm_" + fake("npmrc", 36)),
+    _case(
+        ".npmrc legacy auth token",
+        "//registry.npmjs.org/:_authToken={s}",
+        "-".join(fake(f"npmlegacy{n}", size, HEX) for n, size in enumerate((8, 4, 4, 4, 12))),
+    ),
     _case("PyPI token", "password = {s}", "pypi-AgEIcHlwaS5vcmc" + fake("pypi", 80, URLSAFE)),
     _case("Hugging Face token", "HF login {s}", "hf_" + fake("hf", 34)),
     _case("SendGrid key", "SENDGRID {s}", "SG." + fake("sg1", 22, URLSAFE) + "." + fake("sg2", 43, URLSAFE)),

@@ -117,6 +117,16 @@ def test_mask_shows_only_the_public_prefix_and_length() -> None:
     assert mask("hunter2") == "…(7 chars)"
 
 
+@pytest.mark.parametrize("case", SECRETS, ids=[case.name for case in SECRETS])
+def test_a_mask_shows_no_character_of_the_secret_but_a_public_prefix(case: SecretCase) -> None:
+    """What a flag's reason shows of a secret is a prefix every such token has (one of its
+    rule's keywords, or a longer form of one), never characters of the secret itself."""
+    for secret in find_secrets(case.text):
+        shown = secret.value[: secret.rule.keep].lower()
+        keywords = [keyword.lower() for keyword in secret.rule.keywords]
+        assert not shown or any(k.startswith(shown) or shown.startswith(k) for k in keywords), secret.masked
+
+
 def test_copied_rules_are_detect_secrets_own() -> None:
     """The copied patterns and keywords are those of the installed detect-secrets (a test
     dependency), and each of its plugins is copied or left out with a reason."""
