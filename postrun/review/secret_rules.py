@@ -228,6 +228,9 @@ _TOKENS: tuple[tuple[str, str, str, str], ...] = (
     ("flyio_token", "Fly.io token", "fo1_", r"[\w-]{43}"),
 )
 
+# The rest of a command up to an option: bounded, as a keyword may occur thousands of times on
+# one long line (minified output) and each try would otherwise scan to its end.
+_SAME_COMMAND = r"[^\n|;&]{0,400}?"
 # An option's value on a command line, quoted or a word.
 _OPTION_VALUE = r"""(?P<q>["'])?(?P<pw>(?(q)[^"'\n]+|[^\s"';|&)]+))(?(q)(?P=q))"""
 # Passwords given to a program as an option's value: (keywords, anchored (a match begins at the
@@ -239,7 +242,7 @@ _PASSWORD_OPTIONS: tuple[tuple[tuple[str, ...], bool, str, str, str], ...] = (
     (
         ("login",),
         False,
-        r"(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|helm[ \t]+registry)\b[^\n|;&]*?[ \t]login\b",
+        r"(?:docker|podman|nerdctl|buildah|skopeo|oras|crane|helm[ \t]+registry)[ \t]+login\b",
         "-p|--password",
         "",
     ),
@@ -257,7 +260,7 @@ _PASSWORD_OPTIONS: tuple[tuple[tuple[str, ...], bool, str, str, str], ...] = (
 def _option_password(program: str, spaced: str, glued: str) -> str:
     options = [rf"(?:{spaced})(?:=|[ \t]+)"] if spaced else []
     options += [f"(?:{glued})"] if glued else []
-    return rf"{program}[^\n|;&]*?[ \t](?:{'|'.join(options)}){_OPTION_VALUE}"
+    return rf"{program}{_SAME_COMMAND}[ \t](?:{'|'.join(options)}){_OPTION_VALUE}"
 
 
 # (kind, label, regex, how): secrets known by where they sit, most specific first.
@@ -290,7 +293,7 @@ _PLACED: tuple[tuple[str, str, str, _How], ...] = (
     (
         "url_password",
         "password given to curl",
-        r"""(?i)curl\b[^\n]*?\s(?:-u|--user)(?:=|[ \t]+)(?P<q>["']?)[^\s:'"]+:(?P<pw>[^\s'"]+)(?P=q)""",
+        r"""(?i)curl\b[^\n]{0,400}?\s(?:-u|--user)(?:=|[ \t]+)(?P<q>["']?)[^\s:'"]+:(?P<pw>[^\s'"]+)(?P=q)""",
         _How(("curl",), group="pw", valid=_literal_password),
     ),
     (
@@ -325,7 +328,8 @@ _PLACED: tuple[tuple[str, str, str, _How], ...] = (
         "cli_password",
         "password on a command line",
         # `htpasswd -b [-c…] FILE USER PASSWORD` (or `-nb USER PASSWORD`): the password is the last word.
-        rf"htpasswd\b[^\n|;&]*?[ \t]-[A-Za-z]*b[A-Za-z]*\b[^\n|;&]*?[ \t]{_OPTION_VALUE}(?=[ \t]*(?:[\n|;&)]|$))",
+        rf"htpasswd(?:[ \t]+-[A-Za-z]+)*?[ \t]+-[A-Za-z]*b[A-Za-z]*(?:[ \t]+-[A-Za-z]+)*(?:[ \t]+[^\s|;&]+){{1,2}}"
+        rf"[ \t]+{_OPTION_VALUE}(?=[ \t]*(?:[\n|;&)]|$))",
         _How(("htpasswd",), group="pw", valid=_literal_password, before=r"(?<![\w.-])"),
     ),
 )

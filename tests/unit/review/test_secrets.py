@@ -127,6 +127,14 @@ def test_a_mask_shows_no_character_of_the_secret_but_a_public_prefix(case: Secre
         assert not shown or any(k.startswith(shown) or shown.startswith(k) for k in keywords), secret.masked
 
 
+def test_no_rule_scans_the_rest_of_a_line_unbounded() -> None:
+    """A rule tried at each of its keyword's places must not scan lazily to the line's end from
+    each: a keyword thousands of times on one long line (minified output) made it quadratic
+    (`curl` 20,000 times on a 1 MB line took minutes). Such a scan is bounded (``{0,400}?``)."""
+    unbounded = re.compile(r"\[\^[^\]]*\][*+]\?")
+    assert [rule.kind for rule in rules() if unbounded.search(rule.pattern.pattern)] == []
+
+
 def test_copied_rules_are_detect_secrets_own() -> None:
     """The copied patterns and keywords are those of the installed detect-secrets (a test
     dependency), and each of its plugins is copied or left out with a reason."""
