@@ -137,7 +137,9 @@ _COPIED: tuple[tuple[str, str, str, _How], ...] = (
         "AWSKeyDetector",
         "aws_key",
         "AWS key",
-        _How(_AWS, keep=4, before=_START, after=_END, valid=_not_an_example, exact=True),
+        # An upper-case id of fixed length: a word of its own even beside `-` or `_` (a branch
+        # `fix-AKIA…-leak`, `KEY_AKIA…`), unlike tokens whose prefix ends words (`task-…`).
+        _How(_AWS, keep=4, before=r"(?<![A-Za-z0-9])", after=r"(?![A-Za-z0-9])", valid=_not_an_example, exact=True),
     ),
     (
         "GitHubTokenDetector",

@@ -60,6 +60,9 @@ _DJANGO = "django-insecure-" + fake("django", 50, LOWER + DIGITS + "!@#$%^&*(-_=
 SECRETS: list[SecretCase] = [
     _case("AWS access key id", "aws_access_key_id = {s}", "AKIA" + fake("aws-id", 16, UPPER + DIGITS)),
     _case(
+        "AWS key id in a branch name", "git checkout -b fix-{s}-leak", "AKIA" + fake("aws-branch", 16, UPPER + DIGITS)
+    ),
+    _case(
         "AWS temporary key id (JSON)",
         '{{"AccessKeyId": "{s}", "Expiration": "2026-01-01"}}',
         "ASIA" + fake("asia", 16, UPPER + DIGITS),
