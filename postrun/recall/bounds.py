@@ -20,6 +20,8 @@ STEPS_BUDGET_CHARS = 200_000
 QUERY_CHARS = 1_000
 PATH_CHARS = 4_096
 ARGUMENT_CHARS = 200
+# The highest seq a caller may name: SQLite's integers are 64-bit, a larger one cannot be bound.
+MAX_SEQ = 2**63 - 1
 SNIPPET_CHARS = 300
 TITLE_CHARS = 200
 PROMPT_CHARS = 500

@@ -46,6 +46,7 @@ Since = Annotated[
 IncludeActive = Annotated[
     bool, Field(description="Also sessions active in the last 10 minutes (your own current one among them).")
 ]
+Seq = Annotated[int | None, Field(ge=0, le=bounds.MAX_SEQ)]
 SessionId = Annotated[str, Field(max_length=_WORD, description="A session id, or a unique prefix of one.")]
 
 
@@ -138,8 +139,8 @@ def build_server(recall: Recall) -> MCPServer[Any]:
     @server.tool(annotations=_READ_ONLY)
     def get_steps(
         session_id: SessionId,
-        around_seq: Annotated[int | None, Field(ge=0, description="Steps around this seq (a search hit's).")] = None,
-        from_seq: Annotated[int | None, Field(ge=0, description="Steps from this seq on.")] = None,
+        around_seq: Annotated[Seq, Field(description="Steps around this seq (a search hit's).")] = None,
+        from_seq: Annotated[Seq, Field(description="Steps from this seq on.")] = None,
         limit: Annotated[int, _limit(bounds.STEPS_LIMIT, "steps")] = bounds.STEPS_LIMIT[0],
         max_chars: Annotated[
             int,
