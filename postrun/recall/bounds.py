@@ -59,6 +59,48 @@ def cut_strings(value: Any, limit: int) -> tuple[Any, int]:
     return value, 0
 
 
+def fit(value: Any, budget: int) -> tuple[Any, int]:
+    """``value`` (a JSON-like tree, its strings already cut) kept to about ``budget`` characters
+    (strings, keys and other values by their length): once they are spent, a list's further
+    items and a nested object's further keys are left out with a marker saying how many (the
+    top object keeps every key: a payload's own fields, its path or exit code, stay); and how
+    many lists and objects were cut. Cutting each string is not enough: a structured patch of
+    a large file is a list of many short lines."""
+    left = budget
+
+    def walk(item: Any, top: bool = False) -> tuple[Any, int]:
+        nonlocal left
+        if isinstance(item, Mapping):
+            kept: dict[str, Any] = {}
+            cuts = 0
+            # Plain values first, lists and objects after: a hunk keeps its line numbers.
+            for key, inner in sorted(item.items(), key=lambda pair: isinstance(pair[1], (Mapping, list))):
+                if left <= 0 and not top:
+                    break
+                left -= len(key)
+                kept[key], count = walk(inner)
+                cuts += count
+            shown = {key: kept[key] for key in item if key in kept}
+            if len(kept) == len(item):
+                return shown, cuts
+            return shown | {"…": f"[cut: {len(item) - len(kept):,} more keys]"}, cuts + 1
+        if isinstance(item, list):
+            items: list[Any] = []
+            cuts = 0
+            for inner in item:
+                if left <= 0:
+                    items.append(f"… [cut: {len(item) - len(items):,} more items]")
+                    return items, cuts + 1
+                inner, count = walk(inner)
+                items.append(inner)
+                cuts += count
+            return items, cuts
+        left -= len(item) if isinstance(item, str) else len(str(item))
+        return item, 0
+
+    return walk(value, top=True)
+
+
 def text_size(value: Any) -> int:
     """The characters of every string in a JSON-like tree (what a budget counts)."""
     if isinstance(value, str):

@@ -110,7 +110,10 @@ class StepsPage(Cited):
     session_id: str
     steps: list[Step] = Field(description="As `postrun export -f json` has them, texts cut to max_chars.")
     next_from_seq: int | None = Field(description="Where the next page starts (from_seq); None at the end.")
-    cut_fields: int = Field(description="Text fields cut to max_chars (marked `… [cut: N more characters]`).")
+    cut_fields: int = Field(
+        description="Text fields cut to max_chars (marked `… [cut: N more characters]`), and lists or nested"
+        " objects of a step too big for a page cut short (marked `… [cut: N more items]` or `[cut: N more keys]`)."
+    )
 
 
 class FileTouch(Cited):

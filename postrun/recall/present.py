@@ -1,4 +1,4 @@
-"""How recall shows what it found: a snippet, a turn, a file's touch, every text redacted then cut (pure)."""
+"""How recall shows what it found: a snippet, a turn, a helper, a file's touch, every text redacted then cut (pure)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from postrun.recall import bounds
-from postrun.recall.models import FileTouch, TurnSummary
+from postrun.recall.models import Actor, FileTouch, TurnSummary
 from postrun.review.redact import Redactor
 from postrun.store import codec, recall
 from postrun.text import one_line
@@ -33,6 +33,15 @@ def turn_summary(turn: recall.TurnFacts, redactor: Redactor) -> TurnSummary:
     text = payload.get("text") if first.get("type") == "message" and payload.get("role") == "user" else None
     prompt = None if not isinstance(text, str) else bounds.cut(redactor.text(text, "prompt"), bounds.PROMPT_CHARS)
     return TurnSummary(index=turn.index, prompt=prompt, steps=turn.steps, first_seq=turn.first_seq)
+
+
+def actor(record: dict[str, Any], redactor: Redactor) -> Actor:
+    """A helper as the export has it, its label cut: a Cline sub-agent's is its task's first
+    line, which may be a whole pasted paragraph."""
+    shown = redactor.value(record, "actor")
+    if isinstance(shown.get("label"), str):
+        shown["label"] = bounds.cut(one_line(shown["label"]), bounds.TITLE_CHARS)
+    return Actor.model_validate(shown)
 
 
 def file_touch(step: recall.FoundStep, redactor: Redactor, cite: dict[str, str]) -> FileTouch:

@@ -20,7 +20,6 @@ from postrun.errors import UsageError
 from postrun.recall import bounds
 from postrun.recall.citations import ReviewApp, review_url, show_command
 from postrun.recall.models import (
-    Actor,
     FileHistory,
     SearchHit,
     SearchResult,
@@ -32,7 +31,7 @@ from postrun.recall.models import (
     StepsPage,
 )
 from postrun.recall.paths import index_phrase, names_path, target_path
-from postrun.recall.present import file_touch, snippet, turn_summary
+from postrun.recall.present import actor, file_touch, snippet, turn_summary
 from postrun.review.flags import FLAG_KINDS
 from postrun.review.redact import Redactor
 from postrun.review.secrets import find_secrets
@@ -182,7 +181,7 @@ class Recall:
                 metrics=Metrics.model_validate(record["metrics"]) if record.get("metrics") else None,
                 turns=[turn_summary(turn, redactor) for turn in turns],
                 turns_left_out=total - len(turns),
-                actors=[Actor.model_validate(redactor.value(actor, "actor")) for actor in actors],
+                actors=[actor(helper, redactor) for helper in actors],
                 counts=StepCounts(
                     steps=counts.steps, by_type=counts.by_type, failed=counts.failed, flagged=counts.flagged
                 ),
@@ -217,6 +216,9 @@ class Recall:
         next_from: int | None = records[limit]["seq"] if len(records) > limit else None
         for record in records[:limit]:
             shown, cut = bounds.cut_strings(redactor.value(record, f"step #{record['seq']}"), max_chars)
+            # One step alone is held to the page's bound too (README: "Bounded").
+            shown["payload"], trimmed = bounds.fit(shown["payload"], bounds.STEPS_BUDGET_CHARS)
+            cut += trimmed
             size = bounds.text_size(shown)
             if steps and used + size > bounds.STEPS_BUDGET_CHARS:
                 next_from = int(record["seq"])

@@ -12,7 +12,7 @@ import jsonschema
 import orjson
 import pytest
 
-from tests.conftest import REPO, postrun_command, run_postrun
+from tests.conftest import FIXTURES, REPO, postrun_command, run_postrun
 from tests.support.recall import (
     BASIC,
     LIVE_WORD,
@@ -227,6 +227,69 @@ def test_bad_parameters_are_one_line_tool_errors(client: Client) -> None:
     assert "relative" in reasons[13]
     assert "bad parameter from_seq" in reasons[18] and "bad parameter around_seq" in reasons[19]
     assert client.data("list_sessions", limit=1)["sessions"]  # still serving
+
+
+def _claude_session(case: str, folder: Path, edit: Any) -> Path:
+    """The Claude Code fixture ``case``'s projects folder copied under ``folder``, each file's
+    JSON passed through ``edit(name, value)`` (a transcript line by line); the transcript's path."""
+    source = FIXTURES / "claude-code" / case / "claude" / "projects"
+    for file in source.rglob("*.json*"):
+        target = folder / file.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if file.suffix == ".jsonl":
+            lines = [_edited(line, file.name, edit) for line in file.read_bytes().split(b"\n")]
+            target.write_bytes(b"\n".join(lines))
+        else:
+            target.write_bytes(orjson.dumps(edit(file.name, orjson.loads(file.read_bytes()))))
+    (transcript,) = (path for path in folder.rglob("*.jsonl") if "subagents" not in path.parts)
+    return transcript
+
+
+def _edited(line: bytes, name: str, edit: Any) -> bytes:
+    try:
+        return orjson.dumps(edit(name, orjson.loads(line)))
+    except orjson.JSONDecodeError:
+        return line  # a torn line the fixture holds on purpose stays as it is
+
+
+def test_one_huge_step_or_helper_is_bounded_too(tmp_path: Path, env: dict[str, str]) -> None:
+    # A Write over a large file: its structured patch is a list of many short lines (no text
+    # field is long, so cutting each at max_chars does not bound it); a helper named by a
+    # whole paragraph.
+    lines = [f"+line {number:07d}" for number in range(100_000)]
+
+    def big_patch(name: str, value: Any) -> Any:
+        result = value.get("toolUseResult") if isinstance(value, dict) else None
+        if isinstance(result, dict) and result.get("structuredPatch"):
+            result["structuredPatch"][0]["lines"] = lines
+        return value
+
+    def long_label(name: str, value: Any) -> Any:
+        if name.endswith(".meta.json"):
+            value["description"] += " and then" * 20_000
+        return value
+
+    for case, edit in (("other_tools", big_patch), ("subagents_nested", long_label)):
+        transcript = _claude_session(case, tmp_path / case, edit)
+        ingested = run_postrun("ingest", "--agent", "claude-code", str(transcript), env=env)
+        assert ingested.returncode == 0, ingested.stderr
+    with (tmp_path / "stderr.txt").open("w") as stderr, mcp_client(env, stderr) as client:
+        before = client.data("get_steps", session_id="c0ffee00-0000-4000-8000-000000000003", limit=100)
+        page = client.data("get_steps", session_id="c0ffee00-0000-4000-8000-000000000003", from_seq=8)
+        helpers = client.data("get_session", session_id="c0ffee00-0000-4000-8000-000000000006")
+    assert before["next_from_seq"] == 8  # the page stops before the step that would not fit
+    (step,) = page["steps"]
+    assert step["seq"] == 8 and page["next_from_seq"] == 9
+    assert len(json.dumps(page)) < 300_000 and page["cut_fields"] >= 1
+    (hunk,) = step["payload"]["structured_patch"]
+    shown = hunk["lines"]
+    assert shown[: len(shown) - 1] == lines[: len(shown) - 1]
+    assert shown[-1] == f"… [cut: {len(lines) - len(shown) + 1:,} more items]"
+    assert {"oldStart", "newStart", "oldLines", "newLines"} <= set(hunk)  # plain values stay
+    assert step["payload"]["path"] == "/home/dev/work/tools/a.py"
+    labels = [actor.get("label", "") for actor in helpers["actors"]]
+    assert "Outer helper and then and then" in " ".join(labels)
+    assert max(len(label) for label in labels) < 300 and len(json.dumps(helpers)) < 20_000
 
 
 def test_nothing_secret_leaves(client: Client, store: RecallStore) -> None:

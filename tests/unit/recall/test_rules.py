@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from postrun.errors import UsageError
-from postrun.recall.bounds import cut, cut_strings, text_size
+from postrun.recall.bounds import cut, cut_strings, fit, text_size
 from postrun.recall.citations import review_url, show_command
 from postrun.recall.clients import CLIENTS, client_config
 from postrun.recall.paths import index_phrase, names_path, target_path
@@ -74,6 +74,20 @@ def test_cuts_say_how_much_is_left() -> None:
     assert count == 2 and tree["b"][0] == "y" * 5 and tree["n"] == 3
     assert tree["b"][1]["c"].startswith("z" * 10 + "… [cut: 20")
     assert text_size({"a": "xy", "b": ["z", 1, None]}) == 3
+
+
+def test_fit_cuts_long_lists_and_nested_objects_not_the_top() -> None:
+    small = {"path": "/a", "lines": ["+x", "-y"], "n": 3}
+    assert fit(small, 100) == (small, 0)
+    payload = {"lines": [f"+{n:03d}" for n in range(100)], "path": "/a", "raw": {str(n): n for n in range(50)}}
+    shown, cuts = fit(payload, 30)
+    # Plain values are counted first (path), then the lines until 30 characters are spent.
+    assert shown["path"] == "/a" and shown["lines"] == [*payload["lines"][:5], "… [cut: 95 more items]"]
+    assert shown["raw"] == {"…": "[cut: 50 more keys]"} and cuts == 2
+    hunk = {"lines": ["+x" * 10] * 5, "oldStart": 1, "newStart": 1}
+    shown, cuts = fit({"patch": [hunk, hunk]}, 40)  # the line numbers first, then one line
+    assert shown["patch"][0] == {"lines": ["+x" * 10, "… [cut: 4 more items]"], "oldStart": 1, "newStart": 1}
+    assert shown["patch"][1:] == ["… [cut: 1 more items]"] and cuts == 2
 
 
 def test_citations() -> None:
