@@ -8,6 +8,7 @@ one-line reason; nothing a caller sends stops the server.
 from __future__ import annotations
 
 import contextlib
+import signal
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
@@ -177,5 +178,9 @@ def build_server(recall: Recall) -> MCPServer[Any]:
 
 
 def serve_stdio(recall: Recall) -> None:
-    """Answer one client over stdin and stdout until it hangs up."""
+    """Answer one client over stdin and stdout until it hangs up, or until Ctrl-C."""
+    # Ctrl-C ends the process at once, as SIGTERM does: a KeyboardInterrupt stopped serving but
+    # then waited on the thread blocked reading stdin, until the client hung up. Nothing is
+    # written (the server is read-only), so there is nothing to finish.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     build_server(recall).run("stdio")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -366,3 +368,23 @@ def test_print_config_is_what_the_readme_shows(client_name: str, env: dict[str, 
     assert "/tmp/other.db" in with_db
     wrong = run_postrun("mcp", "--print-config", "cursor", env=env)
     assert wrong.returncode == 2 and wrong.stderr.strip().count("\n") == 0 and "unknown client" in wrong.stderr
+
+
+def test_ctrl_c_ends_the_server_while_its_client_is_still_there(env: dict[str, str]) -> None:
+    # As run by hand in a terminal: stdin stays open. Ctrl-C used to stop the serving but leave
+    # the process waiting on its stdin reader until the terminal sent end-of-file.
+    server = subprocess.Popen(
+        [*postrun_command(), "mcp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert server.stdin is not None and server.stdout is not None
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
+        server.stdin.write(orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}) + b"\n")
+        server.stdin.flush()
+        assert orjson.loads(server.stdout.readline())["id"] == 1  # serving
+        server.send_signal(signal.SIGINT)
+        code = server.wait(timeout=10)
+    finally:
+        server.kill()
+        _, stderr = server.communicate()
+    assert code == -signal.SIGINT and b"Traceback" not in stderr
