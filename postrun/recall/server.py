@@ -48,7 +48,10 @@ IncludeActive = Annotated[
     bool, Field(description="Also sessions active in the last 10 minutes (your own current one among them).")
 ]
 Seq = Annotated[int | None, Field(ge=0, le=bounds.MAX_SEQ)]
-SessionId = Annotated[str, Field(max_length=_WORD, description="A session id, or a unique prefix of one.")]
+# At least one character: an empty prefix names every session (and the only one, alone).
+SessionId = Annotated[
+    str, Field(min_length=1, max_length=_WORD, description="A session id, or a unique prefix of one.")
+]
 
 
 def _limit(default_most: tuple[int, int], what: str) -> Any:

@@ -222,12 +222,15 @@ def test_bad_parameters_are_one_line_tool_errors(client: Client) -> None:
         # Past SQLite's 64-bit integers: a bad parameter, not a crash with no reason.
         client.error("get_steps", session_id=BASIC, from_seq=2**63),
         client.error("get_steps", session_id=BASIC, around_seq=10**30),
+        client.error("get_session", session_id=""),
+        client.error("get_steps", session_id=""),
     ]
     assert "limit" in reasons[0] and "since" in reasons[3] and "no_such_flag" in reasons[4]
     assert "NUL" in reasons[6]
     assert "secret" in reasons[7] and SAMPLES["aws_key"][0] not in reasons[7]
     assert "relative" in reasons[13]
     assert "bad parameter from_seq" in reasons[18] and "bad parameter around_seq" in reasons[19]
+    assert "bad parameter session_id" in reasons[20] and "bad parameter session_id" in reasons[21]
     assert client.data("list_sessions", limit=1)["sessions"]  # still serving
 
 
