@@ -12,7 +12,7 @@ import typer
 from postrun.cli.app import app
 from postrun.cli.common import check_agent, command, load, progress, say
 from postrun.errors import UsageError
-from postrun.text import one_line, plural, printable
+from postrun.text import json_escaped, one_line, plural, printable
 
 
 @app.command()
@@ -117,7 +117,8 @@ def sessions(
             | ({"verdict": verdicts[s.id].as_json()} if s.id in verdicts else {})
             for s in summaries
         ]
-        typer.echo(orjson.dumps(listing, option=orjson.OPT_INDENT_2).decode())
+        # C1 and bidi controls as \u escapes, as in every JSON export: the same values, shown inert.
+        typer.echo(json_escaped(orjson.dumps(listing, option=orjson.OPT_INDENT_2)).decode())
         return
     if not summaries:
         say(f"no sessions stored in {paths.db}")
@@ -254,7 +255,7 @@ def search(
         home=paths.home,
     )
     if as_json:
-        typer.echo(orjson.dumps([hit.as_json() for hit in hits], option=orjson.OPT_INDENT_2).decode())
+        typer.echo(json_escaped(orjson.dumps([hit.as_json() for hit in hits], option=orjson.OPT_INDENT_2)).decode())
         return
     if not hits:
         say("no matching steps" if has_store(paths.db) else f"no sessions stored in {paths.db}")

@@ -12,6 +12,7 @@ import apsw
 import pytest
 
 from tests.conftest import FIXTURES, postrun_command, run_postrun
+from tests.support.claude_lines import Transcript
 from tests.support.cli_cases import facts_through_cli
 
 CASES = sorted(
@@ -384,6 +385,25 @@ def test_no_field_from_the_agent_s_files_reaches_the_terminal_raw(tmp_path: Path
     assert "\x1b" not in output and "\x07" not in output
     for shown in ("m", "p", "s", "/w", "u", "b", "4", "a"):
         assert f"{shown}\\x1b]0;pwned\\x07" in output, shown
+
+
+def test_the_json_listings_write_bidi_and_c1_controls_as_escapes(tmp_path: Path, env: dict[str, str]) -> None:
+    # README: bidi controls and terminal escapes are shown as escapes in `sessions` and the JSON
+    # outputs (as `\\u` escapes: the same values); a U+009B is a CSI to a terminal that takes C1.
+    hostile = "\u202eevil\u202c \x9b31m"
+    transcript = Transcript("bad0bad0-0000-4000-8000-000000000001", "/srv/app")
+    transcript.prompt(f"rtlprompt {hostile}")
+    transcript.call("msg_1", f"toolu_{hostile}", "Bash", {"command": "echo rtlcmd", "description": "x"})
+    transcript.result(f"toolu_{hostile}", "ok", tool_use_result={"stdout": "ok", "stderr": "", "interrupted": False})
+    transcript.cost_state(0.01)
+    transcript.write(tmp_path / "projects" / "-srv-app" / f"{transcript.session_id}.jsonl")
+    assert run_postrun("ingest", "--agent", "claude-code", str(tmp_path / "projects"), env=env).returncode == 0
+    listing = run_postrun("sessions", "--json", env=env).stdout
+    hits = run_postrun("search", "rtlcmd", "--json", env=env).stdout
+    for output in (listing, hits):
+        assert "\u202e" not in output and "\x9b" not in output, output
+    assert json.loads(listing)[0]["title"] == f"rtlprompt {hostile}"  # the same value, escaped
+    assert json.loads(hits)[0]["step_id"] == f"toolu_{hostile}"
 
 
 def test_search_arguments_are_checked_even_without_a_store(env: dict[str, str]) -> None:
