@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from postrun.nesting import Nesting, nest
 from postrun.records import summed_metrics
 from postrun.store.query import HistoryEntry, SessionDetails
 from postrun.store.vault import KeptVersion
@@ -206,6 +207,8 @@ def timeline(
     steps_by_turn = steps_by_turn_of(envelope)
     actors = {actor["id"]: actor for actor in envelope["actors"]}
     segments = {segment["index"]: segment for segment in envelope["segments"]}
+    nesting = nest(envelope["steps"])
+    nested = {actor_id for started in nesting.started.values() for actor_id in started}
     current_segment = 0
     for turn in envelope["turns"]:
         if turn["segment_index"] != current_segment:
@@ -222,19 +225,16 @@ def timeline(
             None,
         )
         lines += ["", _turn_heading(turn, prompt) + f"  ({turn['started_at']})"]
-        for helper, run in _actor_runs(steps, actors):
+        # A helper a step started is shown under that step (helpers of helpers too, as the
+        # exports and the review app nest them); the others where their steps fall.
+        shown_here = [step for step in steps if step["actor_id"] not in nested]
+        for helper, run in _actor_runs(shown_here, actors):
             indent = "  "
             if helper is not None:
                 lines.append(f"    ↳ {helper_heading(helper, run)}")
                 indent = "      "
             for step in run:
-                lines.append(
-                    f"{indent}#{step['seq']:<4} {step['type']:<8} {step_summary(step)}  [{outcome_label(step)}]"
-                )
-                error = error_line(step)
-                if error:
-                    lines.append(f"{indent}{'':<14}error: {error}")
-                lines += [f"{indent}{'':<14}! {line}" for line in flag_lines(step)]
+                lines += _step_lines(step, indent, nesting, actors)
     if any(step["content_status"] == "reference_only" for step in envelope["steps"]):
         lines += ["", REFERENCE_ONLY_NOTE]
     if history is not None:
@@ -245,6 +245,23 @@ def timeline(
             lines.append(f"  {entry.replaced_at}  {entry.reason:<8} {entry.kind} {entry.record_id}: {what}")
     # One escaping for the whole view, so no field from the agent's files reaches the terminal raw.
     return [printable(line) for line in lines]
+
+
+def _step_lines(
+    step: Mapping[str, Any], indent: str, nesting: Nesting, actors: Mapping[str, Mapping[str, Any]]
+) -> list[str]:
+    """A step's line, its error and flags, then each helper it started, indented under it."""
+    lines = [f"{indent}#{step['seq']:<4} {step['type']:<8} {step_summary(step)}  [{outcome_label(step)}]"]
+    error = error_line(step)
+    if error:
+        lines.append(f"{indent}{'':<14}error: {error}")
+    lines += [f"{indent}{'':<14}! {line}" for line in flag_lines(step)]
+    for actor_id, steps in nesting.helpers_of(step):
+        helper = actors.get(actor_id, {"id": actor_id, "type": "helper"})
+        lines.append(f"{indent}  ↳ {helper_heading(helper, steps)}")
+        for helper_step in steps:
+            lines += _step_lines(helper_step, indent + "    ", nesting, actors)
+    return lines
 
 
 def raw_versions(versions: Sequence[KeptVersion]) -> list[str]:

@@ -155,7 +155,7 @@ def show(
     the step's content (a command left running, an output kept elsewhere): what they hold is
     shown. Below a step, "error:" is the first line of why it failed and each "!" line one of
     its flags (danger, warn or info, with the reason). ↳ starts the steps of a helper (a
-    sub-agent) the lead started.
+    sub-agent), indented under the step that started it.
     """
     from postrun.views import show_session
 

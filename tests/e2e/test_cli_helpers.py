@@ -47,6 +47,28 @@ def test_show_nests_each_helper_under_the_step_that_started_it(stored: dict[str,
     assert "; 2 helpers $0.0180, 3 API requests" in team
 
 
+def test_show_nests_a_helper_s_own_helper_under_the_step_that_started_it(tmp_path: Path, env: dict[str, str]) -> None:
+    # README: `show` nests each helper's steps under the step that started it; a sub-agent's own
+    # sub-agent was shown beside it, with its parent's heading repeated after it.
+    projects = tmp_path / "projects"
+    shutil.copytree(FIXTURES / "claude-code" / "subagents_nested" / "claude" / "projects", projects)
+    assert run_postrun("ingest", "--agent", "claude-code", str(projects), env=env).returncode == 0
+    shown = run_postrun("show", "c0ffee00-0000-4000-8000-000000000006", env=env).stdout
+    assert (
+        "  #2    other    Agent: OUTER: count the files  [ok]\n"
+        "    ↳ subagent agent-aaaa1111: Outer helper\n"
+        "      #3    message  system: OUTER: count the files  [ok]\n"
+        "      #4    other    Agent: INNER: run ls  [ok]\n"
+        "        ↳ subagent agent-bbbb2222: Inner helper\n"
+        "          #5    message  system: INNER: run ls  [ok]\n"
+        "          #6    command  ls | wc -l  [ok (exit 0)]\n"
+        "          #7    message  assistant: 4 files.  [ok]\n"
+        "      #8    message  assistant: The inner helper counted 4.  [ok]\n"
+        "  #9    message  assistant: There are 4 files.  [ok]\n"
+        "    ↳ subagent agent-cccc3333\n"  # started by no step: where its steps fall
+    ) in shown
+
+
 def test_markdown_quotes_helper_work_under_its_start(stored: dict[str, str]) -> None:
     text = run_postrun("export", LEAD, "--format", "markdown", env=stored).stdout
     start = text.index("**Tool** `spawn_agent` — ok\n\n↳ **subagent agent_1795976750621_u6sv2j**")
