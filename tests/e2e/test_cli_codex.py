@@ -130,6 +130,20 @@ def test_the_vault_gives_back_every_rollout_after_codex_deletes_them(tmp_path: P
     assert run_postrun("show", session_id, env=env).returncode == 0  # the session stays in the store
 
 
+def test_a_compressed_rollout_is_reingested_from_its_copy(tmp_path: Path, env: dict[str, str]) -> None:
+    """README (Raw copies): reingest "works when Cline's files are gone", for a `.jsonl.zst`
+    kept as its compressed bytes too (it once failed with an internal MemoryError)."""
+    sessions = copy_sessions(FIXTURES / "codex" / "compressed_rollout", tmp_path)
+    assert run_postrun("ingest", "--agent", "codex", str(sessions), env=env).returncode == 0
+    (session_id,) = [row["id"] for row in json.loads(run_postrun("sessions", "--json", env=env).stdout)]
+    before = run_postrun("export", session_id, "--format", "json", env=env).stdout
+    shutil.rmtree(sessions)
+    again = run_postrun("reingest", "--all", env=env)
+    assert (again.returncode, again.stderr) == (0, ""), again.stderr
+    assert "1 session from raw copies: 0 changed, 1 unchanged" in again.stdout
+    assert run_postrun("export", session_id, "--format", "json", env=env).stdout == before
+
+
 def test_reingest_forget_and_exclude_work_for_codex_sessions(tmp_path: Path, env: dict[str, str]) -> None:
     sessions = copy_sessions(FIXTURES / "codex" / "nested_subagents", tmp_path)
     assert run_postrun("ingest", "--agent", "codex", str(sessions), env=env).returncode == 0

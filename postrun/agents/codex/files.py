@@ -24,6 +24,7 @@ from postrun.jsonio import read_bytes, stat_fingerprint
 from postrun.records import RawFile, SourceFile
 
 _HEAD_CHUNK = 64 * 1024
+_UNPACK_CHUNK = 4 * 2**20
 _OUTSIDE = "a symlink that leads outside its sessions folder (never followed out of it)"
 
 
@@ -104,11 +105,18 @@ def read_rollout(
 
 def decompressed(raw: bytes, where: str, max_bytes: int) -> bytes:
     """The JSONL a ``.jsonl.zst`` holds (every frame), at most ``max_bytes`` of it."""
+    chunks: list[bytes] = []
+    size = 0
     try:
         reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-        data = reader.read(max_bytes + 1)
+        # In bounded chunks: ``read(n)`` allocates n bytes up front, and the vault's copies
+        # are read back with no limit (they were admitted when first read).
+        while size <= max_bytes and (chunk := reader.read(min(_UNPACK_CHUNK, max_bytes + 1 - size))):
+            chunks.append(chunk)
+            size += len(chunk)
     except zstandard.ZstdError as exc:
         raise SourceError(where, f"cannot decompress: {exc}") from None
+    data = b"".join(chunks)
     if len(data) > max_bytes:
         raise SourceError(where, f"larger than {max_bytes // 2**20} MB decompressed (max_file_mb)")
     return data
