@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -238,18 +239,41 @@ def restore(
     try:
         previous = None
         carried: list[Tombstone] = []
-        if db.exists():
-            previous = back_up(db, before_restore_path(db), replace=True).path
-            with Database.open(db) as current:
-                carried = tombstones(current)
         with contextlib.ExitStack() as stack:
-            source_path, new_id = stack.enter_context(_as_new_machine(backup, db)) if renew else (backup, None)
+            source = backup
+            if _same_file(backup, before_restore_path(db)):
+                # Undoing a restore: the current store is about to be kept under that very
+                # name, so the backup is restored from a copy taken first, not lost.
+                source = stack.enter_context(_copy_of(backup, db))
+            if db.exists():
+                previous = back_up(db, before_restore_path(db), replace=True).path
+                with Database.open(db) as current:
+                    carried = tombstones(current)
+            source_path, new_id = stack.enter_context(_as_new_machine(source, db)) if renew else (source, None)
             _copy_into(db, source_path)
         with Database.open(db) as restored:  # a backup from an older Postrun is migrated now
             again, left = carry_over(restored, carried, now=now)
     finally:
         lock.release()
     return RestoreReport(counts, previous, tuple(again), left, new_id, recorded_on)
+
+
+def _same_file(one: Path, other: Path) -> bool:
+    try:
+        return one.samefile(other)
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def _copy_of(backup: Path, db: Path) -> Iterator[Path]:
+    """A private copy of ``backup`` next to the store, removed afterwards."""
+    with _temporary_next_to(db) as temporary:
+        try:
+            shutil.copyfile(backup, temporary)
+        except OSError as exc:
+            raise StoreError(str(db), f"cannot restore ({exc.strerror or exc})") from None
+        yield temporary
 
 
 def _copy_into(db: Path, source_path: Path) -> None:

@@ -181,6 +181,27 @@ def test_backup_and_restore_round_trip_and_refuse_bad_files(
     assert read_records(db) == current
 
 
+def test_restoring_the_before_restore_file_undoes_the_restore(
+    env: dict[str, str], cline_root: Path, tmp_path: Path
+) -> None:
+    """README: restore "keeps the current store as `<db>.before-restore`"; restoring that file
+    (the undo) once copied the current store over it first, and lost what it held."""
+    db = Path(env["POSTRUN_DB"])
+    ingested(7, cline_root, env)
+    backup = tmp_path / "one.db"
+    ok("backup", str(backup), env=env)
+    ingested(8, cline_root, env)
+    newer = read_records(db)
+    ok("restore", str(backup), "--yes", env=env)
+    older = read_records(db)
+    assert older != newer
+    ok("restore", f"{db}.before-restore", "--yes", env=env)
+    assert read_records(db) == newer
+    assert read_records(Path(f"{db}.before-restore")) == older  # and undoing it again stays possible
+    assert store_problems(db) == []
+    assert [path.name for path in db.parent.iterdir() if path.name.endswith(".tmp")] == []
+
+
 def test_restore_is_refused_while_capture_holds_the_store(
     env: dict[str, str], cline_root: Path, tmp_path: Path
 ) -> None:
