@@ -26,7 +26,7 @@ from typing import Protocol
 
 import apsw
 
-from postrun.errors import AlreadyRunning, PostrunError, StoreError
+from postrun.errors import AlreadyRunning, PostrunError, StoreError, StoreTooNewError
 from postrun.store import codec, outbox
 from postrun.store.db import STORE_VERSION, Database, describe_sqlite_error
 from postrun.store.forget import Tombstone, carry_over, tombstones
@@ -123,7 +123,12 @@ def _counts(connection: apsw.Connection, path: Path, size: int) -> BackupCounts:
     if version < 1 or not {"sessions", "steps"} <= tables:
         raise StoreError(where, "not a Postrun store")
     if version > STORE_VERSION:
-        raise StoreError(where, f"written by a newer Postrun (store version {version}); upgrade Postrun")
+        # Exit 78 as for any store a newer Postrun wrote (README, Exit codes).
+        raise StoreTooNewError(
+            where,
+            f"written by a newer Postrun (store version {version}, this Postrun knows up to {STORE_VERSION});"
+            " upgrade Postrun",
+        )
     raw_files = int(connection.execute("SELECT count(*) FROM raw_files").get) if "raw_files" in tables else 0
     return BackupCounts(
         path=path,

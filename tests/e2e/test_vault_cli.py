@@ -181,6 +181,25 @@ def test_backup_and_restore_round_trip_and_refuse_bad_files(
     assert read_records(db) == current
 
 
+def test_a_backup_of_a_newer_postrun_is_refused_with_exit_78(
+    env: dict[str, str], cline_root: Path, tmp_path: Path
+) -> None:
+    """README, Exit codes: 78 for "a store ... written by a newer Postrun"; a backup is one."""
+    from postrun.store.db import STORE_VERSION
+
+    db = Path(env["POSTRUN_DB"])
+    ingested(9, cline_root, env)
+    backup = tmp_path / "newer.db"
+    ok("backup", str(backup), env=env)
+    connection = apsw.Connection(str(backup))
+    connection.execute(f"pragma user_version={STORE_VERSION + 1}")
+    connection.close()
+    before = read_records(db)
+    line = refused("restore", str(backup), "--yes", env=env, code=78)
+    assert line.startswith(f"error: {backup}: written by a newer Postrun"), line
+    assert read_records(db) == before and not Path(f"{db}.before-restore").exists()
+
+
 def test_restoring_the_before_restore_file_undoes_the_restore(
     env: dict[str, str], cline_root: Path, tmp_path: Path
 ) -> None:
