@@ -27,6 +27,7 @@ from typing import Protocol
 import apsw
 
 from postrun.errors import AlreadyRunning, PostrunError, StoreError, StoreTooNewError
+from postrun.paths import ensure_private_dir
 from postrun.store import codec, outbox
 from postrun.store.db import STORE_VERSION, Database, describe_sqlite_error
 from postrun.store.forget import Tombstone, carry_over, tombstones
@@ -203,8 +204,6 @@ def _fsync(path: Path) -> None:
 def back_up_daily(db: Path, folder: Path, *, keep: int, now: datetime) -> tuple[BackupCounts, list[Path]]:
     """A backup named by ``now`` (UTC) in ``folder`` (created 0700), then only the newest ``keep``
     of those daily backups are left; returns the new backup and the ones removed."""
-    from postrun.paths import ensure_private_dir
-
     try:
         ensure_private_dir(folder)
     except OSError as exc:
@@ -237,6 +236,11 @@ def restore(
         raise PostrunError(str(backup), "is the store itself")
     recorded_on = backup_host(backup)
     renew = host is not None and not keep_machine_id and recorded_on != host
+    try:
+        # A fresh machine has no store folder yet, and the capture lock lives in it.
+        ensure_private_dir(db.parent)
+    except OSError as exc:
+        raise StoreError(str(db.parent), f"cannot create the store folder ({exc.strerror or exc})") from None
     try:
         lock.acquire()
     except AlreadyRunning as exc:

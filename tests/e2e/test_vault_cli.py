@@ -11,7 +11,7 @@ import apsw
 import pytest
 
 from postrun.store import codec
-from tests.conftest import run_postrun
+from tests.conftest import isolated_environ, run_postrun
 from tests.reliability.kit import Synthetic, read_records, store_problems, synthetic_id
 from tests.support.capture_process import CaptureProcess
 
@@ -179,6 +179,23 @@ def test_backup_and_restore_round_trip_and_refuse_bad_files(
     assert store_problems(db) == []
     ok("ingest", str(cline_root), env=env)  # the restored store is a working store
     assert read_records(db) == current
+
+
+def test_a_backup_restores_onto_a_fresh_home(env: dict[str, str], cline_root: Path, tmp_path: Path) -> None:
+    """A new machine has no store folder yet: restore creates it (0700) instead of failing
+    on the capture lock inside it."""
+    ingested(10, cline_root, env)
+    backup = tmp_path / "b.db"
+    ok("backup", str(backup), env=env)
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    new_env = isolated_environ(fresh)
+    db = Path(new_env["POSTRUN_DB"])
+    assert not db.parent.exists()
+    line = ok("restore", str(backup), "--yes", env=new_env)
+    assert line.startswith(f"restored {backup} into {db}: 1 session") and "previous store" not in line, line
+    assert read_records(db) == read_records(backup)
+    assert stat.S_IMODE(db.parent.stat().st_mode) == 0o700 and stat.S_IMODE(db.stat().st_mode) == 0o600
 
 
 def test_a_backup_of_a_newer_postrun_is_refused_with_exit_78(
