@@ -117,8 +117,15 @@ class CaptureLock:
         assert self._fd is not None and self.info is not None
         content = orjson.dumps(asdict(self.info)) + b"\n"
         # Rewritten in place: replacing the file would leave our lock on an unlinked inode.
-        os.pwrite(self._fd, content, 0)
-        os.ftruncate(self._fd, len(content))
+        try:
+            os.pwrite(self._fd, content, 0)
+            os.ftruncate(self._fd, len(content))
+        except OSError:
+            # A full disk: the flock alone guards the store, and what it records is only for
+            # `status`, so capture goes on (and retries its store: README, Guarantees). An
+            # emptied file reads as "running, unknown" rather than a dead capture's pid.
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
 
     def release(self) -> None:
         if self._fd is None:

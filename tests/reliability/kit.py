@@ -374,4 +374,5 @@ def install_sitecustomize(folder: Path, source: str, env: dict[str, str]) -> Non
     """Put ``source`` as ``sitecustomize.py`` in ``folder`` and on the process's PYTHONPATH."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "sitecustomize.py").write_text(source)
-    env["PYTHONPATH"] = str(folder)
+    # Prepended: a PYTHONPATH already set (a checkout run through a shared venv) still applies.
+    env["PYTHONPATH"] = os.pathsep.join(part for part in (str(folder), env.get("PYTHONPATH")) if part)

@@ -73,6 +73,21 @@ if _control:
             return _Connection.execute(self, *args, **kwargs)
 
     apsw.Connection = _LimitedConnection
+
+_lock_full = os.environ.get("TEST_LOCK_FULL_FILE")
+if _lock_full:
+    import errno
+
+    _pwrite = os.pwrite
+
+    def _full_pwrite(fd, data, offset):
+        # While the control file exists, the capture lock's status cannot be written, as on a
+        # file system with no free block (the lock file is emptied at every release).
+        if os.path.exists(_lock_full) and os.readlink(f"/proc/self/fd/{fd}").endswith(".capture.lock"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return _pwrite(fd, data, offset)
+
+    os.pwrite = _full_pwrite
 """
 FULL = "the disk or database is full"
 
@@ -208,6 +223,39 @@ def test_disk_full_during_the_start_up_catch_up_is_said_once_retried_and_recover
     assert_converged(capture, root, db, fault_env, tmp_path)
     assert len(capture.lines(r" ERROR ")) == 1
     assert len(capture.lines(rf"cline {synthetic_id(0)}: messages file not parseable yet")) == 1
+    assert capture.stop()[0] == 0
+    assert_clean_log(capture)
+
+
+def test_a_capture_started_on_a_full_disk_keeps_running_and_retries(
+    fault_env: dict[str, str], tmp_path: Path, started: list[CaptureProcess]
+) -> None:
+    """README, Guarantees: a full disk is said in one line, retried, and recording carries on
+    once it clears. On a full disk the capture lock's status cannot be written either: that
+    once ended `capture --once` and a starting capture with "internal error: OSError"."""
+    root, _ = sessions_root(tmp_path, 3)
+    db = Path(fault_env["POSTRUN_DB"])
+    Database.open(db).close()
+    limit = PageLimit(tmp_path, fault_env)
+    limit.set_to_current_size(db)
+    lock_full = tmp_path / "lock-full"
+    lock_full.write_text("")
+    fault_env["TEST_LOCK_FULL_FILE"] = str(lock_full)
+    once = run_postrun("capture", "--once", env=fault_env)
+    assert "internal error" not in once.stderr and "Traceback" not in once.stderr, once.stderr
+    assert once.stdout.startswith("summary: 3 sessions, 0 ingested, 0 updated, 0 unchanged, 0 torn, 3 failed in ")
+    assert [line.split(" ", 1)[1] for line in once.stderr.splitlines() if " ERROR " in line] == [
+        f"ERROR store {db}: {FULL}; capture keeps running and retries (every 60 s at most)"
+    ]
+    capture = CaptureProcess(fault_env, tmp_path)
+    started.append(capture)
+    capture.wait_for_log(rf"ERROR store {db}: {FULL}; capture keeps running and retries")
+    status = run_postrun("status", env=fault_env)
+    assert status.returncode == 0 and status.stdout.startswith("capture: running"), status.stdout
+    lock_full.unlink()
+    limit.lift()
+    capture.wait_for_log(rf"INFO store {db}: writable again")
+    assert_converged(capture, root, db, fault_env, tmp_path)
     assert capture.stop()[0] == 0
     assert_clean_log(capture)
 
