@@ -202,22 +202,3 @@ def write_private_file(path: Path, content: bytes) -> None:
         with contextlib.suppress(OSError):
             Path(temporary).unlink()
         raise PostrunError(str(path), f"cannot write ({exc.strerror or exc})") from None
-
-
-def write_output(path: Path, content: bytes) -> None:
-    """``-o FILE``: a new or regular file is written as ``write_private_file`` writes it; a FIFO,
-    a terminal or another device (``-o /dev/stdout``, ``-o >(gzip > s.json.gz)``) is written
-    into as it is, never replaced by a file (that would leave its reader waiting, or take a
-    device's place)."""
-    try:
-        mode: int | None = path.stat().st_mode  # through symlinks: /dev/stdout is one
-    except OSError:
-        mode = None
-    if mode is None or stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-        write_private_file(path, content)
-        return
-    try:
-        with path.open("wb") as handle:
-            handle.write(content)
-    except OSError as exc:
-        raise PostrunError(str(path), f"cannot write ({exc.strerror or exc})") from None

@@ -184,7 +184,7 @@ def export(
     ] = None,
 ) -> None:
     """Export one session. A redacted export lists on stderr what it masked, to check before sharing."""
-    from postrun.paths import write_output
+    from postrun.paths import write_private_file
     from postrun.views import EXPORT_FORMATS, export_session
 
     if export_format not in EXPORT_FORMATS:
@@ -195,7 +195,7 @@ def export(
         sys.stdout.buffer.write(exported.content)
         sys.stdout.flush()
     else:
-        write_output(output, exported.content)
+        write_private_file(output, exported.content)
     if exported.redacted:
         for masked in exported.masked:
             say(f"masked {masked.kind} in {printable(masked.where)}: {masked.context}")

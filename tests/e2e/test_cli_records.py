@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -264,24 +262,6 @@ def test_export_formats_and_errors(tmp_path: Path, env: dict[str, str]) -> None:
     assert unknown.stderr == f"error: no session nope in {env['POSTRUN_DB']}\n"
     bad_format = run_postrun("export", "1790000000000_basic", "--format", "xml", env=env)
     assert bad_format.returncode == 2
-
-
-def test_export_into_a_fifo_writes_into_it_and_leaves_it_a_fifo(tmp_path: Path, env: dict[str, str]) -> None:
-    # `-o >(gzip > s.json.gz)` or a named pipe: the reader gets the export, the pipe stays a pipe
-    # (replacing it by a file left its reader waiting forever; as root, `-o /dev/null` lost the device).
-    run_postrun("ingest", str(copy_data(FIXTURES / "cline" / "basic_act", tmp_path)), env=env)
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    # The read end is open first, so the export (smaller than the pipe's buffer) never waits for it.
-    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        written = run_postrun("export", "1790000000000_basic", "-o", str(fifo), env=env)
-        assert written.returncode == 0, written.stderr
-        received = b"".join(iter(lambda: os.read(reader, 65536), b""))
-    finally:
-        os.close(reader)
-    assert received and json.loads(received)["schema_version"] == "1.2"
-    assert stat.S_ISFIFO(fifo.lstat().st_mode)
 
 
 def test_search(tmp_path: Path, env: dict[str, str]) -> None:
