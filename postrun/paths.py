@@ -188,8 +188,18 @@ def ensure_private_dir(path: Path) -> None:
 
 
 def write_private_file(path: Path, content: bytes) -> None:
-    """Write ``content`` to ``path`` atomically, readable by the user only."""
+    """Write ``content`` to ``path`` atomically, readable by the user only.
+
+    What ``path`` names is kept: a symlink's target is the file written, and a device or a FIFO
+    (``-o /dev/stdout``, a named pipe) is written into, never replaced by a file of ours.
+    """
     path = path.absolute()
+    with contextlib.suppress(OSError):  # missing, or unreachable: the temporary file says why
+        if not stat.S_ISREG(path.stat().st_mode) and not path.is_dir():
+            _write_into(path, content)
+            return
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     try:
         descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
@@ -201,4 +211,17 @@ def write_private_file(path: Path, content: bytes) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             Path(temporary).unlink()
+        raise PostrunError(str(path), f"cannot write ({exc.strerror or exc})") from None
+
+
+def _write_into(path: Path, content: bytes) -> None:
+    """``content`` written into what ``path`` already is (a device, a FIFO), as a shell's ``>`` does."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise PostrunError(str(path), f"cannot write ({exc.strerror or exc})") from None
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(content)
+    except OSError as exc:
         raise PostrunError(str(path), f"cannot write ({exc.strerror or exc})") from None
