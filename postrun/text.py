@@ -17,6 +17,8 @@ _CONTROL_BUT_LAYOUT = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}]"
 _BIDI = re.compile(f"[{BIDI_CONTROLS}]")
 # What JSON may hold raw inside a string but no viewer should act on: C1 controls and bidi controls.
 _JSON_UNSAFE = re.compile(f"[\x7f-\x9f{BIDI_CONTROLS}]")
+# A surrogate alone: how Python decodes an argument's or a path's bytes that are not UTF-8.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -55,6 +57,17 @@ def one_line(text: str, limit: int | None = None) -> str:
     if limit is None or len(folded) <= limit:
         return folded
     return folded[: limit - 1] + "…"
+
+
+def as_stored(text: str) -> str:
+    """``text`` with each byte that was not UTF-8 (a lone surrogate) as U+FFFD, as the store
+    keeps such bytes of the agents' files: what SQLite can be given, and what it holds."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` can be encoded as UTF-8 (it holds no lone surrogate)."""
+    return _SURROGATE.search(text) is None
 
 
 def plural(count: int, noun: str) -> str:

@@ -29,9 +29,10 @@ import apsw
 from postrun.errors import AlreadyRunning, PostrunError, StoreError, StoreTooNewError
 from postrun.paths import ensure_private_dir
 from postrun.store import codec, outbox
-from postrun.store.db import STORE_VERSION, Database, describe_sqlite_error
+from postrun.store.db import NOT_UTF8, STORE_VERSION, Database, describe_sqlite_error
 from postrun.store.forget import Tombstone, carry_over, tombstones
 from postrun.store.scrub import ScrubLeft
+from postrun.text import is_utf8
 
 _FILE_MODE = 0o600
 # Daily backups are named by the UTC time they were taken, so they sort by name.
@@ -76,6 +77,8 @@ def verify_backup(path: Path) -> BackupCounts:
     The file is opened read-only and immutable: checking a backup never changes it.
     """
     where = str(path)
+    if not is_utf8(where):
+        raise StoreError(where, NOT_UTF8)
     if not path.is_file():
         raise StoreError(where, "no such backup file" if not path.exists() else "not a regular file")
     size = path.stat().st_size
@@ -149,6 +152,8 @@ def back_up(db: Path, target: Path, *, replace: bool = False) -> BackupCounts:
     target = target.absolute()
     if not replace and (target.exists() or target.is_symlink()):
         raise PostrunError(str(target), "already exists (a backup never overwrites a file)")
+    if not is_utf8(str(target)):
+        raise StoreError(str(target), NOT_UTF8)
     with Database.open(db, create=False) as database, _temporary_next_to(target) as temporary:
         try:
             copy = apsw.Connection(str(temporary))

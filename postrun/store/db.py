@@ -24,6 +24,7 @@ from postrun.errors import StoreError, StoreTooNewError, StoreTooOldError
 from postrun.paths import ensure_private_dir
 from postrun.store import codec
 from postrun.store.migrations import MIGRATIONS
+from postrun.text import is_utf8
 
 BUSY_TIMEOUT_MS = 5000
 # What ``at_commit`` holds back at most (rows; a search-index row is a step's text, a few KB):
@@ -35,6 +36,7 @@ _FILE_MODE = 0o600
 _SIDE_FILES = ("-wal", "-shm")
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _NO_STORE_YET = "no store yet (run `postrun ingest` or `postrun capture`)"
+NOT_UTF8 = "cannot use this path: it is not valid UTF-8, and SQLite takes UTF-8 file names"
 
 
 class StoreMissing(StoreError):
@@ -79,6 +81,8 @@ def _connect(path: Path, *, create: bool, read_only: bool, immutable: bool = Fal
     the file read alone, with no lock and no side file (SQLite's ``immutable`` URI parameter)."""
     if path.is_dir():
         raise StoreError(str(path), "is a folder; the store is a file (e.g. <folder>/postrun.db)")
+    if not is_utf8(str(path)):  # SQLite takes file names as UTF-8: refused before anything is created
+        raise StoreError(str(path), NOT_UTF8)
     try:
         # An empty file is no store yet: a read leaves it as it is, a write makes it one.
         if not path.exists() or (not create and path.stat().st_size == 0):

@@ -13,6 +13,7 @@ from postrun.schema import SCHEMA_VERSION
 from postrun.store import codec
 from postrun.store.db import Database
 from postrun.store.titles import TITLE_SQL
+from postrun.text import is_utf8
 
 
 def no_session(reference: str, db: Path) -> NotFound:
@@ -159,6 +160,8 @@ _CANDIDATES = 10
 
 def resolve_session_id(database: Database, reference: str) -> str:
     """The full id for ``reference``: an exact id or a unique prefix of one."""
+    if not is_utf8(reference):  # bytes that are not UTF-8 (`show $'\xff'`) start no id, and SQLite takes text only
+        raise no_session(reference, database.path)
     if database.execute("SELECT 1 FROM sessions WHERE id = ?", (reference,)).fetchone():
         return reference
     candidates: list[str] = [

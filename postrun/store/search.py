@@ -12,7 +12,7 @@ from typing import Any
 
 from postrun.errors import UsageError
 from postrun.store.db import Database
-from postrun.text import one_line
+from postrun.text import as_stored, one_line
 from postrun.timestamps import normalize_timestamp
 
 
@@ -94,7 +94,8 @@ def search_query(
     Without words, a filter alone is the search: the flagged, failed, typed or recent steps.
     """
     # A NUL would end the FTS5 query string inside a quoted word: it separates words instead.
-    words = _WORD.findall(text.replace("\x00", " "))
+    # Bytes that are not UTF-8 are searched as the store keeps them (U+FFFD): SQLite takes text only.
+    words = _WORD.findall(as_stored(text).replace("\x00", " "))
     if not words and flag is None and not failed and step_type is None and since is None and agent is None:
         raise UsageError(
             "QUERY", "empty search query: give words, or a filter (--flag, --failed, --type, --since, --agent)"

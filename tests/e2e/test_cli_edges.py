@@ -47,3 +47,41 @@ def test_export_through_a_symlink_writes_its_target_and_keeps_the_link(tmp_path:
     assert link.is_symlink() and link.readlink() == target
     assert target.read_text() == run_postrun("export", SESSION, env=env).stdout
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+NOT_UTF8 = os.fsdecode(b"bad\xff")  # what Python makes of an argument's bytes that are not UTF-8
+
+
+def shown(text: str) -> str:
+    """``text`` as a line on stderr shows it (a byte that is not UTF-8 as ``\\udcff``)."""
+    return text.encode("utf-8", "backslashreplace").decode()
+
+
+def test_an_id_or_query_that_is_not_utf8_is_one_line_not_an_internal_error(tmp_path: Path, env: dict[str, str]) -> None:
+    ingested(tmp_path, env)
+    db = env["POSTRUN_DB"]
+    for args in (("show", NOT_UTF8), ("export", NOT_UTF8), ("forget", NOT_UTF8), ("reingest", NOT_UTF8)):
+        result = run_postrun(*args, env=env)
+        assert (result.returncode, result.stderr) == (1, f"error: no session {shown(NOT_UTF8)} in {db}\n"), args
+    found = run_postrun("search", NOT_UTF8, env=env)
+    assert (found.returncode, found.stderr) == (0, "no matching steps\n")
+
+
+def test_a_store_or_backup_path_that_is_not_utf8_is_one_line_and_creates_nothing(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    ingested(tmp_path, env)
+    reason = "cannot use this path: it is not valid UTF-8, and SQLite takes UTF-8 file names"
+    folder = tmp_path / NOT_UTF8
+    root = tmp_path / "cline" / "sessions"
+    stored = run_postrun("--db", str(folder / "postrun.db"), "ingest", "--agent", "cline", str(root), env=env)
+    assert (stored.returncode, stored.stdout) == (1, "")
+    assert stored.stderr == f"error: {shown(str(folder))}/postrun.db: {reason}\n"
+    assert not folder.exists()  # neither the folder nor an empty store left behind
+    backup = tmp_path / f"{NOT_UTF8}.db"
+    made = run_postrun("backup", str(backup), env=env)
+    assert (made.returncode, made.stderr) == (
+        1,
+        f"error: {shown(str(backup))}: {reason}\n",
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["cline", "home", "store"]
