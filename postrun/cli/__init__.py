@@ -12,10 +12,13 @@ import gc
 import os
 import sys
 
-from postrun.ingest import ahead
-
 
 def main() -> None:
+    from postrun.cli.streams import fill_closed_streams
+
+    fill_closed_streams()  # first: the ingest processes started next inherit them
+    from postrun.ingest import ahead
+
     # Before typer and the library are imported (most of the quarter of a second `postrun ingest`
     # takes to give out its first session): its ingest processes start up, and prepare its first
     # sessions, meanwhile.

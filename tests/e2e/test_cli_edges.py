@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import subprocess
 from pathlib import Path
 
-from tests.conftest import FIXTURES, run_postrun
+from tests.conftest import FIXTURES, postrun_command, run_postrun
 
 SESSION = "1790000000000_basic"
 
@@ -85,3 +86,33 @@ def test_a_store_or_backup_path_that_is_not_utf8_is_one_line_and_creates_nothing
         f"error: {shown(str(backup))}: {reason}\n",
     )
     assert sorted(path.name for path in tmp_path.iterdir()) == ["cline", "home", "store"]
+
+
+def run_without(descriptor: int, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`postrun ARGS` started with stdin (0) or stdout (1) closed, as by `<&-` or `>&-`."""
+    return subprocess.run(
+        [*postrun_command(), *args],
+        env=env,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        preexec_fn=lambda: os.close(descriptor),  # in the child, after its streams are set up: just before exec
+    )
+
+
+def test_a_closed_stdin_reads_as_empty(tmp_path: Path, env: dict[str, str]) -> None:
+    ingested(tmp_path, env)
+    backup = tmp_path / "backup.db"
+    assert run_postrun("backup", str(backup), env=env).returncode == 0
+    confirm = run_without(0, "restore", str(backup), env=env)  # no one to confirm: as when stdin is not a terminal
+    assert (confirm.returncode, confirm.stderr) == (2, "error: --yes: restore replaces the store: confirm with --yes\n")
+    served = run_without(0, "mcp", env=env)  # no client: as when stdin is at its end
+    assert (served.returncode, served.stdout, served.stderr) == (0, "", "")
+
+
+def test_a_closed_stdout_takes_the_output_nowhere(tmp_path: Path, env: dict[str, str]) -> None:
+    ingested(tmp_path, env)
+    for args in (("export", SESSION), ("export", SESSION, "-f", "html"), ("sessions",)):
+        result = run_without(1, *args, env=env)
+        assert result.returncode == 0 and "error" not in result.stderr, (args, result.stderr)
