@@ -14,6 +14,16 @@ import sys
 
 
 def main() -> None:
+    try:
+        _main()
+    except KeyboardInterrupt:
+        # Ctrl-C while the command line is still being imported, before a command could say it:
+        # one line and 130, as an interrupted command ends (ExitCode.INTERRUPTED), no traceback.
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
+
+
+def _main() -> None:
     from postrun.cli.streams import fill_closed_streams
 
     fill_closed_streams()  # first: the ingest processes started next inherit them

@@ -7,6 +7,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 from tests.conftest import FIXTURES, postrun_command, run_postrun
@@ -116,3 +117,26 @@ def test_a_closed_stdout_takes_the_output_nowhere(tmp_path: Path, env: dict[str,
     for args in (("export", SESSION), ("export", SESSION, "-f", "html"), ("sessions",)):
         result = run_without(1, *args, env=env)
         assert result.returncode == 0 and "error" not in result.stderr, (args, result.stderr)
+
+
+# The real `postrun` entry point, interrupted (KeyboardInterrupt, as Ctrl-C raises it) while it
+# imports typer: the moment a Ctrl-C right after the command was typed lands in.
+INTERRUPTED_AT_START = """
+import sys
+class Interrupt:
+    def find_spec(self, name, path=None, target=None):
+        if name == "typer":
+            raise KeyboardInterrupt
+        return None
+sys.meta_path.insert(0, Interrupt())
+from postrun.cli import main
+sys.argv = ["postrun", "sessions"]
+main()
+"""
+
+
+def test_ctrl_c_while_the_command_line_starts_is_one_line_and_130(env: dict[str, str]) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_AT_START], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (130, "", "interrupted\n")
