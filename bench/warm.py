@@ -18,7 +18,7 @@ from bench.proc import Finished, count_opens, postrun_command, run, strace_avail
 from bench.stats import median
 
 TRANSCRIPT = r"\.messages\.json$"
-_SUMMARY = re.compile(r"summary: (?P<present>\d+) sessions, (?P<ingested>\d+) ingested, (?P<updated>\d+) updated")
+_SUMMARY = re.compile(r"summary: (?P<present>\d+) sessions?, (?P<ingested>\d+) ingested, (?P<updated>\d+) updated")
 _AUDIT_HOOK = """
 import atexit, os, re, sys
 _pattern = re.compile(os.environ["BENCH_OPEN_PATTERN"])

@@ -75,6 +75,12 @@ def plural(count: int, noun: str) -> str:
     return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
 
 
+def counted(count: int, noun: str) -> str:
+    """``1 session``, ``4000 sessions``: ``plural`` without the thousands separator, for lines
+    that scripts read (``capture --once``'s summary, ``status``)."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def size_text(count: int) -> str:
     """A byte count for people: ``812 B``, ``12.3 KB``, ``4.1 MB`` (powers of 1024)."""
     if count < 1024:

@@ -17,6 +17,7 @@ from postrun.capture.signals import Signals
 from postrun.ingest.pool import Processes
 from postrun.review.exclude import Exclusions
 from postrun.store.db import Database
+from postrun.text import counted
 
 
 @dataclass
@@ -33,7 +34,7 @@ class OnceSummary:
 
     def line(self) -> str:
         line = (
-            f"summary: {self.present} sessions, {self.ingested} ingested, {self.updated} updated,"
+            f"summary: {counted(self.present, 'session')}, {self.ingested} ingested, {self.updated} updated,"
             f" {self.unchanged} unchanged, {self.torn} torn, {self.failed} failed in {round(self.elapsed_ms)} ms"
         )
         if self.interrupted:

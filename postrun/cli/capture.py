@@ -12,6 +12,7 @@ from postrun.cli.app import app
 from postrun.cli.common import command, load, say, state
 from postrun.errors import UsageError
 from postrun.exitcodes import ExitCode
+from postrun.text import counted
 
 if TYPE_CHECKING:
     from postrun.settings import LoadedSettings
@@ -105,7 +106,8 @@ def status() -> None:
     if found.stored is None:
         typer.echo(f"store: {paths.db} (not created yet)")
     else:
-        typer.echo(f"store: {paths.db} ({found.stored.sessions} sessions, {found.stored.steps} steps)")
+        stored = found.stored
+        typer.echo(f"store: {paths.db} ({counted(stored.sessions, 'session')}, {counted(stored.steps, 'step')})")
     for line in folder_lines(loaded, os.environ):
         typer.echo(line)
     if info is None:

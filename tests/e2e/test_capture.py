@@ -315,7 +315,7 @@ def test_status_running_and_not_running(
     lines = running.stdout.splitlines()
     assert lines[0].startswith(f"capture: running (pid {capture.pid}, since ")
     steps = expected_steps(FIXTURES / "cline/basic_act", BASIC)
-    assert f"store: {db} (1 sessions, {steps} steps)" in lines
+    assert f"store: {db} (1 session, {steps} steps)" in lines
     assert any(line.startswith("last ingest: 20") for line in lines)
     assert "sessions watched: 1" in lines
 

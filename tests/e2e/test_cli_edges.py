@@ -140,3 +140,13 @@ def test_ctrl_c_while_the_command_line_starts_is_one_line_and_130(env: dict[str,
         [sys.executable, "-c", INTERRUPTED_AT_START], env=env, capture_output=True, text=True, timeout=60
     )
     assert (result.returncode, result.stdout, result.stderr) == (130, "", "interrupted\n")
+
+
+def test_one_session_is_counted_as_one_session(tmp_path: Path, env: dict[str, str]) -> None:
+    root = tmp_path / "cline" / "sessions"
+    shutil.copytree(FIXTURES / "cline" / "basic_act" / "data" / "sessions", root)
+    once = run_postrun("capture", "--once", "--cline-dir", str(root), env=env)
+    assert once.returncode == 0, once.stderr
+    assert once.stdout.startswith("summary: 1 session, 1 ingested, 0 updated, 0 unchanged, 0 torn, 0 failed in ")
+    status = run_postrun("status", env=env)
+    assert f"store: {env['POSTRUN_DB']} (1 session, 15 steps)\n" in status.stdout
