@@ -18,7 +18,9 @@ def serve(
     port: Annotated[
         int, typer.Option("--port", "-p", min=0, max=65535, help="Port (0: any free port).")
     ] = DEFAULT_PORT,
-    host: Annotated[str, typer.Option("--host", help="Loopback address to bind: 127.0.0.1 or ::1.")] = DEFAULT_HOST,
+    host: Annotated[
+        str, typer.Option("--host", help="Loopback address to bind: 127.0.0.1, any other 127.x.y.z, or ::1.")
+    ] = DEFAULT_HOST,
     open_browser: Annotated[
         bool, typer.Option("--open/--no-open", help="Also open the browser, signed in (default: --no-open).")
     ] = False,

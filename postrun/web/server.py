@@ -25,14 +25,18 @@ from postrun.web.state import ServeState, remove_state, write_state
 _SHUTDOWN_SECONDS = 2  # live streams end at once; slow requests get this long
 
 
+# Every address ``ipaddress`` calls loopback is taken: README's words for them.
+LOOPBACK = "a loopback address (127.0.0.1, any other 127.x.y.z, or ::1)"
+
+
 def check_loopback(host: str) -> str:
     """``host`` when it is a loopback address; the app must never listen on a network."""
     try:
         address = ipaddress.ip_address(host.strip("[]"))
     except ValueError:
-        raise UsageError("--host", f"{host!r} is not an IP address; the review app binds 127.0.0.1 or ::1") from None
+        raise UsageError("--host", f"{host!r} is not an IP address; the review app binds {LOOPBACK}") from None
     if not address.is_loopback:
-        raise UsageError("--host", f"refusing to listen on {host}: the review app binds 127.0.0.1 or ::1 only")
+        raise UsageError("--host", f"refusing to listen on {host}: the review app binds only {LOOPBACK}")
     return str(address)
 
 

@@ -150,3 +150,14 @@ def test_one_session_is_counted_as_one_session(tmp_path: Path, env: dict[str, st
     assert once.stdout.startswith("summary: 1 session, 1 ingested, 0 updated, 0 unchanged, 0 torn, 0 failed in ")
     status = run_postrun("status", env=env)
     assert f"store: {env['POSTRUN_DB']} (1 session, 15 steps)\n" in status.stdout
+
+
+def test_serve_says_which_hosts_it_takes_as_readme_does(env: dict[str, str]) -> None:
+    # README: `--host` takes a loopback address: 127.0.0.1, any other 127.x.y.z, or ::1.
+    assert "127.x.y.z" in " ".join(run_postrun("serve", "--help", env=env).stdout.split())
+    refused = run_postrun("serve", "--host", "10.0.0.1", env=env)
+    assert (refused.returncode, refused.stderr) == (
+        2,
+        "error: --host: refusing to listen on 10.0.0.1: the review app binds only a loopback address"
+        " (127.0.0.1, any other 127.x.y.z, or ::1)\n",
+    )
