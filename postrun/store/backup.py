@@ -209,6 +209,8 @@ def _fsync(path: Path) -> None:
 def back_up_daily(db: Path, folder: Path, *, keep: int, now: datetime) -> tuple[BackupCounts, list[Path]]:
     """A backup named by ``now`` (UTC) in ``folder`` (created 0700), then only the newest ``keep``
     of those daily backups are left; returns the new backup and the ones removed."""
+    with Database.open(db, create=False):
+        pass  # the store first: a missing or unusable one leaves no backups folder (nor its parents) behind
     try:
         ensure_private_dir(folder)
     except OSError as exc:

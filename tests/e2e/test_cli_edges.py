@@ -161,3 +161,13 @@ def test_serve_says_which_hosts_it_takes_as_readme_does(env: dict[str, str]) -> 
         "error: --host: refusing to listen on 10.0.0.1: the review app binds only a loopback address"
         " (127.0.0.1, any other 127.x.y.z, or ::1)\n",
     )
+
+
+def test_a_backup_of_no_store_creates_no_folder(env: dict[str, str]) -> None:
+    store = Path(env["POSTRUN_DB"])
+    result = run_postrun("backup", env=env)
+    assert (result.returncode, result.stderr) == (
+        1,
+        f"error: {store}: no store yet (run `postrun ingest` or `postrun capture`)\n",
+    )
+    assert not store.parent.exists()  # neither the store's folder nor its backups/
