@@ -48,7 +48,7 @@ class DaemonCost:
         return self.cpu_percent / self.busy_sessions if self.busy_sessions else float("nan")
 
 
-_WATCHING = re.compile(r"cline: watching \S+ \((?P<present>\d+) sessions present")
+_WATCHING = re.compile(r"cline: watching \S+ \((?P<present>\d+) sessions? present")
 
 
 def measure_idle(env: Mapping[str, str], *, seconds: float, log_path: Path) -> DaemonCost:

@@ -15,6 +15,7 @@ import typer
 
 from postrun.errors import PostrunError
 from postrun.exitcodes import ExitCode
+from postrun.text import counted
 
 # The library is imported where a command uses it, not here: every run of `postrun` imports
 # this module, and `--version`, `--help` or a command that never loads settings should not pay
@@ -109,7 +110,7 @@ class _LineProgress:
     """Where no terminal shows a bar: one line when a long pass starts."""
 
     def start(self, total: int, label: str = "working") -> None:
-        say(f"{label}: {total} sessions")
+        say(f"{label}: {counted(total, 'session')}")
 
     def advance(self) -> None:
         return None

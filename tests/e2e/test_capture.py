@@ -107,7 +107,7 @@ def steps_of(db: Path, session_id: str) -> int | None:
 @pytest.mark.usefixtures("events_only")
 def test_startup_then_a_new_session_folder(start: Callable[..., CaptureProcess], root: Path, db: Path) -> None:
     capture = start()
-    capture.wait_for_log(rf"cline: watching {root} \(1 sessions present, 1 new or changed\)$")
+    capture.wait_for_log(rf"cline: watching {root} \(1 session present, 1 new or changed\)$")
     capture.wait_for_log(CAUGHT_UP_WITH_BASIC)
     assert steps_of(db, BASIC) == expected_steps(FIXTURES / "cline/basic_act", BASIC)
     written = time.monotonic()
@@ -212,7 +212,7 @@ def test_torn_file_then_its_completion(
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text("full_sweep_minutes = 4\n")
     capture.send(signal.SIGHUP)
-    capture.wait_for_log(r"cline: watching .* \(1 sessions present, 1 new or changed\)$", count=2)
+    capture.wait_for_log(r"cline: watching .* \(1 session present, 1 new or changed\)$", count=2)
     capture.wait_for_log(r"DEBUG cline 1790000000000_basic: messages file still not parseable \(already reported\)")
     assert len(capture.lines(torn_line)) == 1
     # The same torn file read again (the manifest next to it was touched) is not logged again.
@@ -519,7 +519,7 @@ def test_sighup_rereads_the_configuration(
     config.write_text("log_level = 'DEBUG'\n")
     capture.send(signal.SIGHUP)
     capture.wait_for_log(rf"INFO capture: configuration reloaded from {config}$")
-    capture.wait_for_log(rf"cline: watching {root} \(1 sessions present, 0 new or changed\)$")
+    capture.wait_for_log(rf"cline: watching {root} \(1 session present, 0 new or changed\)$")
     capture.wait_for_log(r"DEBUG capture: debounce ")  # the new level is in force
     config.write_text("log_level = 'LOUD'\n")
     capture.send(signal.SIGHUP)

@@ -271,7 +271,7 @@ def test_stored_sessions_are_reflagged_when_the_rules_change(stored: dict[str, s
     basic = copy_data("cline/basic_act", root.parent / "basic")
     done = run_postrun("ingest", str(basic / BASIC), env=stored)
     assert done.returncode == 0, done.stderr
-    assert "re-flagging (the flag rules changed): 1 sessions" in done.stderr
+    assert "re-flagging (the flag rules changed): 1 session" in done.stderr
     assert "re-flagged 1 stored session under the current flag rules" in done.stderr
     assert "9 flagged" in run_postrun("sessions", env=stored).stdout
     history = run_postrun("show", SESSION, "--history", env=stored).stdout

@@ -81,10 +81,10 @@ def _record(message: str, level: int = logging.INFO) -> logging.LogRecord:
 
 
 def test_line_format_with_iso_time() -> None:
-    line = LineFormatter(journal=False).format(_record("cline: watching /x (1 sessions present, 0 new or changed)"))
+    line = LineFormatter(journal=False).format(_record("cline: watching /x (1 session present, 0 new or changed)"))
     time_text, level, message = line.split(" ", 2)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d", time_text)
-    assert (level, message) == ("INFO", "cline: watching /x (1 sessions present, 0 new or changed)")
+    assert (level, message) == ("INFO", "cline: watching /x (1 session present, 0 new or changed)")
 
 
 def test_journal_format_has_no_time_and_a_priority() -> None:
