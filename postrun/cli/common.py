@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import sys
@@ -9,7 +10,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 
@@ -39,6 +40,10 @@ class GlobalOptions:
 state = GlobalOptions()
 
 
+# A write that fails for want of room, or the device behind it.
+_STDOUT_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
 def say(message: str) -> None:
     """One line on stderr (errors, warnings)."""
     typer.echo(message, err=True)
@@ -62,18 +67,30 @@ def command(function: Callable[P, R]) -> Callable[P, R]:
         except PostrunError as exc:
             say(f"error: {exc}")
             raise typer.Exit(int(exc.exit_code)) from None
+        except OSError as exc:
+            # Postrun's own files fail as PostrunErrors naming them: a write error naming no file
+            # is stdout's (`> /dev/full`, a full disk or quota behind a redirect).
+            if exc.filename is not None or exc.errno not in _STDOUT_ERRORS:
+                _internal_error(exc)
+            _discard_stdout()
+            say(f"error: stdout: {exc.strerror}")
+            raise typer.Exit(int(ExitCode.FAILURE)) from None
         except KeyboardInterrupt:
             say("interrupted")
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
         except (typer.Exit, typer.Abort):
             raise
         except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
-            if state.verbose:
-                traceback.print_exc()
-            say(f"error: internal error: {type(exc).__name__}: {exc} (run with -v for details)")
-            raise typer.Exit(int(ExitCode.FAILURE)) from None
+            _internal_error(exc)
 
     return wrapper
+
+
+def _internal_error(exc: Exception) -> NoReturn:
+    if state.verbose:
+        traceback.print_exc()
+    say(f"error: internal error: {type(exc).__name__}: {exc} (run with -v for details)")
+    raise typer.Exit(int(ExitCode.FAILURE)) from None
 
 
 def _discard_stdout() -> None:

@@ -119,6 +119,17 @@ def test_a_closed_stdout_takes_the_output_nowhere(tmp_path: Path, env: dict[str,
         assert result.returncode == 0 and "error" not in result.stderr, (args, result.stderr)
 
 
+def test_a_full_stdout_is_one_line_naming_stdout(tmp_path: Path, env: dict[str, str]) -> None:
+    """`> /dev/full` (a full disk or quota behind a redirect): the write fails, and says where."""
+    ingested(tmp_path, env)
+    for args in (("export", SESSION), ("sessions",), ("config", "show")):
+        with open("/dev/full", "w") as full:
+            result = subprocess.run(
+                [*postrun_command(), *args], env=env, text=True, timeout=60, stdout=full, stderr=subprocess.PIPE
+            )
+        assert (result.returncode, result.stderr) == (1, "error: stdout: No space left on device\n"), args
+
+
 # The real `postrun` entry point, interrupted (KeyboardInterrupt, as Ctrl-C raises it) while it
 # imports typer: the moment a Ctrl-C right after the command was typed lands in.
 INTERRUPTED_AT_START = """
