@@ -14,7 +14,7 @@ from typing import Any
 from postrun.nesting import ROOT_ACTOR, Nesting, actor_label, nest
 from postrun.render import flag_lines, outcome_label, session_header, step_summary, turn_title
 from postrun.store.query import SessionDetails
-from postrun.text import one_line, visible
+from postrun.text import one_line, plural, visible
 
 CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'none'; object-src 'none';"
@@ -89,7 +89,7 @@ def _helper(actor_id: str, nesting: Nesting, actors: Mapping[str, Mapping[str, A
     steps = nesting.helpers[actor_id]
     head = (
         f'<section class="helper" data-actor="{_text(actor_id)}"><h4>↳ <span class="actor-kind">{_text(kind)}</span>'
-        f' {_text(one_line(label, 120))} <span class="meta">{len(steps)} steps</span></h4>'
+        f' {_text(one_line(label, 120))} <span class="meta">{plural(len(steps), "step")}</span></h4>'
     )
     return "\n".join([head, *(_step(step, nesting, actors) for step in steps), "</section>"])
 

@@ -169,3 +169,8 @@ def test_the_html_export_names_each_helper_and_nests_its_steps() -> None:
     assert inside.count("</section>") == 5  # the three steps, the helper, the spawning step
     text = markdown(envelope, DETAILS)
     assert text.index("**Tool** `spawn_agent`") < text.index("↳ **subagent") < text.index("> HELPER-REPLY")
+    # A helper of one step: "1 step".
+    envelope["steps"] = [step for step in envelope["steps"] if step["seq"] not in (3, 4)]
+    page = document(envelope, DETAILS)
+    helper = page.index(f'<section class="helper" data-actor="{HELPER_ACTOR}">')
+    assert ">1 step<" in page[helper : page.index("</h4>", helper)]
