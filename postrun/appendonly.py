@@ -20,7 +20,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from postrun.errors import NotFound, SourceError
+from postrun.errors import NotFound, SourceError, Unreadable
 from postrun.records import SourceFile
 
 TAIL_BYTES = 4096  # how much of the prefix is checked again before reading on
@@ -94,6 +94,8 @@ def read_appended(path: Path, mark: Mark | None, *, max_bytes: int) -> Appended:
         fd = os.open(path, _OPEN_FLAGS)
     except (FileNotFoundError, NotADirectoryError):
         raise NotFound(where, "no such file") from None
+    except PermissionError as exc:
+        raise Unreadable(where, f"cannot open: {exc.strerror or exc}") from None
     except OSError as exc:
         raise SourceError(where, f"cannot open: {exc.strerror or exc}") from None
     with os.fdopen(fd, "rb", buffering=0) as handle:

@@ -74,6 +74,12 @@ class SourceError(PostrunError):
     """A source file (an agent's own file) cannot be used."""
 
 
+class Unreadable(SourceError):
+    """A source file its permissions keep Postrun from opening (``chmod 000``). Making it
+    readable changes none of the fingerprints (size, mtime, inode), so capture looks at it
+    again at each poll instead of waiting for the next write."""
+
+
 class NotParseableYet(SourceError):
     """A source file does not parse: most likely caught while the agent rewrites it.
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from postrun.errors import NotFound, NotParseableYet, SourceError
+from postrun.errors import NotFound, NotParseableYet, SourceError, Unreadable
 from postrun.records import SourceFile
 
 ORJSON_MAX_DEPTH = 1024  # orjson refuses deeper documents
@@ -61,6 +61,8 @@ def read_bytes(path: Path, *, max_bytes: int, follow_symlinks: bool = True) -> b
             fd = os.open(path, flags)
         except FileNotFoundError:
             raise NotFound(where, "no such file") from None
+        except PermissionError as exc:
+            raise Unreadable(where, f"cannot open: {exc.strerror or exc}") from None
         except OSError as exc:
             raise SourceError(where, f"cannot open: {exc.strerror or exc}") from None
         with os.fdopen(fd, "rb") as handle:

@@ -162,6 +162,14 @@ class SessionBook:
             self._recent[session_id] = self.wall()
             return True
 
+    def unsee(self, session_id: str) -> None:
+        """Forget the fingerprints last seen, so the next poll takes the session as changed and
+        keeps it among the active ones (a file it could not open: a chmod changes no fingerprint)."""
+        with self._lock:
+            if session_id in self._seen:
+                self._seen[session_id] = None
+                self._recent[session_id] = self.wall()
+
     def seen_key(self, session_id: str) -> FingerprintKey | None:
         """The fingerprints the poller (or the start-up plan) last saw of the session."""
         with self._lock:

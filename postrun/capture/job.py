@@ -36,7 +36,7 @@ from postrun.capture.caches import CACHE_LIMIT, MappingCaches
 from postrun.capture.freshness import FingerprintKey, fingerprint_key
 from postrun.capture.scheduler import Due, Reason
 from postrun.capture.startup import StartupCatchUp
-from postrun.errors import NotParseableYet, NotRecorded, PostrunError, SourceError, StoreError
+from postrun.errors import NotParseableYet, NotRecorded, PostrunError, SourceError, StoreError, Unreadable
 from postrun.ingest.ingester import Ingester, IngestOutcome, Progress, goes_on
 from postrun.ingest.pool import Processes
 from postrun.ingest.prepare import ValidMemo
@@ -271,6 +271,12 @@ class IngestJob:
                     f"{watched.kind} {session_id}: {exc.kind} file still not parseable (already reported)"
                 )
             return JobResult("torn", cost)
+        if isinstance(exc, Unreadable):
+            # Not marked read, and looked at again at each poll: making the file readable
+            # (chmod) changes none of its fingerprints, so waiting for a change would wait
+            # for the agent's next write, or forever for a finished session.
+            watched.book.unsee(session_id)
+            return self._failed(session_id, ("failed", key), str(exc), None, cost)
         return self._failed(session_id, ("failed", key), str(exc), key, cost)
 
     def _still_written(self, paths: Iterable[str], files: Sequence[SourceFile]) -> bool:

@@ -95,6 +95,7 @@ class CodexSource:
         self._index = ThreadIndex(HEAD_BYTES)
         self._listed: tuple[Listing, int] | None = None
         self._waiting: tuple[Path, ...] = ()  # rollouts whose first line was not written at the last listing
+        self._unreadable: tuple[Path, ...] = ()  # rollouts that could not be opened at the last listing
 
     @property
     def adapter(self) -> Adapter:
@@ -121,6 +122,7 @@ class CodexSource:
         listing = Listing(tuple(sessions), tuple(skipped))
         self._listed = (listing, hash(names))
         self._waiting = tuple(rollout.path for rollout in found.unwritten)
+        self._unreadable = tuple(entry.path for entry in found.unreadable)
         return listing
 
     def _names_or_empty(self) -> frozenset[str]:
@@ -157,6 +159,12 @@ class CodexSource:
         for path in self._waiting:
             try:
                 stamps.append((str(path), path.stat().st_size))
+            except OSError:
+                continue
+        # A rollout made readable again (chmod) keeps its name, size and mtime: its ctime moves.
+        for path in self._unreadable:
+            try:
+                stamps.append((str(path), path.stat().st_ctime_ns))
             except OSError:
                 continue
         return tuple(stamps)

@@ -19,7 +19,7 @@ import zstandard
 
 from postrun.agents.codex.layout import Rollout, SessionLocation
 from postrun.appendonly import Appended, Mark, read_appended
-from postrun.errors import NotFound, SourceError
+from postrun.errors import NotFound, SourceError, Unreadable
 from postrun.jsonio import read_bytes, stat_fingerprint
 from postrun.records import RawFile, SourceFile
 
@@ -130,6 +130,8 @@ def head(rollout: Rollout, *, max_bytes: int) -> bytes:
         fd = os.open(rollout.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO never blocks
     except (FileNotFoundError, NotADirectoryError):
         raise NotFound(where, "no such file") from None
+    except PermissionError as exc:
+        raise Unreadable(where, f"cannot open: {exc.strerror or exc}") from None
     except OSError as exc:
         raise SourceError(where, f"cannot open: {exc.strerror or exc}") from None
     try:

@@ -1,0 +1,94 @@
+"""End to end: an agent's file capture may not open (``chmod 000``), then made readable.
+
+A chmod changes none of a session's fingerprints (size, mtime, inode), so the real
+`postrun capture` must look at such a file again by itself, not wait for the agent's next
+write (never, for a finished session) or a restart. Root opens any file, so as root the
+capture runs as ``nobody`` (``setpriv``) over a folder of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, isolated_environ, postrun_command
+from tests.support.capture_process import CaptureProcess, read_store
+
+NOBODY = 65534
+CLAUDE = FIXTURES / "claude-code-real"
+CODEX = FIXTURES / "codex-real"
+
+
+def _unprivileged() -> list[str]:
+    """The command prefix that runs `postrun` as a user file permissions apply to."""
+    if os.geteuid() != 0:
+        return []
+    prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: file permissions would prove nothing")
+    tried = subprocess.run([*prefix, *postrun_command(), "--version"], capture_output=True, check=False)
+    if tried.returncode != 0:
+        pytest.skip(f"`postrun` cannot run as uid {NOBODY} here: {tried.stderr.decode(errors='replace')[-200:]}")
+    return prefix
+
+
+@pytest.fixture
+def folder() -> Iterator[Path]:
+    """A folder the unprivileged capture can write (pytest's own is private to root)."""
+    made = Path(tempfile.mkdtemp(prefix="postrun-unreadable-"))
+    if os.geteuid() == 0:
+        os.chown(made, NOBODY, NOBODY)
+    yield made
+    shutil.rmtree(made, ignore_errors=True)
+
+
+def _copy(source: Path, destination: Path) -> Path:
+    shutil.copytree(source, destination, dirs_exist_ok=True)
+    return destination
+
+
+def test_files_made_readable_again_are_stored_without_a_new_write(folder: Path) -> None:
+    program = [*_unprivileged(), *postrun_command()]
+    env = isolated_environ(folder)
+    projects = _copy(CLAUDE / "a_read_edit_write" / "claude" / "projects", folder / "claude" / "projects")
+    sessions = _copy(CODEX / "a_commands" / "sessions", folder / "codex" / "sessions")
+    (transcript,) = projects.rglob("*.jsonl")
+    (rollout,) = sessions.rglob("rollout-*.jsonl")
+    transcript.chmod(0)
+    rollout.chmod(0)
+    env.update(
+        POSTRUN_AGENTS="claude-code,codex",
+        POSTRUN_CLAUDE_DIR=str(projects),
+        POSTRUN_CODEX_DIR=str(sessions),
+        POSTRUN_DEBOUNCE_SECONDS="0.2",
+        POSTRUN_POLL_SECONDS="0.3",
+        POSTRUN_FULL_SWEEP_MINUTES="60",  # what brings them back must not be a full sweep
+    )
+    if os.geteuid() == 0:
+        subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(folder)], check=True)
+    db = Path(env["POSTRUN_DB"])
+    capture = CaptureProcess(env, folder, program=program)
+    try:
+        capture.wait_for_log(rf"ERROR claude-code {transcript.stem}: {transcript}: cannot open: Permission denied$")
+        capture.wait_for_log(rf"WARNING codex: '{rollout}': skipped \(cannot open: Permission denied\)$")
+        # One bad session never stops the others: a good one that comes now is stored.
+        good = _copy(CLAUDE / "b_bash" / "claude" / "projects", projects)
+        (good_transcript,) = (path for path in good.rglob("*.jsonl") if path != transcript)
+        capture.wait_until(lambda: good_transcript.stem in read_store(db) or None, what="the good session stored")
+        assert set(read_store(db)) == {good_transcript.stem}
+        transcript.chmod(0o644)
+        rollout.chmod(0o644)
+        capture.wait_until(
+            lambda: len(read_store(db)) == 3 or None, what="both sessions stored once readable", timeout=15
+        )
+        assert {transcript.stem, rollout.stem[-36:]} < set(read_store(db))  # a rollout's name ends with its id
+        # Logged once each while unreadable, though looked at again at every poll.
+        assert len(capture.lines(r" ERROR ")) == 1 and len(capture.lines(r" WARNING ")) == 1
+    finally:
+        capture.kill()
