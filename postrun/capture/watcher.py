@@ -152,7 +152,7 @@ class SessionWatcher:
                 self._drop(session_id)
             return []
         if self._root_watch is None:
-            self._root_watch = self._schedule(self.root)
+            self._root_watch = self._schedule(self.root, follow_symlink=True)
             self._root_identity = root_identity if self._root_watch is not None else None
             if self._root_watch is None:
                 return []
@@ -218,12 +218,21 @@ class SessionWatcher:
             self._observer = observer
         return self._observer
 
-    def _schedule(self, path: Path) -> ObservedWatch | None:
+    def _schedule(self, path: Path, *, follow_symlink: bool = False) -> ObservedWatch | None:
+        """Watch one folder. ``follow_symlink`` for the root alone: the folder the user set (or
+        ``~/.claude/projects``) may be a symlink, and watchdog's default (inotify's
+        IN_DONT_FOLLOW) then watches the link itself, so no event ever came from the folder."""
         observer = self._ensure_observer()
         if observer is None:
             return None
         try:
-            return observer.schedule(self._handler, os.fspath(path), recursive=False, event_filter=CHANGE_EVENTS)
+            return observer.schedule(
+                self._handler,
+                os.fspath(path),
+                recursive=False,
+                event_filter=CHANGE_EVENTS,
+                follow_symlink=follow_symlink,
+            )
         except FileNotFoundError:
             return None  # gone meanwhile: the next sync sees it
         except OSError as exc:

@@ -139,3 +139,21 @@ def test_sessions_of_both_agents_are_captured_at_once(
     listed = run_postrun("sessions", "--json", env=capture_env)
     assert sorted(session["agent"] for session in json.loads(listed.stdout)) == ["claude-code", "cline"]
     assert capture.lines(r" (ERROR|WARNING) ") == []
+
+
+def test_a_projects_folder_that_is_a_symlink_gives_events(
+    start: Callable[[], CaptureProcess], capture_env: dict[str, str], projects: Path, tmp_path: Path
+) -> None:
+    """~/.claude/projects may be a symlink (agents' data on another disk): a new session is
+    stored on an event within the debounce, not at the next poll."""
+    link = tmp_path / "link-to-projects"
+    link.symlink_to(projects)
+    capture_env.update(POSTRUN_CLAUDE_DIR=str(link), POSTRUN_POLL_SECONDS="60")
+    capture = start()
+    capture.wait_for_log(r"INFO claude-code: watching ")
+    (slug,) = (REAL / "b_bash" / "claude" / "projects").iterdir()
+    (transcript,) = slug.glob("*.jsonl")
+    # The project folder arrives whole (one rename): the event on the root alone announces it.
+    staged = shutil.copytree(slug, tmp_path / "staged")
+    staged.rename(link / slug.name)
+    capture.wait_for_log(INGEST.format(id=transcript.stem, reason="event"), timeout=10)

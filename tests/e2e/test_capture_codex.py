@@ -152,3 +152,22 @@ def test_a_rollout_compressed_then_archived_stays_one_session_and_its_files_come
     assert restored.returncode == 0, restored.stderr
     assert (back / "sessions" / rollout.relative_to(sessions)).read_bytes() == original
     assert capture.lines(r" (ERROR|WARNING) ") == []
+
+
+def test_a_sessions_folder_that_is_a_symlink_gives_events(
+    start: Callable[[], CaptureProcess], capture_env: dict[str, str], sessions: Path, tmp_path: Path
+) -> None:
+    """~/.codex/sessions may be a symlink (agents' data on another disk): a new rollout is
+    stored on an event within the debounce, not at the next poll."""
+    link = tmp_path / "link-to-sessions"
+    link.symlink_to(sessions)
+    capture_env.update(POSTRUN_CODEX_DIR=str(link), POSTRUN_POLL_SECONDS="60")
+    capture = start()
+    capture.wait_for_log(r"INFO codex: watching ")
+    source = REAL / "a_commands" / "sessions"
+    (rollout,) = source.rglob("rollout-*.jsonl")
+    # The year's folder arrives whole (one rename): the event on the root alone announces it.
+    (year,) = source.iterdir()
+    staged = shutil.copytree(year, tmp_path / "staged")
+    staged.rename(link / year.name)
+    capture.wait_for_log(INGEST.format(id=rollout.stem[-36:], reason="event"), timeout=10)
