@@ -325,10 +325,12 @@ class Capture:
     def _hint(self, watched: Watched, session_id: str | None) -> None:
         """An event (watchdog's thread) under one root: a known session changed, or the poller
         should look."""
+        running = next((running for running in self.running if running.watched is watched), None)
         if session_id is not None and session_id in watched.book:
             self.dispatcher.changed(session_id, "event")
+            if running is not None and running.watcher is not None and running.watcher.needs_sync():
+                running.poller.wake()  # a folder of the session appeared: watch it now, not at the next poll
             return
-        running = next((running for running in self.running if running.watched is watched), None)
         if running is None:
             return  # still starting: the start-up plan sees it
         if session_id is not None and running.watcher is not None:

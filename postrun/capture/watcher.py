@@ -71,10 +71,11 @@ _LIMIT_REASONS = {
 
 
 class _Hints(FileSystemEventHandler):
-    def __init__(self, source: Source, hint: Hint) -> None:
+    def __init__(self, source: Source, hint: Hint, folder_appeared: Callable[[str], None]) -> None:
         self.source = source
         self.root_text = os.fspath(source.root)
         self.hint = hint
+        self.folder_appeared = folder_appeared
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         for raw in (event.src_path, event.dest_path):
@@ -86,6 +87,8 @@ class _Hints(FileSystemEventHandler):
                 continue
             session_id = self.source.session_for_event(path)
             if session_id is not None:
+                if event.is_directory and event.event_type in ("created", "moved"):
+                    self.folder_appeared(session_id)
                 self.hint(session_id)
 
 
@@ -106,7 +109,7 @@ class SessionWatcher:
         self.logger = logger
         self.max_folders = max_folders
         self._observer_factory = observer_factory
-        self._handler = _Hints(self.source, hint)
+        self._handler = _Hints(self.source, hint, self._folder_appeared)
         self._observer: BaseObserver | None = None
         self._root_watch: ObservedWatch | None = None
         self._root_identity: tuple[int, int] | None = None
@@ -114,6 +117,9 @@ class SessionWatcher:
         self._watches: dict[Path, ObservedWatch] = {}  # folder -> its watch
         self._wanted: OrderedDict[str, None] = OrderedDict()  # most recently active last
         self._wanted_lock = threading.Lock()
+        # Watched sessions a folder of which appeared since their watches were set (Claude
+        # Code makes ``<id>/subagents/`` after the transcript): the next sync watches it too.
+        self._grown: set[str] = set()
         self._limit_logged = False
 
     # -- any thread --------------------------------------------------------------------
@@ -125,6 +131,16 @@ class SessionWatcher:
             self._wanted.move_to_end(session_id)
             while len(self._wanted) > self.max_folders:
                 self._wanted.popitem(last=False)
+
+    def needs_sync(self) -> bool:
+        """True when a watched session has a folder that is not watched yet (the poller should sync now)."""
+        with self._wanted_lock:
+            return bool(self._grown)
+
+    def _folder_appeared(self, session_id: str) -> None:
+        if session_id in self._folders:
+            with self._wanted_lock:
+                self._grown.add(session_id)
 
     # -- the poller's thread -----------------------------------------------------------
 
@@ -158,11 +174,14 @@ class SessionWatcher:
                 return []
         with self._wanted_lock:
             wanted = list(self._wanted)
+            grown, self._grown = self._grown, set()
         for session_id in set(self._folders) - set(wanted):
             self._drop(session_id)
         armed: list[str] = []
         for session_id in wanted:
             if session_id in self._folders:
+                if session_id in grown and self._watch_grown(session_id):
+                    armed.append(session_id)
                 continue
             folders = tuple(folder for folder in self.source.watch_folders(session_id) if folder.is_dir())
             if not folders:
@@ -185,6 +204,17 @@ class SessionWatcher:
             observer.join(5)
 
     # -- internals ---------------------------------------------------------------------
+
+    def _watch_grown(self, session_id: str) -> bool:
+        """Watch the session's folders that appeared since it was armed; True when one did."""
+        known = self._folders[session_id]
+        new = tuple(
+            folder for folder in self.source.watch_folders(session_id) if folder not in known and folder.is_dir()
+        )
+        if not new or not self._watch_all(new):
+            return False
+        self._folders[session_id] = (*known, *new)
+        return True
 
     def _watch_all(self, folders: tuple[Path, ...]) -> bool:
         """Watch each folder not watched yet; False when one cannot be."""

@@ -157,3 +157,48 @@ def test_a_projects_folder_that_is_a_symlink_gives_events(
     staged = shutil.copytree(slug, tmp_path / "staged")
     staged.rename(link / slug.name)
     capture.wait_for_log(INGEST.format(id=transcript.stem, reason="event"), timeout=10)
+
+
+def test_a_sub_agent_written_after_its_parent_is_followed_by_events(
+    start: Callable[[], CaptureProcess], capture_env: dict[str, str], projects: Path, tmp_path: Path
+) -> None:
+    """Claude Code makes ``<id>/subagents/`` after the transcript, and the parent is idle while
+    its sub-agent works: the sub-agent's lines must come on events, not wait for each poll."""
+    capture_env.update(POSTRUN_POLL_SECONDS="60")
+    (slug,) = (REAL / "e_subagents" / "claude" / "projects").iterdir()
+    (transcript,) = slug.glob("*.jsonl")
+    session_id = transcript.stem
+    db = Path(capture_env["POSTRUN_DB"])
+    capture = start()
+    capture.wait_for_log(r"INFO claude-code: watching ")
+    staged = tmp_path / "staged"
+    staged.mkdir()
+    shutil.copy(transcript, staged / transcript.name)
+    staged.rename(projects / slug.name)  # one rename: the root's event announces it
+    capture.wait_for_log(INGEST.format(id=session_id, reason="event"))
+    subagents = projects / slug.name / session_id / "subagents"
+    subagents.mkdir(parents=True)
+    for sidecar in sorted((slug / session_id / "subagents").glob("*.meta.json")):
+        shutil.copy(sidecar, subagents / sidecar.name)
+    for helper in sorted((slug / session_id / "subagents").glob("*.jsonl")):
+        lines = helper.read_bytes().splitlines(keepends=True)
+        before = read_store(db)[session_id].steps
+        with (subagents / helper.name).open("ab") as out:
+            out.write(lines[0])  # its task: one step
+        capture.wait_until(
+            lambda before=before: read_store(db)[session_id].steps > before or None,
+            what="the sub-agent's first step",
+            timeout=10,
+        )
+        with (subagents / helper.name).open("ab") as out:
+            out.writelines(lines[1:])
+    one_shot = dict(capture_env, POSTRUN_DB=str(tmp_path / "one-shot.db"))
+    assert run_postrun("ingest", "--agent", "claude-code", str(projects), env=one_shot).returncode == 0
+    fresh = read_store(tmp_path / "one-shot.db")[session_id]
+
+    def same_as_fresh() -> bool:
+        stored = read_store(db)[session_id]
+        return (stored.digest, stored.step_digests) == (fresh.digest, fresh.step_digests)
+
+    capture.wait_until(same_as_fresh, what="the sub-agents' steps, on events", timeout=10)
+    assert capture.lines(r" on poll in ") == []

@@ -319,11 +319,12 @@ def location_for_event(root: Path, path: str | os.PathLike[str]) -> SessionLocat
         return None
     slug, name = parts[0], parts[1]
     stem = name.removesuffix(SUFFIX) if len(parts) == 2 else name
-    if len(parts) == 2 and stem == name:
-        return None  # a file of the slug folder that is not a transcript, or a folder's own event
     if not is_safe_name(slug) or not is_safe_name(stem):
         return None
     location = SessionLocation(_absolute(root), slug, stem)
-    if len(parts) > 2 and not location.transcript.is_file():
-        return None  # a folder of the slug folder that belongs to no session (``memory/``)
+    if (len(parts) > 2 or stem == name) and not location.transcript.is_file():
+        # A folder of the slug folder that belongs to no session (``memory/``), or a file
+        # there that is not a transcript. A session's own ``<id>/`` is its: it appears after
+        # the transcript, and its sub-agents' folder in it is then to be watched.
+        return None
     return location
