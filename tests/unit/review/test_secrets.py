@@ -182,3 +182,14 @@ def test_the_quick_look_finds_every_keyword_of_every_rule() -> None:
         for keyword in rule.keywords:
             assert may_hold_secrets(f"... {keyword} ..."), (rule.kind, keyword)
             assert json_may_hold_secrets(orjson.dumps({"text": keyword})), (rule.kind, keyword)
+
+
+def test_the_quick_look_finds_a_keyword_wherever_it_stands_in_a_long_text() -> None:
+    """A long text is looked at piece by piece: a keyword across two pieces, or in the last, is
+    found all the same."""
+    filler = "plain build output\n" * 600  # about 11 KB: several pieces
+    for rule in rules():
+        for keyword in rule.keywords:
+            for at in (4096 - len(keyword) + 1, 4096 - 1, 8192 - 2, len(filler)):
+                text = filler[:at] + keyword + filler[at:]
+                assert may_hold_secrets(text), (rule.kind, keyword, at)
