@@ -54,7 +54,9 @@ def refuse_when_running(capture_lock: Path) -> None:
     lock would write its error into the running capture's log. (The lock itself still decides.)"""
     holder = read_capture_info(capture_lock)
     if holder is not None:
-        raise AlreadyRunning("", f"another capture is running (pid {holder.pid})")
+        # pid 0: the holder's status is empty (it could not be written, say on a full disk).
+        pid = f" (pid {holder.pid})" if holder.pid else ""
+        raise AlreadyRunning("", f"another capture is running{pid}")
 
 
 def start_daemon(run: Callable[[ReportReady], int], *, log_hint: str) -> int:
