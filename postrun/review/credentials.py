@@ -26,9 +26,12 @@ from postrun.review.secret_patterns import DETECT_SECRETS_KEYWORDS
 
 # Where a name may begin (`pw` and `sig` are words of strong names, too common to look for alone).
 NAME_KEYWORDS = ("pass", "pwd", "secret", "token", "credential", "key", "auth", "contrase")
+# The blanks before an operator, a blank operator and those after it are each one run, split one
+# way: the three runs could split a long run of blanks every way (cubic: 2,000 took minutes).
 ASSIGNMENT = (
     rf"(?i)(?:{'|'.join(NAME_KEYWORDS)})(?P<name>[A-Za-z0-9_.-]{{0,40}}?)"
-    r"""["'\]]{0,2}[ \t]*(?P<op>:=|=>|\?=|==|=|:(?![:/])|[ \t]+)[ \t]*(?:[brBR@](?=["'`]))?(?P<quote>["'`])?"""
+    r"""["'\]]{0,2}[ \t]*(?P<op>:=|=>|\?=|==|=|:(?![:/])|(?<![ \t])[ \t]++)[ \t]*(?:[brBR@](?=["'`]))?"""
+    r"""(?P<quote>["'`])?"""
     r"""(?P<secret>(?(quote)(?:(?!(?P=quote))[^\n]){1,300}?|[^\s"'`,;]{1,300}))(?(quote)(?P=quote))"""
 )
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")

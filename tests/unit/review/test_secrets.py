@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import time
 
 import orjson
 import pytest
@@ -133,6 +134,16 @@ def test_no_rule_scans_the_rest_of_a_line_unbounded() -> None:
     (`curl` 20,000 times on a 1 MB line took minutes). Such a scan is bounded (``{0,400}?``)."""
     unbounded = re.compile(r"\[\^[^\]]*\][*+]\?")
     assert [rule.kind for rule in rules() if unbounded.search(rule.pattern.pattern)] == []
+
+
+def test_spaces_after_a_credential_name_cost_no_more_than_reading_them() -> None:
+    """A name followed by a long run of blanks and no value (a padded terminal line): the blanks
+    around an assignment's operator were split every way (600 blanks: seconds, 2,000: minutes)."""
+    for name in ("token", "API Key", "password"):
+        for blanks in (" " * 600 + "\n", "\t" * 600, " " * 300 + "\t" * 300):
+            started = time.perf_counter()
+            find_secrets(name + blanks)
+            assert time.perf_counter() - started < 0.5, (name, blanks[:2])
 
 
 def test_copied_rules_are_detect_secrets_own() -> None:
