@@ -249,7 +249,7 @@ _PASSWORD_OPTIONS: tuple[tuple[tuple[str, ...], bool, str, str, str], ...] = (
         "",
     ),
     (("sshpass",), True, r"sshpass\b", "-p", "-p"),
-    (("mysql", "mariadb"), True, r"(?:mysql|mariadb)[\w-]*\b", "", "-p|--password="),
+    (("mysql", "mariadb"), True, r"(?:mysql|mariadb)[\w-]*+", "", "-p|--password="),
     (("redis-cli",), True, r"redis-cli\b", "-a|--pass", ""),
     (("mongo",), True, r"mongo(?:sh|dump|restore|export|import|stat|top|files)?\b", "-p|--password", ""),
     (("sqlcmd",), True, r"sqlcmd\b", "-P", ""),
@@ -330,7 +330,10 @@ _PLACED: tuple[tuple[str, str, str, _How], ...] = (
         "cli_password",
         "password on a command line",
         # `htpasswd -b [-c…] FILE USER PASSWORD` (or `-nb USER PASSWORD`): the password is the last word.
-        rf"htpasswd(?:[ \t]+-[A-Za-z]+)*?[ \t]+-[A-Za-z]*b[A-Za-z]*(?:[ \t]+-[A-Za-z]+)*(?:[ \t]+[^\s|;&]+){{1,2}}"
+        # The flags before the first with a `b` and that flag (up to its `b`) are read one way, each
+        # flag whole (possessive): a long flag tried at each of its letters was quadratic.
+        rf"htpasswd(?:[ \t]+-[ac-zA-Z]++(?=[ \t]))*+[ \t]+-[ac-zA-Z]*+b[A-Za-z]*+(?:[ \t]+-[A-Za-z]++(?=[ \t]))*"
+        rf"(?:[ \t]+[^\s|;&]++){{1,2}}"
         rf"[ \t]+{_OPTION_VALUE}(?=[ \t]*(?:[\n|;&)]|$))",
         _How(("htpasswd",), group="pw", valid=_literal_password, before=r"(?<![\w.-])"),
     ),

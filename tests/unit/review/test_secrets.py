@@ -146,6 +146,19 @@ def test_spaces_after_a_credential_name_cost_no_more_than_reading_them() -> None
             assert time.perf_counter() - started < 0.5, (name, blanks[:2])
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["htpasswd -" + "b" * 8000, "htpasswd -a" + " -b" * 3000 + '"', "mysql" + "-a" * 150_000],
+    ids=["htpasswd, one long flag", "htpasswd, many flags", "mysql, a long hyphenated word"],
+)
+def test_a_long_word_after_a_program_costs_no_more_than_reading_it(text: str) -> None:
+    """The command-line password rules split a program's flags or name one way: a long flag was
+    tried at each of its letters, and each place then scanned again (quadratic or worse)."""
+    started = time.perf_counter()
+    find_secrets(text)
+    assert time.perf_counter() - started < 0.5
+
+
 def test_copied_rules_are_detect_secrets_own() -> None:
     """The copied patterns and keywords are those of the installed detect-secrets (a test
     dependency), and each of its plugins is copied or left out with a reason."""
