@@ -70,15 +70,11 @@ def is_utf8(text: str) -> bool:
     return _SURROGATE.search(text) is None
 
 
-def plural(count: int, noun: str) -> str:
-    """``1 step``, ``2 steps``."""
-    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
-
-
-def counted(count: int, noun: str) -> str:
-    """``1 session``, ``4000 sessions``: ``plural`` without the thousands separator, for lines
-    that scripts read (``capture --once``'s summary, ``status``)."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+def plural(count: int, noun: str, *, grouped: bool = True) -> str:
+    """``1 step``, ``2,000 steps``; ``grouped=False``: ``2000 steps``, for lines that scripts read
+    (``capture --once``'s summary, ``status``, capture's ``watching`` line)."""
+    shown = f"{count:,}" if grouped else str(count)
+    return f"{shown} {noun}" if count == 1 else f"{shown} {noun}s"
 
 
 def size_text(count: int) -> str:

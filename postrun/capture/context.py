@@ -13,7 +13,7 @@ from postrun.capture.log import ProgressBar
 from postrun.errors import StoreError
 from postrun.paths import Paths, ensure_private_dir
 from postrun.settings import LoadedSettings, Settings
-from postrun.text import counted
+from postrun.text import plural
 
 
 @dataclass
@@ -37,7 +37,7 @@ class CaptureContext:
 
 def watching_line(kind: str, root: Path, present: int, changed: int) -> str:
     """The first line a capture logs for each root it watches, ``--once`` included (scripts look for it)."""
-    return f"{kind}: watching {root} ({counted(present, 'session')} present, {changed} new or changed)"
+    return f"{kind}: watching {root} ({plural(present, 'session', grouped=False)} present, {changed} new or changed)"
 
 
 def capture_lock(paths: Paths) -> CaptureLock:

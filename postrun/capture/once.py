@@ -17,7 +17,7 @@ from postrun.capture.signals import Signals
 from postrun.ingest.pool import Processes
 from postrun.review.exclude import Exclusions
 from postrun.store.db import Database
-from postrun.text import counted
+from postrun.text import plural
 
 
 @dataclass
@@ -34,7 +34,8 @@ class OnceSummary:
 
     def line(self) -> str:
         line = (
-            f"summary: {counted(self.present, 'session')}, {self.ingested} ingested, {self.updated} updated,"
+            f"summary: {plural(self.present, 'session', grouped=False)}, {self.ingested} ingested,"
+            f" {self.updated} updated,"
             f" {self.unchanged} unchanged, {self.torn} torn, {self.failed} failed in {round(self.elapsed_ms)} ms"
         )
         if self.interrupted:

@@ -12,7 +12,7 @@ from postrun.cli.app import app
 from postrun.cli.common import command, load, say, state
 from postrun.errors import UsageError
 from postrun.exitcodes import ExitCode
-from postrun.text import counted
+from postrun.text import plural
 
 if TYPE_CHECKING:
     from postrun.settings import LoadedSettings
@@ -107,7 +107,8 @@ def status() -> None:
         typer.echo(f"store: {paths.db} (not created yet)")
     else:
         stored = found.stored
-        typer.echo(f"store: {paths.db} ({counted(stored.sessions, 'session')}, {counted(stored.steps, 'step')})")
+        sessions = plural(stored.sessions, "session", grouped=False)
+        typer.echo(f"store: {paths.db} ({sessions}, {plural(stored.steps, 'step', grouped=False)})")
     for line in folder_lines(loaded, os.environ):
         typer.echo(line)
     if info is None:

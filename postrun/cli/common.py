@@ -16,7 +16,7 @@ import typer
 
 from postrun.errors import PostrunError
 from postrun.exitcodes import ExitCode
-from postrun.text import counted
+from postrun.text import plural
 
 # The library is imported where a command uses it, not here: every run of `postrun` imports
 # this module, and `--version`, `--help` or a command that never loads settings should not pay
@@ -127,7 +127,7 @@ class _LineProgress:
     """Where no terminal shows a bar: one line when a long pass starts."""
 
     def start(self, total: int, label: str = "working") -> None:
-        say(f"{label}: {counted(total, 'session')}")
+        say(f"{label}: {plural(total, 'session', grouped=False)}")
 
     def advance(self) -> None:
         return None
