@@ -111,7 +111,7 @@ def measure_live(
     with Capture(capture_env, log_path) as capture:
         capture.wait_stored(db, [session.session_id for session in (*small, large)], timeout=120)
         updated = re.compile(
-            rf"cline updated {re.escape(large.session_id)} \((?P<steps>\d+) steps, \d+ turns,"
+            rf"cline updated {re.escape(large.session_id)} \((?P<steps>\d+) steps?, \d+ turns?,"
             r" (?P<written>\d+) written\) on (?P<trigger>\w+) in (?P<ms>\d+) ms"
         )
         store = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)

@@ -33,6 +33,7 @@ from typing import Literal, Protocol
 from postrun.agents.registry import Location, Source, as_source
 from postrun.capture.book import SessionBook, Watched, plan_catch_up
 from postrun.capture.caches import CACHE_LIMIT, MappingCaches
+from postrun.capture.faults import StoreFaults
 from postrun.capture.freshness import FingerprintKey, fingerprint_key
 from postrun.capture.scheduler import Due, Reason
 from postrun.capture.startup import StartupCatchUp
@@ -45,9 +46,7 @@ from postrun.records import SourceFile
 from postrun.review.apply import FlagMemo
 from postrun.review.exclude import Exclusions
 from postrun.store.db import Database
-
-STORE_RETRY_FIRST_SECONDS = 2.0
-STORE_RETRY_MAX_SECONDS = 60.0
+from postrun.text import plural
 
 # A file caught mid-write whose last change is this recent is being written: a write of a large
 # file may take seconds while the disk is busy writing other data back (an 11.5 MB rewrite was
@@ -82,35 +81,6 @@ class JobHost(Protocol):
     def catch_up(self, session_ids: Iterable[str]) -> None: ...
 
     def retry_catch_up(self, delay: float) -> None: ...
-
-
-class StoreFaults:
-    """A locked or full store: say it once, retry with a growing delay, say when it recovers."""
-
-    def __init__(self, db: Path, logger: logging.Logger) -> None:
-        self.db = db
-        self.logger = logger
-        self.reason: str | None = None
-        self.delay = STORE_RETRY_FIRST_SECONDS
-
-    def failed(self, error: PostrunError) -> float:
-        """Log the fault (once per episode); returns how long to wait before retrying."""
-        if self.reason is None:
-            self.reason = error.reason
-            self.logger.error(
-                f"store {self.db}: {error.reason}; capture keeps running and retries"
-                f" (every {STORE_RETRY_MAX_SECONDS:g} s at most)"
-            )
-        else:
-            self.logger.debug(f"store {self.db}: still failing: {error.reason}")
-            self.delay = min(self.delay * 2, STORE_RETRY_MAX_SECONDS)
-        return self.delay
-
-    def succeeded(self) -> None:
-        if self.reason is not None:
-            self.logger.info(f"store {self.db}: writable again")
-            self.reason = None
-            self.delay = STORE_RETRY_FIRST_SECONDS
 
 
 class IngestJob:
@@ -234,8 +204,9 @@ class IngestJob:
         # bar and the `caught up` line; live ingests are news.
         self.logger.log(
             logging.DEBUG if reason == "startup" else logging.INFO,
-            f"{watched.kind} {outcome.status} {session_id} ({outcome.steps} steps, {outcome.turns} turns,"
-            f" {outcome.rows_written} written) on {reason} in {round(outcome.elapsed_ms)} ms",
+            f"{watched.kind} {outcome.status} {session_id} ({plural(outcome.steps, 'step', grouped=False)},"
+            f" {plural(outcome.turns, 'turn', grouped=False)}, {outcome.rows_written} written) on {reason}"
+            f" in {round(outcome.elapsed_ms)} ms",
         )
         self._report_unread(session_id, outcome.unread, files)
         self._report_incomplete(session_id, outcome.incomplete, files)

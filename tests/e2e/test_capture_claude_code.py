@@ -16,7 +16,7 @@ from tests.support.capture_process import CaptureProcess, read_store
 DEBOUNCE = 0.2
 REAL = FIXTURES / "claude-code-real"
 INGEST = (
-    r"^\S+ INFO claude-code (ingested|updated|unchanged) {id} \(\d+ steps, \d+ turns, \d+ written\)"
+    r"^\S+ INFO claude-code (ingested|updated|unchanged) {id} \(\d+ steps?, \d+ turns?, \d+ written\)"
     r" on {reason} in (\d+) ms$"
 )
 INCOMPLETE = "transcript line not complete yet (mid-write?); will retry on next change"

@@ -17,7 +17,7 @@ from tests.support.capture_process import CaptureProcess, read_store
 DEBOUNCE = 0.2
 REAL = FIXTURES / "codex-real"
 INGEST = (
-    r"^\S+ INFO codex (ingested|updated|unchanged) {id} \(\d+ steps, \d+ turns, \d+ written\)"
+    r"^\S+ INFO codex (ingested|updated|unchanged) {id} \(\d+ steps?, \d+ turns?, \d+ written\)"
     r" on {reason} in (\d+) ms$"
 )
 

@@ -114,7 +114,7 @@ def test_ingest_line_and_no_second_read_of_unchanged_files(job: tuple[IngestJob,
     ingest_job.ingester.ingest = counted
     assert ingest_job.run(Due(BASIC, "poll")).outcome == "ingested"
     assert log.lines == [
-        "INFO cline ingested 1790000000000_basic (15 steps, 1 turns, 19 written) on poll in "
+        "INFO cline ingested 1790000000000_basic (15 steps, 1 turn, 19 written) on poll in "
         + log.lines[0].rsplit(" in ", 1)[1]
     ]
     assert log.lines[0].endswith(" ms")
