@@ -291,14 +291,15 @@ def adapter(kind: str) -> Adapter:
     return loaded
 
 
-def unknown_kind(kind: str) -> UsageError:
-    return UsageError("", f"unknown agent {kind!r} (known: {', '.join(KINDS)})")
+def unknown_kind(kind: str, where: str = "") -> UsageError:
+    return UsageError(where, f"unknown agent {kind!r} (known: {', '.join(KINDS)})")
 
 
-def check_kind(kind: str | None) -> None:
-    """Nothing for a registered kind (or None: any); UsageError naming the known kinds otherwise."""
+def check_kind(kind: str | None, where: str = "") -> None:
+    """Nothing for a registered kind (or None: any); UsageError naming the known kinds (and
+    ``where`` the kind was given) otherwise."""
     if kind is not None and kind not in _MODULES:
-        raise unknown_kind(kind)
+        raise unknown_kind(kind, where)
 
 
 def adapters(kinds: Iterable[str] = KINDS) -> tuple[Adapter, ...]:

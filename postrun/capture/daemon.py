@@ -56,7 +56,7 @@ def refuse_when_running(capture_lock: Path) -> None:
     if holder is not None:
         # pid 0: the holder's status is empty (it could not be written, say on a full disk).
         pid = f" (pid {holder.pid})" if holder.pid else ""
-        raise AlreadyRunning("", f"another capture is running{pid}")
+        raise AlreadyRunning(holder.db or str(capture_lock), f"another capture is running{pid}")
 
 
 def start_daemon(run: Callable[[ReportReady], int], *, log_hint: str) -> int:

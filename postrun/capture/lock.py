@@ -62,7 +62,7 @@ class CaptureLock:
                 holder = _parse(os.pread(fd, 4096, 0))
                 os.close(fd)
                 pid = f" (pid {holder.pid})" if holder else ""
-                raise AlreadyRunning("", f"another capture is running{pid}") from None
+                raise AlreadyRunning(str(self.db), f"another capture is running{pid}") from None
         self._fd = fd
         self.info = CaptureInfo(pid=os.getpid(), started_at=self.clock(), db=str(self.db))
         self._write()

@@ -146,4 +146,4 @@ def progress() -> ProgressBar | _LineProgress:
 def check_agent(agent: str | None) -> None:
     from postrun.agents.registry import check_kind
 
-    check_kind(agent)
+    check_kind(agent, "--agent")

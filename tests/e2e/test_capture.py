@@ -173,7 +173,9 @@ def test_file_rewritten_in_place_is_updated(start: Callable[..., CaptureProcess]
     capture.wait_for_log(CAUGHT_UP_WITH_BASIC)
     before = read_store(db)[BASIC]
     write_in_place(messages, edited(messages.read_bytes(), "in place"))
-    capture.wait_for_log(r"INFO cline updated 1790000000000_basic \(\d+ steps?, \d+ turns?, [1-9]\d* written\) on event")
+    capture.wait_for_log(
+        r"INFO cline updated 1790000000000_basic \(\d+ steps?, \d+ turns?, [1-9]\d* written\) on event"
+    )
     after = read_store(db)[BASIC]
     assert after.step_digests != before.step_digests
 
@@ -296,7 +298,7 @@ def test_second_instance_refused_with_75(start: Callable[..., CaptureProcess], c
     first.wait_for_log(r"cline: watching ")
     second = run_postrun("capture", env=capture_env, timeout=30)
     assert second.returncode == 75
-    assert second.stderr.strip().endswith(f"another capture is running (pid {first.pid})")
+    assert second.stderr.strip() == f"error: {capture_env['POSTRUN_DB']}: another capture is running (pid {first.pid})"
     once = run_postrun("capture", "--once", env=capture_env, timeout=30)
     assert once.returncode == 75
 
@@ -419,7 +421,7 @@ def test_daemon_pid_file_and_sigterm(capture_env: dict[str, str], db: Path) -> N
         assert status.returncode == 0 and f"pid {pid}" in status.stdout
         second = run_postrun("capture", "--daemon", env=capture_env, timeout=60)
         assert second.returncode == 75  # refused before it forks
-        assert second.stderr.strip() == f"error: another capture is running (pid {pid})"
+        assert second.stderr.strip() == f"error: {capture_env['POSTRUN_DB']}: another capture is running (pid {pid})"
         log_file = Path(capture_env["XDG_STATE_HOME"]) / "postrun" / "log" / "capture.log"
         wait_until(lambda: "INFO cline: caught up with 1 session in " in log_file.read_text())
         assert "another capture is running" not in log_file.read_text()  # the running one's log stays clean

@@ -163,7 +163,7 @@ def test_a_torn_rewrite_leaves_stored_data_as_it_was(tmp_path: Path, env: dict[s
 def test_unknown_agent_is_a_usage_error(env: dict[str, str], tmp_path: Path) -> None:
     result = run_postrun("ingest", "--agent", "x", str(tmp_path), env=env)
     assert result.returncode == 2
-    assert result.stderr == "error: unknown agent 'x' (known: cline, claude-code, codex)\n"
+    assert result.stderr == "error: --agent: unknown agent 'x' (known: cline, claude-code, codex)\n"
 
 
 def test_sessions_list_and_json(tmp_path: Path, env: dict[str, str]) -> None:

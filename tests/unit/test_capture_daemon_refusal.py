@@ -21,6 +21,6 @@ def test_a_holder_whose_status_is_empty_is_named_without_a_pid(tmp_path: Path) -
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with pytest.raises(AlreadyRunning) as raised:
             refuse_when_running(lock)
-        assert raised.value.reason == "another capture is running"
+        assert (raised.value.where, raised.value.reason) == (str(lock), "another capture is running")
     finally:
         os.close(fd)
