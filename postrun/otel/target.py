@@ -36,31 +36,21 @@ def check_endpoint(url: str) -> str:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - a port that is not a number raises here
     except ValueError:
-        raise ValueError(f"not a URL: {unchecked_shown(url)!r}") from None
+        raise ValueError(f"not a URL: {shown_endpoint(url)!r}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"expected an http:// or https:// URL with a host, got {unchecked_shown(url)!r}")
+        raise ValueError(f"expected an http:// or https:// URL with a host, got {shown_endpoint(url)!r}")
     return url
 
 
-def unchecked_shown(url: str) -> str:
-    """``url``, which may not parse, without its query or fragment and with any user-info as
-    ``***``: a refused endpoint is quoted in errors, and tokens hide there as in a good one."""
+def shown_endpoint(url: str) -> str:
+    """``url`` without its query or fragment and with any user-info as ``***`` (where tokens
+    hide): how lines and errors name the receiver, whether or not the URL parses."""
     url = url.split("?", 1)[0].split("#", 1)[0]
     head, slashes, rest = url.partition("//") if "//" in url else ("", "", url)
     authority, slash, path = rest.partition("/")
     if "@" in authority:
         authority = "***@" + authority.rpartition("@")[2]
     return f"{head}{slashes}{authority}{slash}{path}"
-
-
-def shown_endpoint(url: str) -> str:
-    """``url`` without user-info or query (where tokens hide): how lines name the receiver."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 @dataclass(frozen=True, slots=True)

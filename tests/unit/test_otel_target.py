@@ -1,0 +1,21 @@
+"""How the OTLP receiver is named in lines and errors: never with its user-info or query."""
+
+from __future__ import annotations
+
+import pytest
+
+from postrun.otel.target import shown_endpoint
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://127.0.0.1:6006/v1/traces", "http://127.0.0.1:6006/v1/traces"),
+        ("https://ann:pw0rd1@otel.example.com/v1/traces?token=t0k3n#x", "https://***@otel.example.com/v1/traces"),
+        ("http://[::1]:4318/v1/traces", "http://[::1]:4318/v1/traces"),
+        ("ftp://ann:pw0rd1@h:99999/v1/traces?token=t0k3n", "ftp://***@h:99999/v1/traces"),  # refused, still quoted
+        ("ann:pw0rd1@h/v1/traces", "***@h/v1/traces"),  # no scheme
+    ],
+)
+def test_a_receiver_is_named_without_its_credentials(url: str, shown: str) -> None:
+    assert shown_endpoint(url) == shown
