@@ -21,7 +21,6 @@ REFUSAL_WORDINGS = (
     "User denied the tool execution",
     "The user denied this edit",
     "This tool call was rejected by the user and not executed",
-    "was not approved",
     "requires approval in a TTY session",
     "Desktop tool approval IPC is not configured",
     "is disabled by policy",
@@ -33,6 +32,9 @@ APPROVAL_ON_WORDINGS = (
     "Desktop tool approval IPC is not configured",
     "rejected by the user",
 )
+# Cline's own wording names the tool (the contract: `Tool "x" was not approved`); a bare "was not
+# approved" is any tool's error (an MCP server's "the PR was not approved"), not the user refusing.
+_NOT_APPROVED = re.compile(r'Tool "[^"\n]*" was not approved')
 _UNKNOWN_TOOL = re.compile(r"NoSuchToolError|unknown tool|no such tool", re.IGNORECASE)
 
 
@@ -112,7 +114,7 @@ def item_error_text(item: Any) -> str | None:
 
 
 def is_refusal(message: str) -> bool:
-    return any(wording in message for wording in REFUSAL_WORDINGS)
+    return any(wording in message for wording in REFUSAL_WORDINGS) or _NOT_APPROVED.search(message) is not None
 
 
 def is_unknown_tool(message: str) -> bool:

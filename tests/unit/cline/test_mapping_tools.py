@@ -485,6 +485,23 @@ def test_refusal_wording_in_successful_output_is_not_a_refusal() -> None:
     assert (failed["decision"], failed["outcome"]) == ("auto", "failed")
 
 
+def test_a_tools_own_error_saying_not_approved_is_a_failure_not_a_refusal() -> None:
+    # The contract's wording names the tool (`Tool "x" was not approved`); an MCP tool that
+    # throws about something else not approved ran, with the user's consent, and failed.
+    error = "Merge failed: pull request #12 was not approved by a reviewer"
+    step = only(one_call("github__merge_pr", {"number": 12}, json.dumps({"error": error}), is_error=True))
+    assert (step["decision"], step["outcome"], step["error"]["message"]) == ("auto", "failed", error)
+    refused = only(
+        one_call(
+            "github__merge_pr",
+            {"number": 12},
+            '{"error": "Tool \\"github__merge_pr\\" was not approved"}',
+            is_error=True,
+        )
+    )
+    assert (refused["decision"], refused["outcome"]) == ("rejected", "failed")
+
+
 @pytest.mark.parametrize(
     "error", ["AI_NoSuchToolError: Model tried to call unavailable tool 'magic'", "Unknown tool: magic"]
 )
