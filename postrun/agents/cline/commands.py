@@ -47,18 +47,21 @@ class CommandOutput(NamedTuple):
         return {key: value for key, value in fields.items() if value is not None}
 
 
-def parse_command_result(text: str) -> CommandOutput:
+def parse_command_result(text: str, *, succeeded: bool = False) -> CommandOutput:
+    """``succeeded``: Cline marked the item ``success: true``. It does so only for exit 0, so a
+    marker with another code is then the command's own output (``cat`` of a detached command's
+    log, which ends with one), kept as is: an exit code is never invented."""
     detached = _detached(text)
     if detached is not None:
         return detached
     exit_code: int | None = None
     first = _EXIT_FIRST.match(text)
-    if first is not None:
+    if first is not None and not (succeeded and int(first["code"]) != 0):
         exit_code = int(first["code"])
         text = text[first.end() :]
-    else:
+    elif first is None:
         last = _exit_line_last(text)
-        if last is not None:
+        if last is not None and not (succeeded and last[0] != 0):
             exit_code, text = last
     return _split(text, exit_code=exit_code)
 

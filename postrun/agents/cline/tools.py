@@ -215,7 +215,8 @@ def _command_step(i: int, name: str, request: Any, item: Any, result: ToolResult
     if text == "" and status.outcome == "failed" and error is not None and error.startswith("Command failed:"):
         # Timed out, aborted or not started: the output was not kept (not the same as empty).
         return status.draft(i, "command", payload, "reference_only")
-    output = parse_command_result(text)
+    succeeded = isinstance(item, dict) and item.get("success") is True
+    output = parse_command_result(text, succeeded=succeeded)
     payload.update(output.payload_fields())
     return status.draft(i, "command", payload, "reference_only" if output.output_ref else "")
 

@@ -114,6 +114,16 @@ def test_plain_text_results_stay_text_even_when_they_look_like_json() -> None:
     assert other["payload"]["raw"]["result"] == '["a", "b"]'
 
 
+def test_a_successful_command_printing_an_exit_marker_keeps_it_as_output() -> None:
+    # The model reads a detached command's log back with cat: the log ends with Cline's marker,
+    # but cat succeeded (success: true); its exit code is not the logged command's.
+    log = "listening on :8080\n[Command exited with code 143]\n"
+    cat = "cat /tmp/cline-command-aB12cD/output.log"
+    step = only(one_call("run_commands", {"commands": [cat]}, [item(cat, log)]))
+    assert step["payload"] == {"command": cat, "cwd": CWD, "stdout": log}
+    assert (step["outcome"], step["content_status"]) == ("ok", "inline")
+
+
 def test_command_failed_with_empty_result_kept_no_output() -> None:
     error = "Command failed: Command timed out after 30000ms"
     step = only(

@@ -45,6 +45,19 @@ def test_an_exit_code_longer_than_any_status_is_text() -> None:
     assert parse_command_result("out\n[Command exited with code -2147483648]").exit_code == -2147483648
 
 
+def test_a_marker_contradicting_success_is_output() -> None:
+    # Cline marks success only for exit 0: another code in a successful item's text is what
+    # the command printed (e.g. the end of a detached command's log it read back).
+    log = "listening\n[Command exited with code 143]\n"
+    assert parse_command_result(log, succeeded=True) == CommandOutput(log)
+    first = "[Command exited with code 2]\nold log"
+    assert parse_command_result(first, succeeded=True) == CommandOutput(first)
+    assert parse_command_result(log, succeeded=False) == CommandOutput("listening", exit_code=143)
+    assert parse_command_result("out\n[Command exited with code 0]", succeeded=True) == CommandOutput(
+        "out", exit_code=0
+    )
+
+
 def test_a_cut_query_with_an_absurd_length_falls_back_to_its_head() -> None:
     query = "npm" + TRUNCATED_QUERY + " " + "9" * 5000 + " more chars]"  # beyond int()'s 4300 digits
     assert query_matches(query, "npm test")  # no length to check: the head decides
