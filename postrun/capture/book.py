@@ -163,9 +163,11 @@ class SessionBook:
             return True
 
     def unsee(self, session_id: str) -> None:
-        """Forget the fingerprints last seen, so the next poll takes the session as changed and
-        keeps it among the active ones (a file it could not open: a chmod changes no fingerprint)."""
+        """Forget the fingerprints last seen and read, so the next poll takes the session as
+        changed, reads it again and keeps it among the active ones (a file it could not open: a
+        chmod changes no fingerprint)."""
         with self._lock:
+            self._read.pop(session_id, None)
             if session_id in self._seen:
                 self._seen[session_id] = None
                 self._recent[session_id] = self.wall()

@@ -209,6 +209,8 @@ class IngestJob:
             f" in {round(outcome.elapsed_ms)} ms",
         )
         self._report_unread(session_id, outcome.unread, files)
+        if any(isinstance(error, Unreadable) for error in outcome.unread):
+            watched.book.unsee(session_id)  # a helper's file it could not open: as for the session's own
         self._report_incomplete(session_id, outcome.incomplete, files)
         torn = [error.where for error in outcome.unread if isinstance(error, NotParseableYet)]
         if self._still_written([*outcome.incomplete, *torn], files):

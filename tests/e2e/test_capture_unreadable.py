@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, isolated_environ, postrun_command
-from tests.support.capture_process import CaptureProcess, read_store
+from tests.support.capture_process import CaptureProcess, expected_steps, read_store
 
 NOBODY = 65534
 CLAUDE = FIXTURES / "claude-code-real"
@@ -90,5 +90,42 @@ def test_files_made_readable_again_are_stored_without_a_new_write(folder: Path) 
         assert {transcript.stem, rollout.stem[-36:]} < set(read_store(db))  # a rollout's name ends with its id
         # Logged once each while unreadable, though looked at again at every poll.
         assert len(capture.lines(r" ERROR ")) == 1 and len(capture.lines(r" WARNING ")) == 1
+    finally:
+        capture.kill()
+
+
+def test_a_helper_transcript_made_readable_again_is_stored_without_a_new_write(folder: Path) -> None:
+    """A sub-agent's transcript capture cannot open does not hold its session back (the rest is
+    stored); made readable, its steps are stored at a poll, though no fingerprint changed."""
+    program = [*_unprivileged(), *postrun_command()]
+    env = isolated_environ(folder)
+    case = CLAUDE / "e_subagents"
+    projects = _copy(case / "claude" / "projects", folder / "claude" / "projects")
+    (transcript,) = projects.glob("*/*.jsonl")
+    helper = sorted(projects.rglob("subagents/agent-*.jsonl"))[0]
+    helper.chmod(0)
+    env.update(
+        POSTRUN_AGENTS="claude-code",
+        POSTRUN_CLAUDE_DIR=str(projects),
+        POSTRUN_DEBOUNCE_SECONDS="0.2",
+        POSTRUN_POLL_SECONDS="0.3",
+        POSTRUN_FULL_SWEEP_MINUTES="60",  # what brings it back must not be a full sweep
+    )
+    if os.geteuid() == 0:
+        subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(folder)], check=True)
+    db = Path(env["POSTRUN_DB"])
+    whole = expected_steps(case, transcript.stem)
+    capture = CaptureProcess(env, folder, program=program)
+    try:
+        capture.wait_for_log(rf"claude-code {transcript.stem}: {helper}: cannot open: Permission denied")
+        partial = read_store(db)[transcript.stem].steps
+        assert 0 < partial < whole
+        helper.chmod(0o644)
+        capture.wait_until(
+            lambda: read_store(db)[transcript.stem].steps == whole or None,
+            what="the helper's steps stored once readable",
+            timeout=15,
+        )
+        assert len(capture.lines(r"cannot open")) == 1  # logged once, though looked at again at every poll
     finally:
         capture.kill()
