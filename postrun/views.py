@@ -198,7 +198,9 @@ def search_steps(
         redacted = []
         for hit in hits:
             where = f"step #{hit.seq} {hit.step_id}"
-            if query.match:  # a window of the step's indexed text: its secrets are found in the whole
+            # A window of the step's indexed text (the start of it without words, but for a flagged
+            # step's reasons): its secrets are found in the whole, so one the window cuts is masked.
+            if query.match or query.flag is None:
                 fields = codec.search_fields(load_step(database, hit.session_id, hit.step_id))
                 hit = replace(hit, snippet=redactor.snippet(hit.snippet, fields, codec.SEARCH_FIELD_CHARS, where))
             redacted.append(redactor.dataclass(hit, where))

@@ -1,0 +1,45 @@
+"""A search hit's snippet, cut from a step's text, masks what a redacted export of the step masks:
+`postrun search --redact` through the real process, over a store the real `postrun ingest` built."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import run_postrun
+from tests.support.claude_lines import Transcript
+
+KEY = "q8Zr4Lm2Xw9Tk3Vb7NpYt5"  # an invented API key: only the key beside it says it is one
+SESSION = "dddd0000-0000-4000-8000-000000000004"
+
+
+def _stored(env: dict[str, str], tmp_path: Path, tool_input: dict[str, Any], result: str) -> None:
+    """A Claude Code session of one MCP tool call, ingested."""
+    transcript = Transcript(SESSION, "/srv/app")
+    transcript.prompt("look up the weather")
+    transcript.call("msg_1", "toolu_w", "mcp__weather__lookup", tool_input)
+    transcript.result("toolu_w", result)
+    transcript.text("msg_2", "done")
+    projects = tmp_path / "projects"
+    transcript.write(projects / "-srv-app" / f"{SESSION}.jsonl")
+    done = run_postrun("ingest", "--agent", "claude-code", str(projects), env=env)
+    assert done.returncode == 0, done.stderr
+
+
+def _pieces(secret: str, size: int = 6) -> set[str]:
+    return {secret[i : i + size] for i in range(len(secret) - size + 1)}
+
+
+def test_a_search_without_words_masks_a_secret_its_snippet_cuts(env: dict[str, str], tmp_path: Path) -> None:
+    # README: `search --redact` shows the hits as a shared export would, "a secret the window cuts
+    # is masked too". Without words a hit's snippet is the start of the step's text, cut at 160
+    # characters: here inside the key (the tool's input, its keys sorted: a_note, then api_key).
+    _stored(env, tmp_path, {"a_note": "x" * 96, "api_key": KEY}, "sunny")
+    plain = run_postrun("search", "--type", "other", env=env).stdout
+    assert KEY[:10] in plain and KEY not in plain  # the cut falls inside the key
+    for search in (("--type", "other"), ("--since", "2020-01-01"), ("--agent", "claude-code")):
+        for extra in ((), ("--json",)):
+            done = run_postrun("search", *search, "--redact", *extra, env=env)
+            assert done.returncode == 0 and "toolu_w" in done.stdout, done.stderr
+            assert not [piece for piece in _pieces(KEY) if piece in done.stdout], (search, done.stdout)
+            assert "[REDACTED:credential]" in done.stdout, (search, done.stdout)
