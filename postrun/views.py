@@ -180,7 +180,7 @@ def search_steps(
     arguments are checked (UsageError) before the store is opened. ``redact``: every text of a
     hit masked, and ``home`` shown as ``~``, as in a shared export."""
     from postrun.review.flags import FLAG_KINDS
-    from postrun.review.redact import Redactor
+    from postrun.review.redact import Redactor, given_away
     from postrun.store import codec
     from postrun.store.browse import load_step
     from postrun.store.search import search, search_query
@@ -201,8 +201,10 @@ def search_steps(
             # A window of the step's indexed text (the start of it without words, but for a flagged
             # step's reasons): its secrets are found in the whole, so one the window cuts is masked.
             if query.match or query.flag is None:
-                fields = codec.search_fields(load_step(database, hit.session_id, hit.step_id))
-                hit = replace(hit, snippet=redactor.snippet(hit.snippet, fields, codec.SEARCH_FIELD_CHARS, where))
+                step = load_step(database, hit.session_id, hit.step_id)
+                fields = codec.search_fields(step)
+                shown = redactor.snippet(hit.snippet, fields, codec.SEARCH_FIELD_CHARS, where, given_away(step))
+                hit = replace(hit, snippet=shown)
             redacted.append(redactor.dataclass(hit, where))
         return redacted
 

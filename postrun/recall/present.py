@@ -18,7 +18,10 @@ def snippet(record: dict[str, Any], words: Sequence[str], redactor: Redactor) ->
     if not words:
         text = " | ".join(f"{flag['severity']} {flag['kind']}: {flag['reason']}" for flag in record.get("flags", []))
         return bounds.cut(one_line(redactor.text(text, "flags")), bounds.SNIPPET_CHARS)
-    fields = (redactor.text(field, "snippet") for field in codec.search_fields(record))
+    # The record redacted whole first, as get_steps shows it: a secret a pair gives away
+    # (``{"api_key": "…"}``) is masked where the rest of the record repeats it too.
+    shown = redactor.value(record, "snippet")
+    fields = (redactor.text(field, "snippet") for field in codec.search_fields(shown))
     text = one_line("\n".join(field[: codec.SEARCH_FIELD_CHARS] for field in fields))
     folded = text.casefold()
     found = [at for at in (folded.find(word.casefold()) for word in words) if at >= 0]

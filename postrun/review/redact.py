@@ -14,7 +14,7 @@ import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import orjson
 
@@ -83,21 +83,28 @@ class Redactor:
             value = self._home.sub("~", value)
         return value
 
-    def snippet(self, snippet: str, fields: Sequence[str], limit: int, where: str) -> str:
+    def snippet(
+        self, snippet: str, fields: Sequence[str], limit: int, where: str, given: Mapping[str, str] | None = None
+    ) -> str:
         """A search snippet (a window of the text the index holds, ``fields`` each cut to
         ``limit`` and joined by newlines, folded to one line, with »marks« around the matches
         and … where it was cut) with every secret of ``fields`` masked, one a cut cuts too (the
-        window's, or a field's): its part in the window is replaced."""
+        window's, or a field's): its part in the window is replaced. ``given``: the secrets a
+        pair of the step's record gives away (``given_away``), masked where they stand as words."""
+        words = dict(given or {})
         source = "\n".join(part[:limit] for part in fields)
         folded, origins = _folded(source)
         plain = snippet.replace(_MARK_OPEN, "").replace(_MARK_CLOSE, "")
         core = plain.strip(_CUT)
         start = folded.find(core) if core else -1
         if start < 0:
-            return self.text(snippet, where)
+            shown = self.text(snippet, where)
+            for word, kind in words.items():
+                shown = _as_word(word).sub(placeholder(kind), shown)
+            return shown
         offset = plain.find(core) - start  # from a position in ``folded`` to one in ``plain``
         hidden: dict[int, int] = {}  # a position in ``plain`` inside a secret -> the secret's index
-        secrets = _in_cut_fields(fields, limit)
+        secrets = _in_cut_fields(fields, limit, words)
         for index, secret in enumerate(secrets):
             for position in range(start, start + len(core)):
                 if secret.start <= origins[position] < secret.end:
@@ -127,7 +134,7 @@ class Redactor:
         self._paired: dict[str, str] = {}  # a secret a pair gave away -> its kind
         redacted = self._strings(value, where)
         for word, kind in self._paired.items():
-            redacted = _words_masked(redacted, re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])"), placeholder(kind))
+            redacted = _words_masked(redacted, _as_word(word), placeholder(kind))
         return redacted
 
     def _strings(self, value: T, where: str) -> T:
@@ -216,6 +223,19 @@ class Redactor:
         return replace(value, **changes)  # type: ignore[type-var]
 
 
+def given_away(value: Any) -> dict[str, str]:
+    """The secrets a pair in ``value`` (a JSON-like tree) gives away (``{"api_key": "…"}``),
+    each with its kind: ``value`` masks them wherever they stand as a word in the tree, so a
+    text cut from it (a search snippet) must too."""
+    scratch = Redactor()
+    scratch.value(value, "")
+    return scratch._paired
+
+
+def _as_word(word: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])")
+
+
 @functools.lru_cache(maxsize=4096)
 def _key_look(key: str) -> tuple[bool, bool]:
     """Whether ``key`` holds a secret itself, and whether a value beside it may be one: records
@@ -234,17 +254,28 @@ def _words_masked(value: Any, words: re.Pattern[str], mark: str) -> Any:
     return value
 
 
-def _in_cut_fields(fields: Sequence[str], limit: int) -> list[Secret]:
-    """The secrets of each whole field, placed in the fields cut to ``limit`` and joined by
-    newlines (the part of one the cut leaves)."""
-    found: list[Secret] = []
+class _Span(NamedTuple):
+    start: int
+    end: int
+    kind: str
+
+
+def _in_cut_fields(fields: Sequence[str], limit: int, words: Mapping[str, str]) -> list[_Span]:
+    """The secrets of each whole field, and each of ``words`` where it stands as a word (as is,
+    or as a JSON text of the record's raw input holds it), placed in the fields cut to ``limit``
+    and joined by newlines (the part of one the cut leaves)."""
+    found: list[_Span] = []
     at = 0
     for part in fields:
         kept = min(len(part), limit)
+        spans = [_Span(secret.start, secret.end, secret.kind) for secret in find_secrets(part)]
+        for word, kind in words.items():
+            for form in dict.fromkeys((word, orjson.dumps(word).decode()[1:-1])):
+                for match in _as_word(form).finditer(part):
+                    if all(match.end() <= span.start or match.start() >= span.end for span in spans):
+                        spans.append(_Span(match.start(), match.end(), kind))
         found += [
-            replace(secret, start=at + secret.start, end=at + min(secret.end, kept))
-            for secret in find_secrets(part)
-            if secret.start < kept
+            _Span(at + span.start, at + min(span.end, kept), span.kind) for span in sorted(spans) if span.start < kept
         ]
         at += kept + 1
     return found

@@ -1,13 +1,17 @@
 """A search hit's snippet, cut from a step's text, masks what a redacted export of the step masks:
-`postrun search --redact` through the real process, over a store the real `postrun ingest` built."""
+`postrun search --redact` through the real process and `postrun mcp`'s search through the MCP
+SDK's own client, over a store the real `postrun ingest` built."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from tests.conftest import run_postrun
 from tests.support.claude_lines import Transcript
+from tests.support.recall import mcp_client
 
 KEY = "q8Zr4Lm2Xw9Tk3Vb7NpYt5"  # an invented API key: only the key beside it says it is one
 SESSION = "dddd0000-0000-4000-8000-000000000004"
@@ -43,3 +47,25 @@ def test_a_search_without_words_masks_a_secret_its_snippet_cuts(env: dict[str, s
             assert done.returncode == 0 and "toolu_w" in done.stdout, done.stderr
             assert not [piece for piece in _pieces(KEY) if piece in done.stdout], (search, done.stdout)
             assert "[REDACTED:credential]" in done.stdout, (search, done.stdout)
+
+
+def test_a_secret_its_key_gives_away_is_masked_where_a_snippet_shows_it_again(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    # README: "a secret a key gives away is masked where it stands as a word elsewhere in the same
+    # record too", by every redacted way out: here the tool's result repeats the key it was given.
+    _stored(env, tmp_path, {"api_key": KEY, "city": "Oslo"}, f"sunny in Oslo; key {KEY} accepted")
+    exported = run_postrun("export", SESSION, "--redact", env=env)
+    assert exported.returncode == 0 and KEY not in exported.stdout  # what a redacted export shows
+    assert KEY in run_postrun("search", "sunny", env=env).stdout  # without --redact, for you alone
+    for words in ("sunny", "accepted", "Oslo"):
+        for extra in ((), ("--json",)):
+            done = run_postrun("search", words, "--redact", *extra, env=env)
+            assert done.returncode == 0 and "toolu_w" in done.stdout, done.stderr
+            assert not [piece for piece in _pieces(KEY) if piece in done.stdout], (words, done.stdout)
+            assert "[REDACTED:credential]" in done.stdout
+    with mcp_client(env, sys.stderr) as client:
+        answers = [client.data("search", query=words, include_active=True) for words in ("sunny", "accepted")]
+    shown = json.dumps(answers)
+    assert all(answer["hits"] for answer in answers), shown
+    assert not [piece for piece in _pieces(KEY) if piece in shown], shown
