@@ -77,12 +77,13 @@ class _RecallServer(MCPServer[Any]):
 
 
 @contextlib.contextmanager
-def _reasons() -> Iterator[None]:
-    """A library error becomes the tool error the caller reads (the SDK hides any other)."""
+def _reasons(recall: Recall) -> Iterator[None]:
+    """A library error becomes the tool error the caller reads (the SDK hides any other),
+    redacted as every answer is (README: "your home folder is ~"; it names the store's file)."""
     try:
         yield
     except PostrunError as exc:
-        raise ToolError(one_line(str(exc), 500)) from None
+        raise ToolError(one_line(recall.shown(str(exc)), 500)) from None
 
 
 def build_server(recall: Recall) -> MCPServer[Any]:
@@ -109,7 +110,7 @@ def build_server(recall: Recall) -> MCPServer[Any]:
     ) -> SearchResult:
         """Find earlier steps of any agent's sessions by their words: the best among the newest
         5,000 matches first, then older matches, newest first."""
-        with _reasons():
+        with _reasons(recall):
             return recall.search(
                 query,
                 agent=agent,
@@ -131,13 +132,13 @@ def build_server(recall: Recall) -> MCPServer[Any]:
         limit: Annotated[int, _limit(bounds.SESSIONS_LIMIT, "sessions")] = bounds.SESSIONS_LIMIT[0],
     ) -> SessionList:
         """List recorded sessions, newest first."""
-        with _reasons():
+        with _reasons(recall):
             return recall.list_sessions(agent=agent, workspace=workspace, since=since, limit=limit)
 
     @server.tool(annotations=_READ_ONLY)
     def get_session(session_id: SessionId) -> SessionOverview:
         """One session's overview: title, agent, workspace, usage, its turns' prompts, helpers, counts."""
-        with _reasons():
+        with _reasons(recall):
             return recall.get_session(session_id)
 
     @server.tool(annotations=_READ_ONLY)
@@ -156,7 +157,7 @@ def build_server(recall: Recall) -> MCPServer[Any]:
         ] = bounds.STEP_CHARS[0],
     ) -> StepsPage:
         """A session's steps in order, whole (payload included) but for texts cut to max_chars."""
-        with _reasons():
+        with _reasons(recall):
             return recall.get_steps(
                 session_id, around_seq=around_seq, from_seq=from_seq, limit=limit, max_chars=max_chars
             )
@@ -174,7 +175,7 @@ def build_server(recall: Recall) -> MCPServer[Any]:
         include_active: IncludeActive = False,
     ) -> FileHistory:
         """The steps that edited, read or ran a command naming a file, newest first."""
-        with _reasons():
+        with _reasons(recall):
             return recall.file_history(path, workspace=workspace, limit=limit, include_active=include_active)
 
     return server

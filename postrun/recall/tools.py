@@ -295,6 +295,10 @@ class Recall:
     def _redactor(self) -> Redactor:
         return Redactor(home=self.home)
 
+    def shown(self, text: str) -> str:
+        """``text`` (an error's reason) as an answer shows it: secrets masked, the home folder ``~``."""
+        return self._redactor().text(text, "error")
+
     def _cite(self, session_id: str, seq: int | None = None) -> dict[str, str]:
         return {"show": show_command(session_id), "url": review_url(self.review.base(), session_id, seq)}
 

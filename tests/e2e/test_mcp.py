@@ -391,3 +391,14 @@ def test_ctrl_c_ends_the_server_while_its_client_is_still_there(env: dict[str, s
         server.kill()
         _, stderr = server.communicate()
     assert code == -signal.SIGINT and b"Traceback" not in stderr
+
+
+def test_a_tool_error_shows_the_home_folder_as_tilde(tmp_path: Path, env: dict[str, str]) -> None:
+    # README: "Every text passes the same redactor ...: your home folder is ~"; the store's
+    # default place is under it, and "no session" names the store.
+    env["POSTRUN_DB"] = str(Path(env["HOME"]) / ".local" / "share" / "postrun" / "postrun.db")
+    with (tmp_path / "stderr.txt").open("w") as stderr, mcp_client(env, stderr) as client:
+        reasons = [client.error(tool, session_id=BASIC) for tool in ("get_session", "get_steps")]
+    for reason in reasons:
+        assert "no session" in reason and env["HOME"] not in reason, reason
+        assert "~/.local/share/postrun/postrun.db" in reason, reason
