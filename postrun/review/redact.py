@@ -151,12 +151,13 @@ class Redactor:
     def _dict(self, value: dict[str, Any], where: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, item in value.items():
-            here = _join(where, key)
-            shown = self._strings(item, here)
             holds, beside = _key_look(key) if len(key) < _KEY_CHARS else (True, False)
+            base = self.text(key, where) if holds else self._home_shown(key)  # a token used as a key
+            here = _join(where, base)  # what was masked is listed by where it was: the key as shown
+            shown = self._strings(item, here)
             if beside and isinstance(shown, str):
                 shown = self._pair(key, shown, here)
-            name = base = self.text(key, where) if holds else self._home_shown(key)  # a token used as a key
+            name = base
             number = 1
             while name in out:  # two keys masked alike: numbered, so no value is lost
                 number += 1

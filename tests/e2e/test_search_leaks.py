@@ -1,6 +1,7 @@
 """A search hit's snippet, cut from a step's text, masks what a redacted export of the step masks:
 `postrun search --redact` through the real process and `postrun mcp`'s search through the MCP
-SDK's own client, over a store the real `postrun ingest` built."""
+SDK's own client, over a store the real `postrun ingest` built; and what a redacted export lists
+as masked quotes no secret."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 from tests.conftest import run_postrun
 from tests.support.claude_lines import Transcript
 from tests.support.recall import mcp_client
+from tests.support.secret_samples import SAMPLES
 
 KEY = "q8Zr4Lm2Xw9Tk3Vb7NpYt5"  # an invented API key: only the key beside it says it is one
 SESSION = "dddd0000-0000-4000-8000-000000000004"
@@ -69,3 +71,17 @@ def test_a_secret_its_key_gives_away_is_masked_where_a_snippet_shows_it_again(
     shown = json.dumps(answers)
     assert all(answer["hits"] for answer in answers), shown
     assert not [piece for piece in _pieces(KEY) if piece in shown], shown
+
+
+def test_a_redacted_exports_list_of_what_it_masked_quotes_no_secret(env: dict[str, str], tmp_path: Path) -> None:
+    # README: "A redacted export lists on stderr what it masked, so you can check before sharing"
+    # (a CI log keeps it): a token used as a key names where a secret under it was masked.
+    github, aws = SAMPLES["github_token"][0], SAMPLES["aws_key"][0]
+    _stored(env, tmp_path, {"tokens": {github: f"aws {aws}"}}, "stored")
+    for args in (("-f", "markdown"), ("-f", "html"), ("-f", "json", "--redact"), ("-f", "jsonl", "--redact")):
+        done = run_postrun("export", SESSION, *args, "-o", str(tmp_path / "shared"), env=env)
+        assert done.returncode == 0, done.stderr
+        assert "masked aws_key in step #1 toolu_w.payload.raw.input.tokens.[REDACTED:github_token]" in done.stderr
+        shared = (tmp_path / "shared").read_text()
+        for secret in (github, aws):
+            assert secret not in done.stderr and secret not in shared, (args, done.stderr)
