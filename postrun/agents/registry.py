@@ -108,6 +108,15 @@ class AgentCheck:
     sessions: int | None = None  # a root's check: the sessions it holds (the inotify check counts them)
 
 
+# The hint of a check whose folder is there but cannot be listed (not a question of where the agent runs).
+UNLISTED_HINT = "capture runs as you and must be able to list it: check its permissions (`ls -ld` it)"
+
+
+def unlisted(error: PostrunError) -> bool:
+    """A root that is there but cannot be listed (permissions), as an adapter's listing reports it."""
+    return isinstance(error, SourceError) and error.reason.startswith("cannot list")
+
+
 @dataclass(frozen=True, slots=True)
 class KeptSession:
     """A session parsed back from the vault's copies (``Adapter.kept``)."""

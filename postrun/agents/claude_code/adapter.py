@@ -24,6 +24,7 @@ from postrun.agents.claude_code.locate import (
 )
 from postrun.agents.claude_code.mapping import MappingCache, map_session, read_from
 from postrun.agents.registry import (
+    UNLISTED_HINT,
     Adapter,
     Admit,
     AgentCheck,
@@ -34,9 +35,15 @@ from postrun.agents.registry import (
     Listing,
     Location,
     Skipped,
+    unlisted,
 )
 from postrun.errors import NotFound, PostrunError
 from postrun.records import MappedSession, RawFile, SourceFile
+
+_ABSENT_HINT = (
+    "has Claude Code run on this machine? Otherwise set claude_dir in the config file"
+    " (or POSTRUN_CLAUDE_DIR, or CLAUDE_CONFIG_DIR)"
+)
 
 if TYPE_CHECKING:
     from postrun.settings import LoadedSettings
@@ -198,15 +205,8 @@ class ClaudeCodeAdapter:
             try:
                 listing = list_sessions(root.path)
             except PostrunError as exc:
-                found.append(
-                    AgentCheck(
-                        f"{AGENT} sessions",
-                        "warn",
-                        str(exc),
-                        "has Claude Code run on this machine? Otherwise set claude_dir in the config file"
-                        " (or POSTRUN_CLAUDE_DIR, or CLAUDE_CONFIG_DIR)",
-                    )
-                )
+                hint = UNLISTED_HINT if unlisted(exc) else _ABSENT_HINT
+                found.append(AgentCheck(f"{AGENT} sessions", "warn", str(exc), hint))
                 continue
             count = len(listing.sessions)
             detail = f"{count} session{'s' if count != 1 else ''} in {root.path}"

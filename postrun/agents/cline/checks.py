@@ -6,8 +6,10 @@ from pathlib import Path
 
 from postrun.agents.cline.approvals import cli_settings_path, global_state_path
 from postrun.agents.cline.locate import list_sessions
-from postrun.agents.registry import AgentCheck
+from postrun.agents.registry import UNLISTED_HINT, AgentCheck, unlisted
 from postrun.errors import PostrunError
+
+_ABSENT_HINT = "has Cline run on this machine? Otherwise set cline_dir in the config file (or POSTRUN_CLINE_DIR)"
 
 
 def check_sessions(root: Path) -> tuple[AgentCheck, int | None]:
@@ -15,15 +17,9 @@ def check_sessions(root: Path) -> tuple[AgentCheck, int | None]:
     try:
         listing = list_sessions(root)
     except PostrunError as exc:
-        return (
-            AgentCheck(
-                "sessions",
-                "fail",
-                str(exc),
-                "has Cline run on this machine? Otherwise set cline_dir in the config file (or POSTRUN_CLINE_DIR)",
-            ),
-            None,
-        )
+        # A folder that is there but cannot be listed is no question of where Cline runs.
+        hint = UNLISTED_HINT if unlisted(exc) else _ABSENT_HINT
+        return AgentCheck("sessions", "fail", str(exc), hint), None
     count = len(listing.sessions)
     return AgentCheck("sessions", "ok", f"{count} session{'s' if count != 1 else ''} in {root}", sessions=count), count
 

@@ -11,6 +11,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from postrun.agents.codex.checks import listed_check, root_problem
 from postrun.agents.codex.index import ThreadIndex
 from postrun.agents.codex.layout import SessionLocation
 from postrun.agents.codex.locate import ARCHIVE, archive_folder, list_rollouts, sessions_folder, waiting_reason
@@ -241,14 +242,10 @@ class CodexAdapter:
         found: list[AgentCheck] = []
         for root in roots:
             try:
-                listing = CodexSource(root.path).list()
-            except (NotFound, SourceError) as exc:
-                hint = "has Codex run on this machine? Otherwise set codex_dir (or POSTRUN_CODEX_DIR, or CODEX_HOME)"
-                found.append(AgentCheck(f"{AGENT} sessions", "warn", str(exc), hint))
-                continue
-            count = len(listing.sessions)
-            detail = f"{count} session{'s' if count != 1 else ''} in {root.path} (and {ARCHIVE} beside it)"
-            found.append(AgentCheck(f"{AGENT} sessions", "ok", detail, sessions=count))
+                check = root_problem(root.path) or listed_check(root.path, CodexSource(root.path).list())
+            except (NotFound, SourceError) as exc:  # removed or replaced between the two looks
+                check = AgentCheck(f"{AGENT} sessions", "warn", str(exc))
+            found.append(check)
         return tuple(found)
 
 

@@ -1,0 +1,100 @@
+"""The real `postrun doctor` on a machine where something is really wrong: agents' folders it
+cannot list, a folder where a file should be.
+
+File permissions do not apply to root, so as root the unreadable cases run `postrun` without
+the two capabilities that bypass them (``setpriv --bounding-set``): the same uid, its files
+and its Python still its own, but a ``chmod 000`` folder refused as to any user.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, postrun_command
+
+DENIED = "cannot list: Permission denied"
+HINT = "      hint: capture runs as you and must be able to list it: check its permissions (`ls -ld` it)"
+
+
+def _permissions_apply() -> list[str]:
+    """The command prefix under which file permissions apply to this process's `postrun`."""
+    if os.geteuid() != 0:
+        return []
+    prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: file permissions would prove nothing")
+    tried = subprocess.run([*prefix, *postrun_command(), "--version"], capture_output=True, check=False)
+    if tried.returncode != 0:
+        pytest.skip(f"cannot drop the file-permission capabilities here: {tried.stderr.decode(errors='replace')}")
+    return prefix
+
+
+def _doctor(env: dict[str, str], prefix: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*(prefix or []), *postrun_command(), "doctor"], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.fixture
+def roots(env: dict[str, str], tmp_path: Path) -> dict[str, Path]:
+    """Every agent's folder, from the fixtures, watched by the configuration in ``env``."""
+    shutil.copytree(FIXTURES / "cline" / "basic_act" / "data", tmp_path / "cline")
+    shutil.copytree(FIXTURES / "claude-code-real" / "a_read_edit_write" / "claude", tmp_path / "claude")
+    shutil.copytree(FIXTURES / "codex-real" / "a_commands" / "sessions", tmp_path / "codex" / "sessions")
+    found = {
+        "cline": tmp_path / "cline" / "sessions",
+        "claude-code": tmp_path / "claude" / "projects",
+        "codex": tmp_path / "codex" / "sessions",
+    }
+    env.update(
+        POSTRUN_AGENTS="cline,claude-code,codex",
+        POSTRUN_CLINE_DIR=str(found["cline"]),
+        POSTRUN_CLAUDE_DIR=str(found["claude-code"]),
+        POSTRUN_CODEX_DIR=str(found["codex"]),
+    )
+    return found
+
+
+@pytest.fixture
+def unreadable(roots: dict[str, Path]) -> Iterator[dict[str, Path]]:
+    for root in roots.values():
+        root.chmod(0)
+    yield roots
+    for root in roots.values():
+        root.chmod(0o755)  # pytest must be able to remove them
+
+
+def _hint_of(lines: list[str], line: str) -> str:
+    assert line in lines, "\n".join(lines)
+    return lines[lines.index(line) + 1]
+
+
+def test_agent_folders_that_cannot_be_listed_are_named_with_a_permissions_hint(
+    env: dict[str, str], unreadable: dict[str, Path]
+) -> None:
+    result = _doctor(env, _permissions_apply())
+    lines = result.stdout.splitlines()
+    assert result.returncode == 1, result.stdout + result.stderr  # Cline's folder is one that fails
+    # Not "has Cline run on this machine?": the folder is there, capture may not read it.
+    assert _hint_of(lines, f"fail  sessions: {unreadable['cline']}: {DENIED}") == HINT
+    assert _hint_of(lines, f"warn  claude-code sessions: {unreadable['claude-code']}: {DENIED}") == HINT
+    # Not "ok 0 sessions": every Codex session there goes unrecorded.
+    codex = (
+        f"warn  codex sessions: {unreadable['codex']}: {DENIED}; the sessions there are not recorded (0 sessions found)"
+    )
+    assert _hint_of(lines, codex) == HINT
+
+
+def test_a_codex_folder_that_is_a_file_is_said_to_be_one(env: dict[str, str], roots: dict[str, Path]) -> None:
+    shutil.rmtree(roots["codex"])
+    roots["codex"].write_text("not a folder\n")
+    result = _doctor(env)
+    assert result.returncode == 0, result.stdout + result.stderr  # only Cline's folder can fail
+    assert f"warn  codex sessions: {roots['codex']}: not a folder" in result.stdout.splitlines()
+    assert "ok    codex sessions: 1 session in" not in result.stdout
