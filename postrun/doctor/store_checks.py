@@ -111,8 +111,18 @@ def check_sources(db: Path) -> Check:
             leads = lead_files(database)
     except PostrunError:
         return Check("sources", "ok", "no store to check")
-    removed = [session_id for session_id, path in leads if not os.path.lexists(path)]
+    found = {session_id: _source_state(path) for session_id, path in leads}
+    removed = [session_id for session_id, state in found.items() if state == "removed"]
     if not removed:
+        unchecked = sum(state == "unreachable" for state in found.values())
+        if unchecked:
+            # A folder it may not enter hides the files; it did not delete them.
+            return Check(
+                "sources",
+                "ok",
+                f"{unchecked} of {len(leads)} stored sessions' files could not be looked at (no permission); the others"
+                " are where they were read",
+            )
         return Check("sources", "ok", f"every stored session's files are where they were read ({len(leads)})")
     listed = ", ".join(removed[:3]) + (f" and {len(removed) - 3} more" if len(removed) > 3 else "")
     return Check(
@@ -121,6 +131,18 @@ def check_sources(db: Path) -> Check:
         f"{len(removed)} of {len(leads)} stored sessions' files were deleted by their agent (kept here): {listed}",
         f"`postrun raw {removed[0]} --to DIR` gives a session's files back",
     )
+
+
+def _source_state(path: str) -> str:
+    """``present``, ``removed``, or ``unreachable`` (a folder on the way may not be entered:
+    ``os.path.lexists`` would call that removed)."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return "removed"
+    except OSError:
+        return "unreachable"
+    return "present"
 
 
 def _modes(db: Path) -> list[tuple[Path, int]]:

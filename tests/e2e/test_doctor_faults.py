@@ -98,3 +98,24 @@ def test_a_codex_folder_that_is_a_file_is_said_to_be_one(env: dict[str, str], ro
     assert result.returncode == 0, result.stdout + result.stderr  # only Cline's folder can fail
     assert f"warn  codex sessions: {roots['codex']}: not a folder" in result.stdout.splitlines()
     assert "ok    codex sessions: 1 session in" not in result.stdout
+
+
+def test_stored_sessions_behind_a_folder_it_cannot_enter_are_not_called_deleted(
+    env: dict[str, str], roots: dict[str, Path]
+) -> None:
+    ingested = subprocess.run(
+        [*postrun_command(), "capture", "--once"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert ingested.returncode == 0, ingested.stderr
+    for root in roots.values():
+        root.chmod(0)
+    try:
+        result = _doctor(env, _permissions_apply())
+    finally:
+        for root in roots.values():
+            root.chmod(0o755)
+    sources = next(line for line in result.stdout.splitlines() if line.startswith(("ok    sources:", "warn  sources:")))
+    assert sources == (
+        "ok    sources: 3 of 3 stored sessions' files could not be looked at (no permission); the others are where"
+        " they were read"
+    )
