@@ -1,4 +1,4 @@
-"""The store's checks: it opens, is whole, private and at a known version; what ``exclude`` matches
+"""The store's checks: it opens, is whole, private and at a known version, its disk has room; what ``exclude`` matches
 in it; which stored sessions' files their agent has deleted.
 
 The store is opened read-only, as every command that only reads opens it: checking changes
@@ -18,10 +18,48 @@ from postrun.store import scrub
 from postrun.store.db import STORE_VERSION, Database, StoreMissing
 from postrun.store.forget import EXCLUDED, tombstones
 from postrun.store.query import lead_files, session_workspaces
+from postrun.text import size_text
+
+# Below this much room capture cannot record (a transaction and its WAL pages need more); below
+# the second, the next large session may not fit.
+FULL_BYTES = 1024 * 1024
+LOW_BYTES = 100 * 1024 * 1024
 
 
 def check_store(db: Path) -> Check:
-    """The store opens, passes SQLite's integrity check, is private and at a known version."""
+    """The store opens, passes SQLite's integrity check, is private and at a known version, and
+    its disk has room: a full disk keeps capture from recording while the store reads fine."""
+    return _with_disk_space(_check_store_file(db), db)
+
+
+def _with_disk_space(check: Check, db: Path) -> Check:
+    free = free_bytes(db.parent)
+    if free is None or free >= LOW_BYTES or (check.level == "fail" and free >= FULL_BYTES):
+        return check
+    room = f"{size_text(free)} left for {db.parent}"
+    hint = "free space on that disk: capture retries by itself and records again once there is room"
+    if free < FULL_BYTES:
+        # Also when the store did not open: with no room for its -shm file a reader gets "disk I/O
+        # error", and the file itself is fine; the store check's own hint (move it aside) would be wrong.
+        return Check("store", "fail", f"{check.detail}; its disk is full ({room}): capture cannot record", hint)
+    return Check("store", "warn", f"{check.detail}; its disk is nearly full ({room})", hint)
+
+
+def free_bytes(folder: Path) -> int | None:
+    """Room left to an unprivileged user on the file system of ``folder`` (or of its nearest
+    existing parent, for a store not created yet); None when it cannot be told."""
+    for candidate in (folder, *folder.parents):
+        try:
+            found = os.statvfs(candidate)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError:
+            return None
+        return found.f_bavail * found.f_frsize
+    return None
+
+
+def _check_store_file(db: Path) -> Check:
     try:
         modes = _modes(db)
     except FileNotFoundError:

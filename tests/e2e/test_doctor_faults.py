@@ -119,3 +119,47 @@ def test_stored_sessions_behind_a_folder_it_cannot_enter_are_not_called_deleted(
         "ok    sources: 3 of 3 stored sessions' files could not be looked at (no permission); the others are where"
         " they were read"
     )
+
+
+FILL_AND_CHECK = """
+mount -t tmpfs -o size=4m tmpfs "$DISK" || exit 90
+"$@" capture --once >/dev/null 2>&1 || exit 91
+head -c 8388608 /dev/zero > "$DISK/filler" 2>/dev/null
+"$@" doctor; echo "rc=$?"
+rm "$DISK/filler"
+"$@" doctor; echo "rc=$?"
+"""
+
+
+def test_a_full_disk_under_the_store_fails_the_store_check(
+    env: dict[str, str], roots: dict[str, Path], tmp_path: Path
+) -> None:
+    """A real full file system: a 4 MB tmpfs under the store, in a mount namespace of the test's own."""
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare to mount a small file system privately")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    env.update(DISK=str(disk), POSTRUN_DB=str(disk / "store" / "postrun.db"))
+    run = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", FILL_AND_CHECK, "sh", *postrun_command()],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if run.returncode == 90:
+        pytest.skip(f"cannot mount a tmpfs in a mount namespace here: {run.stderr[-200:]}")
+    assert run.returncode == 0, run.stdout + run.stderr
+    full, _, freed = run.stdout.partition("rc=1\n")
+    store = next(line for line in full.splitlines() if " store: " in line)
+    # The store may not even open for reading (no room for its -shm file): the disk is still named.
+    assert store.startswith(f"fail  store: {disk / 'store' / 'postrun.db'}"), store
+    assert store.endswith(f" left for {disk / 'store'}): capture cannot record"), store
+    assert "; its disk is full (" in store
+    assert full.splitlines()[full.splitlines().index(store) + 1] == (
+        "      hint: free space on that disk: capture retries by itself and records again once there is room"
+    )
+    # Room again, but under 100 MB: a warning, and doctor passes.
+    assert freed.endswith("rc=0\n"), freed
+    store = next(line for line in freed.splitlines() if " store: " in line)
+    assert store.startswith("warn  store: ") and "; its disk is nearly full (" in store, store
