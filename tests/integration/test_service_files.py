@@ -131,6 +131,25 @@ def test_hardening_drop_in_verifies_and_lowers_the_exposure(tmp_path: Path) -> N
     assert exposure(plain.stdout) < 9.0  # "EXPOSED" starts above the options the unit sets
 
 
+@needs_systemd_analyze
+def test_hardening_drop_in_lets_capture_reach_the_team_mirror(tmp_path: Path) -> None:
+    """Capture connects to the team mirror's PostgreSQL over TCP (README): the sandbox must allow it,
+    as systemd itself reads the drop-in, while still refusing packet and netlink sockets."""
+    program = fake_program(tmp_path / "bin")
+    unit = write_unit(tmp_path, [str(program), "capture"])
+    drop_in = unit.parent / "postrun.service.d" / "hardening.conf"
+    drop_in.parent.mkdir()
+    shutil.copy(REPO / "systemd" / "hardening.conf", drop_in)
+    hardened = analyze(tmp_path, "security", "--offline=true", str(unit))
+    assert hardened.returncode == 0, hardened.stderr
+    families = {
+        line.split()[1]: line.split()[0] for line in hardened.stdout.splitlines() if "RestrictAddressFamilies" in line
+    }
+    assert families["RestrictAddressFamilies=~AF_(INET|INET6)"] == "✗", hardened.stdout  # allowed
+    assert families["RestrictAddressFamilies=~AF_PACKET"] == "✓"
+    assert families["RestrictAddressFamilies=~AF_NETLINK"] == "✓"
+
+
 def test_plist_round_trips_with_the_keys_and_types_launchd_needs(tmp_path: Path) -> None:
     log_file = tmp_path / "Library" / "Logs" / "postrun" / "capture.log"
     command = ["/opt/homebrew/bin/postrun", "capture"]
