@@ -37,11 +37,12 @@ def check_service(status: ServiceStatus, environ: Mapping[str, str]) -> Check:
     stale = _stale_unit("service", status, detail, "postrun service install --now")
     if stale is not None:
         return stale
-    if status.enabled.value is None:
-        hint = ""
-        if status.enabled.detail == NO_USER_MANAGER:
-            hint = "no user service manager here; on a machine without a login session: `loginctl enable-linger $USER`"
-        return Check("service", "warn", detail, hint)
+    # systemctl answers is-enabled from the unit files even with no user manager to run the unit
+    # (a container, WSL): "enable" would only fail there, so say what records without one (README).
+    no_manager = NO_USER_MANAGER in (status.enabled.detail, status.running.detail)
+    if status.enabled.value is None or (no_manager and not status.enabled.value):
+        hint = _NO_MANAGER_HINT if no_manager else ""
+        return Check("service", "warn", f"{detail}; running: {status.running}" if no_manager else detail, hint)
     if not status.enabled.value:
         command = (
             "systemctl --user enable --now postrun" if status.platform == "linux" else "postrun service install --now"
@@ -56,6 +57,12 @@ def check_service(status: ServiceStatus, environ: Mapping[str, str]) -> Check:
             "put the setting in the config file (`postrun config path`)",
         )
     return Check("service", "ok", detail)
+
+
+_NO_MANAGER_HINT = (
+    "no user service manager runs here: `postrun capture --daemon` records without one; on a machine"
+    " without a login session, `loginctl enable-linger $USER` keeps the user manager running"
+)
 
 
 def check_web_service(status: ServiceStatus) -> Check:

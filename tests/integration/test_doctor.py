@@ -120,6 +120,11 @@ def test_service_check_is_never_a_failure() -> None:
     assert check_service(status(file=None), {}).level == "warn"
     unknown = check_service(status(enabled=State(None, "no user manager")), {})
     assert unknown.level == "warn" and "loginctl enable-linger" in unknown.hint
+    # systemctl reads "disabled" from the files with no manager to run it: enabling would fail.
+    unmanaged = check_service(status(enabled=State(False, "disabled"), running=State(None, "no user manager")), {})
+    assert unmanaged.level == "warn" and "systemctl" not in unmanaged.hint, unmanaged
+    assert unmanaged.detail.endswith("enabled: no (disabled); running: unknown (no user manager)")
+    assert "`postrun capture --daemon`" in unmanaged.hint and "`postrun capture --daemon`" in unknown.hint
     disabled = check_service(status(enabled=State(False, "disabled")), {})
     assert (disabled.level, disabled.hint) == ("warn", "`systemctl --user enable --now postrun`")
     stale = check_service(status(command=("/gone/bin/postrun", "capture")), {})
