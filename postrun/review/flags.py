@@ -36,7 +36,7 @@ from postrun.review.shell import split_commands
 # Bump when a rule changes (here or in the modules named above); with the secret rules'
 # versions it names the rules a stored step was flagged under (stored sessions are
 # re-flagged when it differs).
-_FLAG_RULES = "4"
+_FLAG_RULES = "5"
 RULES_VERSION = f"flags-{_FLAG_RULES}+secrets-{secrets.RULES_VERSION}+detect-secrets-{secrets.DETECT_SECRETS_VERSION}"
 
 FLAG_KINDS = ("dangerous_command", "secret_in_output", "outside_workspace", "sensitive_read", "rejected", "failed")
@@ -181,14 +181,22 @@ def _secret_flags(step: Mapping[str, Any], blob: bytes | None) -> list[Flag]:
     return found
 
 
+_PLACE_CHARS = 300
+
+
 def _text_secret_flags(where: str, text: str) -> list[Flag]:
     by_rule: dict[secrets.SecretRule, list[secrets.Secret]] = {}
     for secret in secrets.find_secrets(text):
         by_rule.setdefault(secret.rule, []).append(secret)
+    if not by_rule:
+        return []
+    # The field's path names its keys, and a key may be a token itself (a map of tokens to what
+    # they grant): it is quoted as any secret in a reason is, masked.
+    place = secrets.quote(where, _PLACE_CHARS)
     found = []
     for rule, matches in by_rule.items():
         more = f" and {len(matches) - 1} more" if len(matches) > 1 else ""
-        reason = f"{rule.label} ({rule.source}) in {where}: {matches[0].masked}{more}"
+        reason = f"{rule.label} ({rule.source}) in {place}: {matches[0].masked}{more}"
         found.append(_flag("secret_in_output", "danger", reason))
     return found
 

@@ -461,6 +461,18 @@ def test_secret_in_a_message_a_tool_result_and_an_error() -> None:
     assert "in error" in reasons(failed, "secret_in_output")[0][1]
 
 
+def test_a_reason_names_a_field_whose_key_is_a_token_masked() -> None:
+    """The field a secret was found in is named by its path; a token used as a key in it (a
+    map of tokens to what they grant) is masked there too: a reason quotes secrets only masked."""
+    token = "ghp_" + "K9mW2x" * 6
+    aws = "AKIA" + "QX7ZD2LMN4PR8TUV"
+    other = {"id": "o", "type": "other", "decision": "auto", "outcome": "ok",
+             "payload": {"tool_name": "vault", "raw": {"input": {"tokens": {token: f"aws {aws}"}}}}}  # fmt: skip
+    (found,) = reasons(other, "secret_in_output")
+    assert found[1].startswith("AWS key") and "in raw.input.tokens.ghp_…(40 chars): AKIA…(20 chars)" in found[1]
+    assert token not in str(step_flags(other, WORKSPACE))
+
+
 def test_a_random_hash_is_not_a_secret() -> None:
     stdout = (
         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855  file\n"
