@@ -99,8 +99,14 @@ def _glob_list(value: object) -> object:
     return tuple(value) if isinstance(value, list) else value
 
 
+# The longest wait a timing setting may ask for. Past about 292 years a poll's wait overflows
+# the platform's timeout and a copy's age reaches before year 1 (poll_seconds = 1e10 stopped
+# capture with a traceback; raw_copy_seconds = 1e12 failed each ingest of an open session);
+# nobody means more than a year, so that is refused as the configuration error it is.
+YEAR_SECONDS = 365 * 24 * 3600
+
 AbsolutePath = Annotated[Path, BeforeValidator(_complete_path), AfterValidator(_require_absolute)]
-PositiveNumber = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Seconds = Annotated[float, Field(gt=0, le=YEAR_SECONDS, allow_inf_nan=False)]
 MirrorUrl = Annotated[str, AfterValidator(check_mirror_url)]
 OtelEndpoint = Annotated[str, AfterValidator(check_endpoint)]
 
@@ -128,15 +134,15 @@ class Settings(BaseSettings):
     claude_dir: AbsolutePath | None = None
     # Codex's sessions folder; None: $CODEX_HOME/sessions, else ~/.codex/sessions.
     codex_dir: AbsolutePath | None = None
-    debounce_seconds: PositiveNumber = 2
-    poll_seconds: PositiveNumber = 3
+    debounce_seconds: Seconds = 2
+    poll_seconds: Seconds = 3
     use_events: bool = True  # False: polls only (network file systems)
     log_level: Annotated[LogLevel, BeforeValidator(_upper)] = "INFO"
-    full_sweep_minutes: PositiveNumber = 5
+    full_sweep_minutes: Annotated[float, Field(gt=0, le=YEAR_SECONDS // 60, allow_inf_nan=False)] = 5
     max_file_mb: Annotated[int, Field(gt=0)] = MAX_FILE_MB
     keep_raw: bool = True  # False: no raw copies of the agent's files (records only)
     # A session being written is copied to the vault at most this often (0: at every ingest).
-    raw_copy_seconds: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 300
+    raw_copy_seconds: Annotated[float, Field(ge=0, le=YEAR_SECONDS, allow_inf_nan=False)] = 300
     # Ingest processes preparing a batched ingest of many sessions, `postrun ingest`'s or capture's start-up catch-up
     # (None: one fewer than the CPUs; 0: none).
     ingest_processes: Annotated[int, Field(ge=0, le=64)] | None = None

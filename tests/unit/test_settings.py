@@ -270,6 +270,11 @@ def test_non_utf8_file(home: Path, tmp_path: Path) -> None:
         ("full_sweep_minutes = 0", "full_sweep_minutes: must be greater than 0 (got 0)"),
         ("full_sweep_minutes = inf", "full_sweep_minutes: expected a finite number (got inf)"),
         ("raw_copy_seconds = -5", "raw_copy_seconds: must be greater than or equal to 0 (got -5)"),
+        # A year at most: past ~292 years the waits and datetimes they feed overflow.
+        ("poll_seconds = 1e10", "poll_seconds: must be less than or equal to 31536000 (got 10000000000.0)"),
+        ("debounce_seconds = 31536001", "debounce_seconds: must be less than or equal to 31536000 (got 31536001)"),
+        ("full_sweep_minutes = 1e9", "full_sweep_minutes: must be less than or equal to 525600 (got 1000000000.0)"),
+        ("raw_copy_seconds = 1e12", "raw_copy_seconds: must be less than or equal to 31536000 (got 1000000000000.0)"),
         ("ingest_processes = -1", "ingest_processes: must be greater than or equal to 0 (got -1)"),
         ("ingest_processes = 2.5", "ingest_processes: expected a whole number (got 2.5)"),
         ("max_file_mb = 1.5", "max_file_mb: expected a whole number (got 1.5)"),
