@@ -60,11 +60,25 @@ def home_dir(environ: Mapping[str, str]) -> Path:
     return Path(pwd.getpwuid(os.getuid()).pw_dir)
 
 
-def expand_path(raw: str | Path, *, home: Path, base: Path) -> Path:
+def working_dir() -> Path | None:
+    """The working directory relative paths resolve against; None when it was removed since the
+    process started in it (a capture started in a folder deleted later, then sent SIGHUP).
+
+    Only a relative path needs it (``expand_path`` then refuses that path): every other command
+    runs as it would anywhere, instead of stopping at ``getcwd``'s error.
+    """
+    try:
+        return Path.cwd()
+    except FileNotFoundError:
+        return None
+
+
+def expand_path(raw: str | Path, *, home: Path, base: Path | None) -> Path:
     """``raw`` with a leading ``~`` expanded against ``home`` and made absolute against ``base``.
 
     ``~user/...`` is looked up in the account database (HOME says nothing about other users).
-    Symlinks and ``..`` are kept as written.
+    Symlinks and ``..`` are kept as written. ``base`` None is a removed working directory: a
+    relative path is then a ``ValueError`` (it means nothing any more).
     """
     text = os.fspath(raw)
     if text == "~" or text.startswith("~/"):
@@ -73,10 +87,22 @@ def expand_path(raw: str | Path, *, home: Path, base: Path) -> Path:
         path = Path(text).expanduser()
     else:
         path = Path(text)
+    if base is None:
+        if not path.is_absolute():
+            raise ValueError("a relative path, and the working directory was removed")
+        return path
     return base / path  # joining an absolute path keeps it unchanged
 
 
-def cline_sessions_root(environ: Mapping[str, str], *, base: Path) -> tuple[Path, str | None]:
+def expand_named(raw: str | Path, name: str, *, home: Path, base: Path | None) -> Path:
+    """``expand_path`` of a value ``name`` gave (a variable, ``--config``): its error names it."""
+    try:
+        return expand_path(raw, home=home, base=base)
+    except ValueError as exc:
+        raise ConfigError(name, f"{exc} (got {os.fspath(raw)!r})") from None
+
+
+def cline_sessions_root(environ: Mapping[str, str], *, base: Path | None) -> tuple[Path, str | None]:
     """Where Cline writes its sessions, and the variable that decided it (None: the HOME default).
 
     Follows Cline's chain; blank variables count as unset, relative values resolve against
@@ -86,7 +112,7 @@ def cline_sessions_root(environ: Mapping[str, str], *, base: Path) -> tuple[Path
     for name, below in _CLINE_SESSIONS_CHAIN:
         value = env_value(environ, name)
         if value is not None:
-            return expand_path(value, home=home, base=base).joinpath(*below), name
+            return expand_named(value, name, home=home, base=base).joinpath(*below), name
     return cline_home_sessions(environ), None
 
 
@@ -103,17 +129,19 @@ def default_config_file() -> Path:
     return platformdirs.user_config_path(APP_NAME) / "config.toml"
 
 
-def config_file_location(explicit: Path | None, environ: Mapping[str, str], *, base: Path) -> tuple[Path, str | None]:
+def config_file_location(
+    explicit: Path | None, environ: Mapping[str, str], *, base: Path | None
+) -> tuple[Path, str | None]:
     """The configuration file to read and what named it: ``--config``, ``POSTRUN_CONFIG`` or None.
 
     None means the default location, which may be missing; a named file must exist.
     """
     home = home_dir(environ)
     if explicit is not None:
-        return expand_path(explicit, home=home, base=base), "--config"
+        return expand_named(explicit, "--config", home=home, base=base), "--config"
     named = env_value(environ, CONFIG_VARIABLE)
     if named is not None:
-        return expand_path(named, home=home, base=base), CONFIG_VARIABLE
+        return expand_named(named, CONFIG_VARIABLE, home=home, base=base), CONFIG_VARIABLE
     return default_config_file(), None
 
 
@@ -141,7 +169,7 @@ class Paths:
         file the settings were read from, found again from ``environ`` when not given."""
         home = home_dir(environ)
         if config_file is None:
-            config_file, _ = config_file_location(None, environ, base=Path.cwd())
+            config_file, _ = config_file_location(None, environ, base=working_dir())
         log_dir = platformdirs.user_log_path(APP_NAME)
         return cls(
             home=home,

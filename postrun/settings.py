@@ -44,6 +44,7 @@ from postrun.paths import (
     env_value,
     expand_path,
     home_dir,
+    working_dir,
 )
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
@@ -57,7 +58,7 @@ class _PathContext:
     """How a source's path values are completed: ``~`` against ``home``, relative against ``base``."""
 
     home: Path
-    base: Path
+    base: Path | None  # None: the working directory was removed
 
 
 def _complete_path(value: object, info: ValidationInfo) -> object:
@@ -244,7 +245,7 @@ def load_settings(
     unknown = sorted(set(overrides) - set(SETTING_KEYS))
     if unknown:
         raise ValueError(f"not a setting: {', '.join(unknown)}")
-    cwd = Path.cwd()
+    cwd = working_dir()  # None: removed, and then only a relative path is refused
     home = home_dir(environ)
     config_path, named_by = config_file_location(config_file, environ, base=cwd)
     file_values = _read_config_file(config_path, named_by)

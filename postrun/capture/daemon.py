@@ -21,6 +21,7 @@ from typing import NoReturn
 from postrun.capture.lock import read_capture_info
 from postrun.errors import AlreadyRunning, PostrunError, UsageError
 from postrun.exitcodes import ExitCode
+from postrun.paths import working_dir
 
 SUPERVISOR_VARIABLES = ("INVOCATION_ID", "NOTIFY_SOCKET")
 READY_TIMEOUT_SECONDS = 60.0
@@ -127,7 +128,8 @@ def _become_daemon(run: Callable[[ReportReady], int], write_fd: int) -> NoReturn
             umask=DAEMON_UMASK,
             # Not "/": SIGHUP re-reads the configuration, and relative paths in it (a flag, a
             # POSTRUN_* variable) must mean what they meant when capture was started.
-            working_directory=str(Path.cwd()),
+            # "/" when it was removed: the settings just loaded hold no relative path then.
+            working_directory=str(working_dir() or "/"),
             files_preserve=[write_fd],
             detach_process=True,
             prevent_core=True,

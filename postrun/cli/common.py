@@ -114,10 +114,12 @@ def rerun_command(loaded: LoadedSettings, verb: str) -> tuple[str, ...]:
     """How another program (a service, an MCP client) starts this Postrun's ``verb``: with the
     config file and store this command line named, which would not reach it otherwise."""
     from postrun import units
-    from postrun.paths import CONFIG_VARIABLE, env_value
+    from postrun.paths import CONFIG_VARIABLE, env_value, working_dir
 
     named_config = state.config is not None or env_value(os.environ, CONFIG_VARIABLE) is not None
-    program = units.program_command(sys.argv[0], sys.executable, cwd=Path.cwd())
+    # A removed working directory: "/" leaves an absolute argv[0] as it is, and a relative one
+    # (no longer a file) falls back to the interpreter, which is absolute.
+    program = units.program_command(sys.argv[0], sys.executable, cwd=working_dir() or Path("/"))
     config_file = loaded.config_path if named_config else None
     db = loaded.settings.db if state.db is not None else None
     return units.capture_command(program, config_file=config_file, db=db, verb=verb)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import typer
 
@@ -32,7 +31,7 @@ def config_show() -> None:
 @command
 def config_path() -> None:
     """The configuration file Postrun reads (it may not exist). Works even when the file is broken."""
-    from postrun.paths import config_file_location
+    from postrun.paths import config_file_location, working_dir
 
-    path, _ = config_file_location(state.config, os.environ, base=Path.cwd())
+    path, _ = config_file_location(state.config, os.environ, base=working_dir())
     typer.echo(str(path))

@@ -25,7 +25,7 @@ from postrun.doctor.store_checks import check_exclude, check_sources, check_stor
 from postrun.errors import ConfigError
 from postrun.exitcodes import ExitCode
 from postrun.mirror.target import mirror_target
-from postrun.paths import Paths, cline_sessions_root, default_db_path
+from postrun.paths import Paths, cline_sessions_root, default_db_path, working_dir
 from postrun.review.exclude import Exclusions
 from postrun.settings import LoadedSettings, load_settings, paths_for
 from postrun.units import WEB, Platform, Runner, service_status
@@ -77,7 +77,7 @@ def run_checks(inputs: DoctorInputs) -> tuple[Check, ...]:
     if loaded is None:
         # The service's files do not depend on the settings: defaults locate them.
         paths = Paths.build(
-            inputs.environ, db=default_db_path(), cline_dir=cline_sessions_root(inputs.environ, base=Path.cwd())[0]
+            inputs.environ, db=default_db_path(), cline_dir=cline_sessions_root(inputs.environ, base=working_dir())[0]
         )
         not_checked = "not checked: the configuration does not load"
         agents = [name for agent in adapters() for name in agent.check_names]

@@ -25,7 +25,7 @@ from pathlib import Path
 from postrun.agents.registry import Location, adapter, default_kind
 from postrun.ingest.prepare import Known, Mapped, MapRules, Prepared, prepare_location
 from postrun.jsonio import MAX_FILE_MB
-from postrun.paths import config_file_location, env_value
+from postrun.paths import config_file_location, env_value, working_dir
 
 NEW = Known(None)  # what the writer says of a session the store holds nothing of
 GUESSED_RULES = MapRules(MAX_FILE_MB * 2**20)  # the default settings': no exclude, raw copies kept
@@ -43,7 +43,7 @@ def settings_may_read_otherwise(environ: Mapping[str, str]) -> bool:
     if any(env_value(environ, "POSTRUN_" + key.upper()) is not None for key in READING_SETTINGS):
         return True
     try:
-        data = config_file_location(None, environ, base=Path.cwd())[0].read_bytes()
+        data = config_file_location(None, environ, base=working_dir())[0].read_bytes()
         table = tomllib.loads(data.decode("utf-8"))
     except FileNotFoundError:
         return False

@@ -1,16 +1,19 @@
 """The real `postrun` and its settings: a value it cannot run with is refused as it loads (one
 line naming the variable or the flag, the documented exit code), never found out later by a
-running capture."""
+running capture; and the settings load wherever it runs, a removed working directory too."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import FIXTURES, postrun_command, run_postrun
+from tests.support.capture_process import CaptureProcess
 
 
 @pytest.mark.parametrize(
@@ -48,3 +51,76 @@ def test_a_year_long_poll_flag_is_a_usage_error_before_capture_starts(tmp_path: 
         2,
         "error: --poll-seconds: must be less than or equal to 31536000 (got 10000000000.0)\n",
     )
+
+
+def run_in_removed_folder(folder: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`postrun ARGS` started in ``folder``, which is removed just before it runs (in the child,
+    after its chdir): a shell left in a deleted worktree, a capture outliving its folder."""
+    folder.mkdir()
+    return subprocess.run(
+        [*postrun_command(), *args],
+        env=env,
+        cwd=folder,
+        preexec_fn=lambda: os.rmdir(folder),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_commands_run_in_a_removed_working_directory(tmp_path: Path, env: dict[str, str]) -> None:
+    # Before: each was "error: internal error: FileNotFoundError ..." (getcwd), exit 1.
+    show = run_in_removed_folder(tmp_path / "gone", "config", "show", env=env)
+    assert (show.returncode, show.stderr) == (0, "")
+    assert f"db = {env['POSTRUN_DB']}  (env POSTRUN_DB)" in show.stdout.splitlines()
+    path = run_in_removed_folder(tmp_path / "gone", "config", "path", env=env)
+    assert (path.returncode, path.stdout, path.stderr) == (
+        0,
+        f"{env['XDG_CONFIG_HOME']}/postrun/config.toml\n",
+        "",
+    )
+    sessions = run_in_removed_folder(tmp_path / "gone", "sessions", env=env)
+    assert (sessions.returncode, sessions.stderr) == (0, f"no sessions stored in {env['POSTRUN_DB']}\n")
+
+
+def test_a_relative_path_with_a_removed_working_directory_is_one_line_naming_it(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    result = run_in_removed_folder(tmp_path / "gone", "config", "show", env={**env, "POSTRUN_CLAUDE_DIR": "projects"})
+    assert (result.returncode, result.stdout, result.stderr) == (
+        78,
+        "",
+        "error: POSTRUN_CLAUDE_DIR: claude_dir: a relative path, and the working directory was removed"
+        " (got 'projects')\n",
+    )
+    named = run_in_removed_folder(tmp_path / "gone", "--config", "c.toml", "config", "path", env=env)
+    assert (named.returncode, named.stderr) == (
+        78,
+        "error: --config: a relative path, and the working directory was removed (got 'c.toml')\n",
+    )
+
+
+def test_sighup_after_the_working_directory_was_removed_keeps_capturing(tmp_path: Path, env: dict[str, str]) -> None:
+    """README: SIGHUP re-reads the configuration, and a capture kept running. Before, the reload
+    stopped at getcwd and capture exited ("internal error: FileNotFoundError")."""
+    root = tmp_path / "cline" / "sessions"
+    shutil.copytree(FIXTURES / "cline" / "basic_act" / "data" / "sessions", root)
+    folder = tmp_path / "started-here"
+    folder.mkdir()
+    config = Path(env["XDG_CONFIG_HOME"]) / "postrun" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f'cline_dir = "{root}"\n')
+    capture = CaptureProcess(env, tmp_path, cwd=folder)
+    try:
+        capture.wait_for_log(r"INFO cline: caught up with 1 session in ")
+        folder.rmdir()
+        config.write_text(f'cline_dir = "{root}"\nfull_sweep_minutes = 4\n')
+        capture.send(signal.SIGHUP)
+        capture.wait_for_log(rf"INFO capture: configuration reloaded from {config}$")
+        capture.wait_for_log(rf"cline: watching {root} \(1 session present, 0 new or changed\)$")
+        capture.send(signal.SIGTERM)
+        assert capture.process.wait(10) == 0
+    finally:
+        if capture.process.poll() is None:
+            capture.process.kill()
+            capture.process.wait()

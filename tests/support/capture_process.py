@@ -63,13 +63,16 @@ class RunningProcess:
 class CaptureProcess(RunningProcess):
     """A running `postrun capture ...`; its stderr (the log) goes to a file."""
 
-    def __init__(self, env: Mapping[str, str], workdir: Path, *args: str, program: Sequence[str] = ()) -> None:
+    def __init__(
+        self, env: Mapping[str, str], workdir: Path, *args: str, program: Sequence[str] = (), cwd: Path | None = None
+    ) -> None:
         self.log_path = workdir / f"capture-{next(_counter)}.log"
         self.args = args
         with self.log_path.open("w") as log:
             self.process = subprocess.Popen(
                 [*(program or postrun_command()), "capture", *args],
                 env=dict(env),
+                cwd=cwd,
                 stdout=subprocess.PIPE,
                 stderr=log,
                 text=True,

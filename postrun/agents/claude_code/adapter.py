@@ -38,6 +38,7 @@ from postrun.agents.registry import (
     unlisted,
 )
 from postrun.errors import NotFound, PostrunError
+from postrun.paths import working_dir
 from postrun.records import MappedSession, RawFile, SourceFile
 
 _ABSENT_HINT = (
@@ -156,7 +157,7 @@ class ClaudeCodeAdapter:
         configured = loaded.settings.claude_dir
         if configured is not None:
             return (AgentRoot(configured, loaded.sources.get("claude_dir", "default")),)
-        path, variable = projects_root(environ, base=Path.cwd())
+        path, variable = projects_root(environ, base=working_dir())
         return (AgentRoot(path, f"default, from {variable}" if variable else "default"),)
 
     def lookup_roots(self, loaded: LoadedSettings, environ: Mapping[str, str]) -> tuple[Path, ...]:
@@ -164,7 +165,7 @@ class ClaudeCodeAdapter:
 
     def data_folders(self, loaded: LoadedSettings, environ: Mapping[str, str]) -> tuple[Path, ...]:
         roots = [root.path for root in self.roots(loaded, environ)]
-        default, _ = projects_root(environ, base=Path.cwd())
+        default, _ = projects_root(environ, base=working_dir())
         return (*roots, *(root.parent for root in roots), default, default.parent)
 
     def source(self, root: AgentRoot) -> ClaudeSource:

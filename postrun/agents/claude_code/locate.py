@@ -19,7 +19,7 @@ from pathlib import Path
 
 from postrun.agents.registry import Listing, Location, Skipped, listing_of_targets
 from postrun.errors import NotFound, PostrunError, SourceError, UsageError
-from postrun.paths import env_value, expand_path, home_dir
+from postrun.paths import env_value, expand_named, home_dir
 from postrun.text import printable
 
 AGENT = "claude-code"
@@ -36,12 +36,12 @@ def is_safe_name(name: str) -> bool:
     return name not in (".", "..") and SAFE_NAME.fullmatch(name) is not None
 
 
-def projects_root(environ: Mapping[str, str], *, base: Path) -> tuple[Path, str | None]:
+def projects_root(environ: Mapping[str, str], *, base: Path | None) -> tuple[Path, str | None]:
     """Claude Code's projects folder, and the variable that decided it (None: the HOME default)."""
     home = home_dir(environ)
     config = env_value(environ, CONFIG_VARIABLE)
     if config is not None:
-        return expand_path(config, home=home, base=base) / "projects", CONFIG_VARIABLE
+        return expand_named(config, CONFIG_VARIABLE, home=home, base=base) / "projects", CONFIG_VARIABLE
     return home / ".claude" / "projects", None
 
 
