@@ -65,6 +65,10 @@ def _complete_path(value: object, info: ValidationInfo) -> object:
     if isinstance(info.context, _PathContext) and isinstance(value, str | Path):
         if not str(value).strip():
             raise ValueError("expected a path, not an empty string")
+        # TOML can spell one (\u0000), no file name can hold one: refused here, not as an
+        # internal error of the first open (or a store named by what precedes it).
+        if "\0" in str(value):
+            raise ValueError("a path cannot contain a NUL character")
         return expand_path(value, home=info.context.home, base=info.context.base)
     return value
 

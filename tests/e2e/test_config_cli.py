@@ -124,3 +124,19 @@ def test_sighup_after_the_working_directory_was_removed_keeps_capturing(tmp_path
         if capture.process.poll() is None:
             capture.process.kill()
             capture.process.wait()
+
+
+@pytest.mark.parametrize("key", ["db", "cline_dir", "claude_dir", "codex_dir"])
+def test_a_nul_in_a_path_is_a_configuration_error_naming_the_file_and_key(
+    tmp_path: Path, env: dict[str, str], key: str
+) -> None:
+    # Before: capture --once ended in "internal error: ValueError: embedded null byte" (exit 1),
+    # and `sessions` looked for a store named by the path cut at the NUL.
+    config = tmp_path / "config.toml"
+    config.write_text(f'{key} = "{tmp_path}/a\\u0000b"\n')
+    environ = {name: value for name, value in env.items() if name != "POSTRUN_DB"}
+    for args in (("capture", "--once"), ("sessions",)):
+        result = run_postrun("--config", str(config), *args, env=environ)
+        assert (result.returncode, result.stdout) == (78, ""), (args, result.stderr)
+        assert result.stderr.startswith(f"error: {config}: {key}: a path cannot contain a NUL character (got "), args
+        assert result.stderr.count("\n") == 1, args
