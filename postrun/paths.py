@@ -78,13 +78,18 @@ def expand_path(raw: str | Path, *, home: Path, base: Path | None) -> Path:
 
     ``~user/...`` is looked up in the account database (HOME says nothing about other users).
     Symlinks and ``..`` are kept as written. ``base`` None is a removed working directory: a
-    relative path is then a ``ValueError`` (it means nothing any more).
+    relative path is then a ``ValueError`` (it means nothing any more), as is ``~user`` of an
+    unknown user.
     """
     text = os.fspath(raw)
     if text == "~" or text.startswith("~/"):
         path = home / text[2:]
     elif text.startswith("~"):
-        path = Path(text).expanduser()
+        try:
+            path = Path(text).expanduser()
+        except RuntimeError:  # no such account: a mistyped name, not Postrun's internal error
+            user = text[1:].partition("/")[0]
+            raise ValueError(f"no user {user!r} to expand '~{user}'") from None
     else:
         path = Path(text)
     if base is None:

@@ -140,3 +140,35 @@ def test_a_nul_in_a_path_is_a_configuration_error_naming_the_file_and_key(
         assert (result.returncode, result.stdout) == (78, ""), (args, result.stderr)
         assert result.stderr.startswith(f"error: {config}: {key}: a path cannot contain a NUL character (got "), args
         assert result.stderr.count("\n") == 1, args
+
+
+def test_a_tilde_of_an_unknown_user_is_one_line_naming_where_it_came_from(tmp_path: Path, env: dict[str, str]) -> None:
+    # Before: "internal error: RuntimeError: Could not determine home directory." (exit 1).
+    user = "postrun-no-such-user"
+    config = tmp_path / "config.toml"
+    config.write_text(f'cline_dir = "~{user}/sessions"\n')
+    reason = f"no user '{user}' to expand '~{user}'"
+    cases = [
+        (
+            ("--config", str(config), "config", "show"),
+            env,
+            78,
+            f"{config}: cline_dir: {reason} (got '~{user}/sessions')",
+        ),
+        (
+            ("config", "show"),
+            {**env, "POSTRUN_DB": f"~{user}/p.db"},
+            78,
+            f"POSTRUN_DB: db: {reason} (got '~{user}/p.db')",
+        ),
+        (
+            ("config", "path"),
+            {**env, "POSTRUN_CONFIG": f"~{user}/c.toml"},
+            78,
+            f"POSTRUN_CONFIG: {reason} (got '~{user}/c.toml')",
+        ),
+        (("--db", f"~{user}/p.db", "sessions"), env, 2, f"--db: {reason} (got '~{user}/p.db')"),
+    ]
+    for args, environ, code, line in cases:
+        result = run_postrun(*args, env=environ)
+        assert (result.returncode, result.stdout, result.stderr) == (code, "", f"error: {line}\n"), args
