@@ -139,7 +139,9 @@ def push_once(
     Raises AlreadyRunning (75) while another push of this store runs, MirrorError when the
     server cannot be used, MirrorSchemaTooNew."""
     started = time.monotonic()
-    with push_lock(lock), Database.open(db, create=False) as database:
+    # The store first: without one (a runner that recorded nothing) the push says so in one
+    # line, and leaves no lock file in a folder that may not even exist.
+    with Database.open(db, create=False) as database, push_lock(lock):
         pusher = Pusher(target, database, local_origin(database), redact=redact)
         try:
             pusher.connected()

@@ -71,6 +71,23 @@ def test_a_server_that_is_down_is_one_line_and_exit_1(
     assert pushed.stderr.strip().splitlines() == [f"error: mirror 127.0.0.1/{mirror.database}: Connection refused"]
 
 
+def test_push_without_a_store_yet_is_one_line_and_creates_nothing(
+    tmp_path: Path, mirror_env: dict[str, str], mirror: Mirror
+) -> None:
+    # A CI runner that recorded nothing: its store's folder may not exist yet, or be empty.
+    for folder in (tmp_path / "never-made", tmp_path / "empty"):
+        db = folder / "postrun.db"
+        if folder.name == "empty":
+            folder.mkdir()
+        pushed = run_postrun("mirror", "push", env=mirror_env | {"POSTRUN_DB": str(db)})
+        assert pushed.returncode == 1, pushed.stderr
+        assert pushed.stderr.strip().splitlines() == [
+            f"error: {db}: no store yet (run `postrun ingest` or `postrun capture`)"
+        ]
+        # Nothing made: neither the folder nor a push lock beside a store that is not there.
+        assert (list(folder.iterdir()) == []) if folder.name == "empty" else not folder.exists()
+
+
 def test_push_while_capture_runs_takes_turns_and_refuses_while_a_push_holds_the_lock(
     tmp_path: Path, mirror_env: dict[str, str], mirror: Mirror
 ) -> None:
