@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from postrun.mirror.rows import Origin, Scrub, history_values, keyed_values, session_values, step_values
+from postrun.mirror.rows import Origin, Scrub, history_values, keyed_values, pg_key, session_values, step_values
 from postrun.store.outbox import Change, Keyed, Known
 
 Connection = psycopg.Connection[tuple[Any, ...]]
@@ -130,7 +130,7 @@ def _sync_keyed(
         sql.SQL("DELETE FROM {name} WHERE machine_id = %s AND session_id = %s AND NOT ({key} = ANY(%s))").format(
             name=name, key=key_column
         ),
-        [(origin.machine_id, session_id, [r.key for r in rows]) for session_id, rows in records.items()],
+        [(origin.machine_id, session_id, [pg_key(r.key) for r in rows]) for session_id, rows in records.items()],
     )
     values = [keyed_values(origin, session_id, r, table, scrub) for session_id, rows in records.items() for r in rows]
     if values:

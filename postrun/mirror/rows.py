@@ -5,8 +5,8 @@ out (``mirror_redact = false``): the mirror then holds what a redacted export sh
 masked, flags' reasons quoting only masked matches. Paths are kept as they are (the mirror
 names the host and the user in every row anyway).
 
-PostgreSQL refuses U+0000 in ``text`` and ``jsonb``; such characters (a binary tool output)
-become U+FFFD in the mirror.
+PostgreSQL refuses U+0000 in ``text`` and ``jsonb``; such characters (a binary tool output,
+an id an agent's file gives) become U+FFFD in the mirror, in every column.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from postrun.review.redact import RULES_VERSION, Redactor
-from postrun.store.outbox import HistoryRow, Keyed, SessionRow, StepChange
+from postrun.store.outbox import HistoryRow, Keyed, SessionRow, StepChange, mirrored_id
 
 NOT_REDACTED = "none"  # sessions.redaction of what was pushed with mirror_redact = false (or before v2)
 
@@ -69,6 +69,11 @@ class Scrub:
 
 def pg_text(value: str | None) -> str | None:
     return None if value is None else value.replace("\x00", "\ufffd")
+
+
+def pg_key(key: str | int) -> str | int:
+    """A record's key as the mirror holds it (``outbox.mirrored_id``: U+0000 as U+FFFD)."""
+    return mirrored_id(key) if isinstance(key, str) else key
 
 
 def pg_json(text: str) -> str:
@@ -128,9 +133,9 @@ def step_values(origin: Origin, session_id: str, step: StepChange, scrub: Scrub)
     return (
         *origin.columns,
         session_id,
-        step.id,
+        mirrored_id(step.id),
         step.seq,
-        step.turn_id,
+        mirrored_id(step.turn_id),
         step.at,
         record["type"],
         record["outcome"],
@@ -148,7 +153,14 @@ def step_values(origin: Origin, session_id: str, step: StepChange, scrub: Scrub)
 def keyed_values(origin: Origin, session_id: str, row: Keyed, kind: str, scrub: Scrub) -> tuple[Any, ...]:
     """A segment, actor or turn: its key, record and digest (and a turn's position)."""
     record = scrub.json(row.record, f"{kind} {row.key}")
-    return (*origin.columns, session_id, row.key, record, row.digest, *((row.index,) if kind == "turns" else ()))
+    return (
+        *origin.columns,
+        session_id,
+        pg_key(row.key),
+        record,
+        row.digest,
+        *((row.index,) if kind == "turns" else ()),
+    )
 
 
 def history_values(origin: Origin, session_id: str, entry: HistoryRow, scrub: Scrub) -> tuple[Any, ...]:

@@ -130,6 +130,12 @@ def waiting(database: Database, limit: int) -> list[str]:
     ]
 
 
+def mirrored_id(record_id: str) -> str:
+    """A record's id as the mirror holds it: PostgreSQL's text cannot hold U+0000, so an id an
+    agent's file gave with one holds U+FFFD there (what the mirror holds is compared in that form)."""
+    return record_id.replace("\x00", "\ufffd")
+
+
 @dataclass(frozen=True, slots=True)
 class Known:
     """What the mirror already holds of one session: its steps' digests, its last history entry."""
@@ -249,12 +255,13 @@ def _session_change(
         steps = tuple(
             StepChange(*row)
             for step_id, step_digest in current.items()
-            if held.get(step_id) != step_digest
+            if held.get(mirrored_id(step_id)) != step_digest
             for row in connection.execute(
                 f"SELECT {_STEP_COLUMNS} FROM steps WHERE session_id = ? AND id = ?", (session_id, step_id)
             )
         )
-        removed = tuple(step_id for step_id in held if step_id not in current)
+        stored = {mirrored_id(step_id) for step_id in current}
+        removed = tuple(step_id for step_id in held if step_id not in stored)
     else:
         steps = tuple(
             StepChange(*row)

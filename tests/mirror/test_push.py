@@ -11,7 +11,7 @@ import pytest
 from postrun.errors import PostrunError
 from postrun.exitcodes import ExitCode
 from postrun.mirror.batch import apply, known
-from postrun.mirror.push import MirrorError, Pusher, machine_origin
+from postrun.mirror.push import MirrorError, Pushed, Pusher, machine_origin
 from postrun.mirror.rows import Scrub
 from postrun.mirror.schema import SCHEMA_VERSION
 from postrun.mirror.target import mirror_target
@@ -122,6 +122,28 @@ def test_changed_removed_and_new_records_reach_the_mirror_with_their_history(
         assert ("step", "changed") in kinds and ("step", "removed") in kinds
         row = admin.execute("SELECT command, exit_code, outcome FROM postrun.steps WHERE type = 'command'").fetchone()
         assert row == ("pytest -x", 0, "ok")
+
+
+def test_a_nul_in_an_id_reaches_the_mirror_as_u_fffd_and_holds_no_session_back(
+    tmp_path: Path, mirror: Mirror, pusher_for
+) -> None:
+    # An agent's file names a tool call "toolu_re\u0000ad": PostgreSQL's text refuses U+0000,
+    # and a batch it refuses would keep every session queued behind it from the mirror.
+    db = tmp_path / "store.db"
+    pusher = pusher_for(db)
+    database = pusher.database
+    odd = "toolu_re\x00ad#0"
+    steps = [message_step(0, "list it", role="user"), command_step(1, "ls", "a.txt", step_id=odd)]
+    store(database, steps)
+    store(database, [message_step(0, "another", role="user")], session_id="1790000000001_next")
+    assert pusher.drain().sessions == 2
+    # Unchanged, the odd step is not sent again; a new step travels alone.
+    store(database, [*steps, message_step(2, "done")], at=T0 + timedelta(minutes=1))
+    assert pusher.drain() == Pushed(1, 1)
+    with mirror.server.admin(mirror.database) as admin:
+        ids = admin.execute("SELECT step_id FROM postrun.steps WHERE session_id = '1790000000000_store'").fetchall()
+        assert sorted(ids) == [("msg_0#0",), ("msg_2#0",), ("toolu_re\ufffdad#0",)]
+        assert admin.execute("SELECT count(*) FROM postrun.sessions").fetchone() == (2,)
 
 
 def test_a_change_made_during_a_push_stays_queued(tmp_path: Path, mirror: Mirror, pusher_for) -> None:
