@@ -14,7 +14,7 @@ import psycopg
 from psycopg import sql
 
 from postrun.mirror.rows import Origin, Scrub, history_values, keyed_values, pg_key, session_values, step_values
-from postrun.store.outbox import Change, Keyed, Known
+from postrun.store.outbox import NO_HISTORY, Change, HistoryMark, Keyed, Known
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 
@@ -26,15 +26,18 @@ def known(connection: Connection, machine_id: str, session_ids: Sequence[str]) -
         (machine_id, list(session_ids)),
     ):
         digests.setdefault(session_id, {})[step_id] = step_digest
-    last: dict[str, int] = dict(
-        connection.execute(
-            "SELECT session_id, max(history_id) FROM postrun.history"
-            " WHERE machine_id = %s AND session_id = ANY(%s) GROUP BY session_id",
+    # Each session's last history entry and how many it holds: what the store's must match.
+    last: dict[str, HistoryMark] = {
+        session_id: HistoryMark(int(history_id), int(count), str(history_digest), replaced_at)
+        for session_id, history_id, count, history_digest, replaced_at in connection.execute(
+            "SELECT DISTINCT ON (session_id) session_id, history_id, count(*) OVER (PARTITION BY session_id),"
+            " digest, replaced_at FROM postrun.history"
+            " WHERE machine_id = %s AND session_id = ANY(%s) ORDER BY session_id, history_id DESC",
             (machine_id, list(session_ids)),
-        ).fetchall()
-    )
+        )
+    }
     return {
-        session_id: Known(digests.get(session_id, {}), last.get(session_id, 0))
+        session_id: Known(digests.get(session_id, {}), last.get(session_id, NO_HISTORY))
         for session_id in set(digests) | set(last)
     }
 

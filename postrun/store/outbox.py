@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 import apsw
@@ -137,11 +138,28 @@ def mirrored_id(record_id: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class HistoryMark:
+    """The mirror's last history entry of a session (``id`` 0: none), and how many it holds."""
+
+    id: int
+    count: int = 0
+    digest: str = ""
+    replaced_at: datetime | None = None
+
+
+NO_HISTORY = HistoryMark(0)
+
+
+@dataclass(frozen=True, slots=True)
 class Known:
     """What the mirror already holds of one session: its steps' digests, its last history entry."""
 
     step_digests: Mapping[str, str]
-    history_after: int
+    history: HistoryMark = NO_HISTORY
+
+    @property
+    def history_after(self) -> int:
+        return self.history.id
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,10 +255,32 @@ def read_changes(database: Database, session_ids: Sequence[str], known: Mapping[
                 changes.append(Change(session_id, int(version), None, purge=True))
                 continue
             held = None if purge else known.get(session_id)  # purged: the mirror will hold nothing
+            if held is not None and not _same_history(connection, session_id, held.history):
+                purge, held = True, None  # the mirror's history is not this store's: sent again whole
             changes.append(_session_change(connection, session_id, int(version), SessionRow(*row), held, purge))
     finally:
         connection.execute("COMMIT")
     return changes
+
+
+def _same_history(connection: apsw.Connection, session_id: str, mark: HistoryMark) -> bool:
+    """Whether the store's history of the session, up to the mirror's last entry, is what the
+    mirror holds. History only grows, so it is, unless the store was restored from an older
+    backup: its history then goes on under ids the mirror's entries already use."""
+    if mark.id == 0:
+        return True
+    count = int(
+        connection.execute("SELECT count(*) FROM history WHERE session_id = ? AND id <= ?", (session_id, mark.id)).get
+    )
+    last = connection.execute(
+        "SELECT digest, replaced_at FROM history WHERE session_id = ? AND id = ?", (session_id, mark.id)
+    ).fetchone()
+    return (
+        count == mark.count
+        and last is not None
+        and str(last[0]) == mark.digest
+        and datetime.fromisoformat(str(last[1])) == mark.replaced_at
+    )
 
 
 def _session_change(
