@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import zstandard
 
 from postrun.agents.codex.layout import Rollout, SessionLocation
+from postrun.agents.codex.locate import OUTSIDE
 from postrun.appendonly import Appended, Mark, read_appended
 from postrun.errors import NotFound, SourceError, Unreadable
 from postrun.jsonio import read_bytes, stat_fingerprint
@@ -25,7 +26,6 @@ from postrun.records import RawFile, SourceFile
 
 _HEAD_CHUNK = 64 * 1024
 _UNPACK_CHUNK = 4 * 2**20
-_OUTSIDE = "a symlink that leads outside its sessions folder (never followed out of it)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,4 +174,4 @@ def _refuse_outside(rollout: Rollout) -> None:
     except (OSError, RuntimeError):
         inside = False
     if not inside:
-        raise SourceError(str(rollout.path), _OUTSIDE)
+        raise SourceError(str(rollout.path), OUTSIDE)

@@ -56,6 +56,9 @@ def rollout_at(path: Path, *, archived: bool = False, folder: Path | None = None
     return Rollout(match.group("id").lower(), path, compressed=zst, archived=archived, name=name, folder=folder)
 
 
+OUTSIDE = "a symlink that leads outside its sessions folder (never followed out of it)"
+
+
 @dataclass(frozen=True, slots=True)
 class Rollouts:
     """The rollouts under a sessions folder and its archive."""
@@ -95,17 +98,31 @@ def _walk(top: Path, folder: Path, archived: bool, depth: int, skipped: list[Ski
             continue
         try:
             is_dir = entry.is_dir(follow_symlinks=False)
+            linked_dir = not is_dir and entry.is_symlink() and entry.is_dir()
         except OSError:
-            is_dir = False
+            is_dir = linked_dir = False
         if is_dir:
             if depth < _MAX_DEPTH:
                 yield from _walk(top, path, archived, depth + 1, skipped)
+            continue
+        if linked_dir:
+            # Not walked, as a rollout's symlink is not followed out of its folder; one leading
+            # inside names a folder listed anyway. One leading out holds rollouts never read: said.
+            if not _leads_inside(path, top):
+                skipped.append(Skipped(path, OUTSIDE, True))
             continue
         rollout = rollout_at(path, archived=archived, folder=top)
         if rollout is None:
             skipped.append(Skipped(path, "not a rollout (rollout-<time>-<thread id>.jsonl)", False))
         else:
             yield rollout
+
+
+def _leads_inside(path: Path, top: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(top.resolve())
+    except (OSError, RuntimeError):
+        return False
 
 
 def group_sessions(rollouts: Iterable[Rollout], metas: Mapping[str, ThreadMeta]) -> list[SessionLocation]:

@@ -128,3 +128,21 @@ def test_an_unreadable_rollout_is_one_failure_of_the_folder_named_and_none_of_a_
     ):
         found = resolve_targets([target], sessions, max_bytes=MAX_BYTES)
         assert [s.session_id for s in found.sessions] == [ROOT] and found.failures == (), target
+
+
+def test_a_day_folder_symlinked_out_of_the_sessions_folder_is_said_not_silently_skipped(tmp_path: Path) -> None:
+    """A symlinked folder is not walked, as a rollout's symlink is not followed out of its
+    folder: one leading outside holds rollouts never read, and is named; one leading inside
+    names a folder listed anyway, and its rollouts are found once."""
+    sessions = _tree(tmp_path)
+    (day,) = {path.parent for path in sessions.rglob("rollout-*.jsonl") if CHILD in path.name}
+    moved = tmp_path / "elsewhere" / day.name
+    moved.parent.mkdir()
+    day.rename(moved)
+    day.symlink_to(moved)
+    (root_day,) = {path.parent for path in sessions.rglob("rollout-*.jsonl") if ROOT in path.name}
+    (sessions / "latest").symlink_to(root_day)
+    listing = list_rollouts(sessions)
+    assert [rollout.thread_id for rollout in listing.rollouts] == [ROOT]
+    assert [(entry.path, entry.warn) for entry in listing.skipped] == [(day, True)]
+    assert "leads outside its sessions folder" in listing.skipped[0].reason
