@@ -45,12 +45,13 @@ def check_endpoint(url: str) -> str:
 def shown_endpoint(url: str) -> str:
     """``url`` without its query or fragment and with any user-info as ``***`` (where tokens
     hide): how lines and errors name the receiver, whether or not the URL parses."""
-    url = url.split("?", 1)[0].split("#", 1)[0]
+    # User-info first: a password may hold "#" or "?" (a URL that then does not parse), and
+    # cutting the query or fragment first would leave its start in clear.
     head, slashes, rest = url.partition("//") if "//" in url else ("", "", url)
     authority, slash, path = rest.partition("/")
     if "@" in authority:
         authority = "***@" + authority.rpartition("@")[2]
-    return f"{head}{slashes}{authority}{slash}{path}"
+    return f"{head}{slashes}{authority}{slash}{path}".split("?", 1)[0].split("#", 1)[0]
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,9 @@ from postrun.otel.target import shown_endpoint
         ("http://[::1]:4318/v1/traces", "http://[::1]:4318/v1/traces"),
         ("ftp://ann:pw0rd1@h:99999/v1/traces?token=t0k3n", "ftp://***@h:99999/v1/traces"),  # refused, still quoted
         ("ann:pw0rd1@h/v1/traces", "***@h/v1/traces"),  # no scheme
+        # A password holding "#" or "?" (refused: it does not parse): none of it is quoted.
+        ("https://ann:pw#rd1@otel.example.com:4318/v1", "https://***@otel.example.com:4318/v1"),
+        ("https://ann:pw?rd1@otel.example.com/v1?token=t0k3n", "https://***@otel.example.com/v1"),
     ],
 )
 def test_a_receiver_is_named_without_its_credentials(url: str, shown: str) -> None:
