@@ -65,8 +65,7 @@ def _complete_path(value: object, info: ValidationInfo) -> object:
     if isinstance(info.context, _PathContext) and isinstance(value, str | Path):
         if not str(value).strip():
             raise ValueError("expected a path, not an empty string")
-        # TOML can spell one (\u0000), no file name can hold one: refused here, not as an
-        # internal error of the first open (or a store named by what precedes it).
+        # TOML can spell one (\u0000), no file name holds one: refused here, not at the first open.
         if "\0" in str(value):
             raise ValueError("a path cannot contain a NUL character")
         return expand_path(value, home=info.context.home, base=info.context.base)
@@ -104,10 +103,8 @@ def _glob_list(value: object) -> object:
     return tuple(value) if isinstance(value, list) else value
 
 
-# The longest wait a timing setting may ask for. Past about 292 years a poll's wait overflows
-# the platform's timeout and a copy's age reaches before year 1 (poll_seconds = 1e10 stopped
-# capture with a traceback; raw_copy_seconds = 1e12 failed each ingest of an open session);
-# nobody means more than a year, so that is refused as the configuration error it is.
+# The longest wait a timing setting may ask for: far longer ones overflowed a poll's timeout
+# or dated a copy before year 1 (a traceback); nobody means more than a year.
 YEAR_SECONDS = 365 * 24 * 3600
 
 AbsolutePath = Annotated[Path, BeforeValidator(_complete_path), AfterValidator(_require_absolute)]
