@@ -213,7 +213,8 @@ def rows(results: Results) -> list[Row]:
         size = median([u.file_bytes for u in updates]) / MB
         out.append(
             Row(
-                f"3. Incremental update ({size:.1f} MB open session, one assistant message appended)",
+                f"3. Incremental update ({size:.1f} MB, {median([u.steps for u in updates]):,.0f}-step open session,"
+                " one assistant message appended)",
                 f"{median([u.ingest_ms for u in updates]):.0f} ms re-ingest,"
                 f" {median([u.rows_written for u in updates]):.0f} rows written",
                 f"parse floor {median([u.floor_seconds for u in updates]) * 1000:.1f} ms;"
