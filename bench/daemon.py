@@ -25,6 +25,7 @@ from bench.proc import Capture
 REWRITE_SECONDS = 2.0
 _REWRITE_JITTER = 0.25
 _SETTLE_SECONDS = 3.0  # after start-up, before the window opens
+_SETTLE_TIMEOUT = 60.0  # after the window, for its last rewrites' ingests (pacing waits at most 60 s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,7 @@ class DaemonCost:
     rewrites: int = 0
     ingests: int = 0
     ingest_ms: tuple[float, ...] = ()
+    tail_seconds: float = 0.0  # after the window, until every busy session's last rewrite was ingested
 
     @property
     def cpu_percent(self) -> float:
@@ -81,6 +83,7 @@ def measure_busy(
         start = time.monotonic()
         next_write = {w.session_id: start + rng.uniform(0, REWRITE_SECONDS) for w in writers}
         rewrites = 0
+        last_rewrite: dict[str, int] = {}  # session id: capture's log lines before its last rewrite
 
         def tick(now: float) -> None:
             nonlocal rewrites
@@ -88,11 +91,23 @@ def measure_busy(
                 session_id = session.session_id
                 if now >= next_write[session_id] and visible[session_id] < len(session.messages):
                     visible[session_id] += 1
+                    capture.refresh()
+                    last_rewrite[session_id] = len(capture.lines)
                     _rewrite(root, session, visible[session_id])
                     rewrites += 1
                     next_write[session_id] = now + REWRITE_SECONDS + rng.uniform(-_REWRITE_JITTER, _REWRITE_JITTER)
 
-        cost = _window(capture, seconds, present, tick=tick, step=0.05)
+        def settle() -> None:
+            # Capture's CPU is read once every session's last rewrite was ingested, not as the
+            # window closes: the ingests of its last ~2 s of rewrites run after it (the debounce).
+            deadline = time.monotonic() + _SETTLE_TIMEOUT
+            while time.monotonic() < deadline:
+                capture.refresh()
+                if all(_ingested_since(capture.lines, key, since) for key, since in last_rewrite.items()):
+                    return
+                time.sleep(0.01)
+
+        cost = _window(capture, seconds, present, tick=tick, step=0.05, settle=settle)
         capture.refresh()
         ids = "|".join(re.escape(w.session_id) for w in writers)
         done = re.compile(rf"cline updated (?:{ids}) .* in (?P<ms>\d+) ms")
@@ -107,7 +122,14 @@ def measure_busy(
         rewrites=rewrites,
         ingests=len(ingest_ms),
         ingest_ms=ingest_ms,
+        tail_seconds=cost.tail_seconds,
     )
+
+
+def _ingested_since(lines: Sequence[str], session_id: str, since: int) -> bool:
+    """Capture logged an update of ``session_id`` among ``lines`` from index ``since`` on."""
+    logged = f"cline updated {session_id} "
+    return any(logged in line for line in lines[since:])
 
 
 def _rewrite(root: Path, session: SessionWriter, limit: int) -> None:
@@ -116,8 +138,15 @@ def _rewrite(root: Path, session: SessionWriter, limit: int) -> None:
 
 
 def _window(
-    capture: Capture, seconds: float, present: int, *, tick: Callable[[float], None], step: float = 1.0
+    capture: Capture,
+    seconds: float,
+    present: int,
+    *,
+    tick: Callable[[float], None],
+    step: float = 1.0,
+    settle: Callable[[], None] = lambda: None,
 ) -> DaemonCost:
+    """Capture's CPU from now until ``seconds`` have passed and ``settle`` returned, over ``seconds``."""
     cpu_start = capture.cpu_seconds()
     start = time.monotonic()
     end = start + seconds
@@ -129,12 +158,14 @@ def _window(
             peak = max(peak, capture.rss_bytes())
             next_sample = now + 1.0
         time.sleep(min(step, max(end - now, 0.0)))
-    cpu = capture.cpu_seconds() - cpu_start
     elapsed = time.monotonic() - start
+    settle()
+    cpu = capture.cpu_seconds() - cpu_start
     return DaemonCost(
         seconds=elapsed,
         cpu_seconds=cpu,
         rss_peak_bytes=max(peak, capture.rss_bytes()),
         rss_high_water_bytes=capture.peak_rss_bytes(),
         sessions_watched=present,
+        tail_seconds=time.monotonic() - start - elapsed,
     )
