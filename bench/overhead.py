@@ -46,13 +46,13 @@ class Overhead:
     cpu_seconds: float
     inline_cpu_seconds: float  # the same sessions ingested in line
     floor_cpu_seconds: float  # the work floor's CPU (mapping, records, raw copies, SQLite)
-    startup_seconds: float  # the writer's start-up: an empty ingest's wall time, the writer busy throughout
+    startup_seconds: float  # the writer's start-up: an empty ingest's CPU time
     cores: int
 
     @classmethod
     def of(cls, cold: _Ran, inline_cpu: float, floor_cpu: float, startup: Startup, cores: int) -> Overhead:
         """The split of ``cold``, against its in-line ingest's CPU and its work floor's."""
-        return cls(cold.wall_seconds, cold.cpu_seconds, inline_cpu, floor_cpu, startup.writer_seconds, cores)
+        return cls(cold.wall_seconds, cold.cpu_seconds, inline_cpu, floor_cpu, startup.writer_work_seconds, cores)
 
     def parts(self) -> dict[str, float]:
         """The wall time's parts in wall seconds; they add up to ``wall_seconds``."""

@@ -129,7 +129,8 @@ def shape_rows(shape: ShapeResult, cores: int) -> list[Row]:
             f" ({work.cpu_seconds / work.steps * 1e6:.0f} µs a step in Python): ÷ {cores} cores = {_s(floor)}",
             f"wall {_s(wall)} = **{wall / floor:.2f}× the work floor**,"
             f" target ≤ {WORK_FLOOR_RATIO_TARGET:g}×; {wall / started:.2f}× it with the start-up (that trial's:"
-            f" `postrun ingest` of an empty folder {_s(startup.writer_seconds)}, an ingest process's imports"
+            f" `postrun ingest` of an empty folder {_s(startup.writer_seconds)} wall,"
+            f" {_s(startup.writer_work_seconds)} CPU, an ingest process's imports"
             f" {_s(startup.process_seconds)} of CPU); {startup.against(floor, cores, WORK_FLOOR_RATIO_TARGET)}",
             wall / floor <= WORK_FLOOR_RATIO_TARGET,
         ),
@@ -183,7 +184,8 @@ def rows(results: Results) -> list[Row]:
     out = [
         Row(
             "1. Start-up of an ingest (best of 5, before any session is read)",
-            f"`postrun ingest` of an empty folder {_s(startup.writer_seconds)} wall (interpreter, the CLI's and"
+            f"`postrun ingest` of an empty folder {_s(startup.writer_seconds)} wall,"
+            f" {_s(startup.writer_work_seconds)} CPU (interpreter, the CLI's and"
             f" the library's imports, settings); of it `postrun --version` {_s(startup.version_seconds)} of CPU;"
             f" each ingest process's imports {_s(startup.process_seconds)} of CPU, beside it",
             "no target: what every `postrun ingest` pays whatever its size, before its work can start",
