@@ -17,8 +17,9 @@ from typing import Literal
 
 import apsw
 
+from postrun.errors import StoreError
 from postrun.store import outbox, scrub, vault
-from postrun.store.db import Database, StoreMissing
+from postrun.store.db import Database, StoreMissing, describe_sqlite_error
 from postrun.store.query import no_session, resolve_session_id
 
 # The tables holding a session's content, children first; `step_search` is keyed by step rowid.
@@ -54,8 +55,13 @@ def forget(
     with database:
         session_ids = list(dict.fromkeys(resolve_session_id(database, reference) for reference in references))
         plans = [forget_plan(database, session_id, copying, also=session_ids) for session_id in session_ids]
-        left = forget_sessions(database, session_ids, now=now) if apply else None
-    return plans, left
+        if not apply:
+            return plans, None
+        try:
+            remove_sessions(database, session_ids, now=now)
+        except apsw.Error as exc:  # another writer kept the store past the busy timeout: one line, not a traceback
+            raise StoreError(str(db), f"nothing was forgotten: {describe_sqlite_error(exc)}") from None
+        return plans, scrub.attempt(database)
 
 
 def forget_plan(
@@ -96,7 +102,7 @@ def forget_sessions(database: Database, session_ids: Sequence[str], *, now: str)
     session book is rebuilt from them at the next start).
     """
     remove_sessions(database, session_ids, now=now)
-    return scrub.scrub(database)
+    return scrub.attempt(database)
 
 
 def remove_excluded(database: Database, session_id: str, *, now: str) -> Literal["removed", "kept", "absent"]:

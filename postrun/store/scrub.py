@@ -93,15 +93,22 @@ def scrub(
     return None
 
 
+def attempt(database: Database, *, wait_seconds: float = WAIT_SECONDS) -> ScrubLeft | None:
+    """``scrub`` after rows were removed, a SQLite error of its own (another writer keeping the
+    store past the busy timeout) being what is left rather than the command's failure: the rows
+    are gone and the store says the scrub is due (``mark_pending``, committed with them)."""
+    try:
+        return scrub(database, wait_seconds=wait_seconds)
+    except apsw.Error as exc:
+        return ScrubLeft(_REWRITE, describe_sqlite_error(exc))
+
+
 def finish_pending(database: Database) -> tuple[bool, ScrubLeft | None]:
     """For a running capture, between its writes: finish a scrub a forget left, without waiting
     for readers. (whether one was pending, what is still left)."""
     if not pending(database):
         return False, None
-    try:
-        return True, scrub(database, wait_seconds=0)
-    except apsw.Error as exc:
-        return True, ScrubLeft(_REWRITE, describe_sqlite_error(exc))
+    return True, attempt(database, wait_seconds=0)
 
 
 def _rewrite(database: Database) -> ScrubLeft | None:

@@ -147,3 +147,25 @@ def test_a_reader_that_finishes_within_the_wait_lets_the_scrub_finish(
     assert forget.returncode == 0, err
     assert f"forgot {SESSION}" in out.decode()
     assert scrub_pending(db) is None and everywhere(db, found) == []
+
+
+def test_a_writer_that_keeps_the_store_locked_leaves_the_sessions_and_forget_says_so_in_one_line(
+    env: dict[str, str], root: Path
+) -> None:
+    """Forget while another process writes (a capture's long batch): after the busy timeout, one
+    line and exit 1, and nothing removed (it was an internal error)."""
+    done = run_postrun("ingest", str(root / SESSION), str(root / BASIC), env=env)
+    assert done.returncode == 0, done.stderr
+    writer = apsw.Connection(env["POSTRUN_DB"])
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        refused = run_postrun("forget", SESSION, "--yes", env=env)
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert refused.returncode == ExitCode.FAILURE, refused.stderr
+    assert refused.stderr.splitlines() == [
+        f"error: {env['POSTRUN_DB']}: nothing was forgotten: the database is locked by another process"
+    ]
+    assert SESSION in run_postrun("sessions", env=env).stdout
+    assert run_postrun("forget", SESSION, "--yes", env=env).returncode == 0  # once the writer is done
