@@ -165,3 +165,46 @@ def test_reingest_forget_and_exclude_work_for_codex_sessions(tmp_path: Path, env
     )
     assert _ingested(excluded.stdout) == []
     assert "not recorded: workspace /home/dev/work/app matches exclude" in excluded.stderr
+
+
+def _raw_names(env: dict[str, str]) -> dict[str, list[list[str]]]:
+    listed = json.loads(run_postrun("sessions", "--json", env=env).stdout)
+    return {row["id"]: [[f["name"] for f in version["files"]] for version in row["raw_versions"]] for row in listed}
+
+
+def test_every_folder_form_keeps_one_raw_version_named_as_in_codex_home(tmp_path: Path, env: dict[str, str]) -> None:
+    """README (Codex): the vault copies every rollout "under its name in Codex's folder". It was
+    named after whichever folder `ingest` was given (`~/.codex` gave `.codex/sessions/…` and read
+    the archive as a sessions folder, a year folder `2026/12/…`), so each form of target made a
+    new raw version of unchanged rollouts, and `raw` laid them out wrong."""
+    sessions = copy_sessions(FIXTURES / "codex" / "nested_subagents", tmp_path)
+    home = sessions.parent
+    shutil.copytree(FIXTURES / "codex" / "archived_rollout" / "archived_sessions", home / "archived_sessions")
+    for target in (home, sessions, sessions / "2026", sessions / "2026/12", sessions / DAY, home / "archived_sessions"):
+        result = run_postrun("ingest", "--agent", "codex", str(target), env=env)
+        assert result.returncode == 0, result.stderr
+    archived = "01a2330d-0000-7000-8000-00000000000c"
+    assert _raw_names(env) == {
+        NESTED: [sorted(f"sessions/{path.relative_to(sessions).as_posix()}" for path in sessions.rglob("*.jsonl"))],
+        archived: [[f"archived_sessions/{next(home.glob('archived_sessions/*.jsonl')).name}"]],
+    }
+
+
+def test_what_raw_writes_ingest_takes_back_as_it_is(tmp_path: Path, env: dict[str, str]) -> None:
+    """README (Raw copies): `postrun ingest` takes what `raw` wrote "as it is": for Codex a
+    folder laid out as Codex's home, its archive included. Its rollouts were named after that
+    folder, so a second `raw` was refused as "inside the agent's data folder" beside the first."""
+    sessions = copy_sessions(FIXTURES / "codex" / "archived_rollout", tmp_path)
+    assert run_postrun("ingest", "--agent", "codex", str(sessions), env=env).returncode == 0
+    archived = "01a2330d-0000-7000-8000-00000000000c"
+    first, second = tmp_path / "out" / "first", tmp_path / "out" / "second"
+    assert run_postrun("raw", archived, "--to", str(first), env=env).returncode == 0
+    other = env | {"POSTRUN_DB": str(tmp_path / "other.db")}
+    taken = run_postrun("ingest", "--agent", "codex", str(first), env=other)
+    assert (taken.returncode, taken.stderr) == (0, ""), taken.stderr
+    again = run_postrun("raw", archived, "--to", str(second), env=other)
+    assert again.returncode == 0, again.stderr
+    assert [p.relative_to(second) for p in second.rglob("*") if p.is_file()] == [
+        p.relative_to(first) for p in first.rglob("*") if p.is_file()
+    ]
+    assert _raw_names(other)[archived] == _raw_names(env)[archived]

@@ -21,6 +21,7 @@ from postrun.agents.codex.meta import ThreadMeta
 from postrun.agents.registry import Skipped
 
 ARCHIVE = "archived_sessions"
+SESSIONS = "sessions"
 ROLLOUT_NAME = re.compile(
     r"rollout-(?P<time>[^/]*)-(?P<id>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
     r"\.jsonl(?P<zst>\.zst)?"
@@ -51,7 +52,10 @@ def rollout_at(path: Path, *, archived: bool = False, folder: Path | None = None
         return None
     name = path.name
     if folder is not None and path.is_relative_to(folder):
-        name = path.relative_to(folder.parent).as_posix()
+        # Its name in Codex's home, whatever the folder is called or however it was named to
+        # ``ingest``: the vault's name of a file is the same at every ingest (else an unchanged
+        # rollout makes a new raw version), and ``raw`` lays it out as Codex does (README).
+        name = f"{ARCHIVE if archived else SESSIONS}/{path.relative_to(folder).as_posix()}"
     zst = match.group("zst") is not None
     return Rollout(match.group("id").lower(), path, compressed=zst, archived=archived, name=name, folder=folder)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from postrun.agents.codex.layout import SessionLocation
-from postrun.agents.codex.locate import ARCHIVE, group_sessions, list_rollouts, rollout_at, waiting_reason
+from postrun.agents.codex.locate import ARCHIVE, SESSIONS, group_sessions, list_rollouts, rollout_at, waiting_reason
 from postrun.agents.codex.reading import read_metas
 from postrun.agents.registry import Listing, Skipped, listing_of_targets
 from postrun.errors import NotFound, SourceError, UsageError
@@ -92,11 +92,13 @@ def _resolve(
     if target and path.exists():
         path = path.absolute()
         if path.is_dir():
-            if _is_day(path):
-                whole = listed(path.parents[2], path)
-                ids = {rollout.thread_id for rollout in list_rollouts(path).rollouts if path in rollout.path.parents}
-                return [session for session in whole.sessions if _holds(session, ids)], ""
-            return list(listed(path, path.parent).sessions), ""  # its archive beside it too
+            folder, whole_tree = _tree_of(path)
+            # A sessions folder's odd entries are reported with its archive's, beside it.
+            whole = listed(folder, path.parent if folder == path else path)
+            if whole_tree:
+                return list(whole.sessions), ""
+            ids = {rollout.thread_id for rollout in list_rollouts(path).rollouts if path in rollout.path.parents}
+            return [session for session in whole.sessions if _holds(session, ids)], ""
         rollout = rollout_at(path, archived=path.parent.name == ARCHIVE)
         if rollout is None:
             raise UsageError(
@@ -128,16 +130,39 @@ def _holds(session: SessionLocation, ids: set[str]) -> bool:
     return any(rollout.thread_id in ids for rollout in session.rollouts)
 
 
+def _tree_of(folder: Path) -> tuple[Path, bool]:
+    """The sessions folder a folder named to ``ingest`` is (or is in), and whether it names all
+    of it. Resolved against that sessions folder, a rollout is named in the vault as in Codex's
+    home whichever folder was named: Codex's home (``~/.codex``, or a folder ``raw`` wrote),
+    its archive, a year, month or day folder, or the sessions folder itself."""
+    if folder.name == ARCHIVE:
+        return folder.parent / SESSIONS, False
+    if (folder / SESSIONS).is_dir() or (folder / ARCHIVE).is_dir():
+        return folder / SESSIONS, True
+    depth = _date_depth(folder)
+    if depth:
+        return folder.parents[depth - 1], False
+    return folder, True
+
+
+def _date_depth(path: Path) -> int:
+    """3 for a day folder (``YYYY/MM/DD``), 2 for a month's, 1 for a year's, else 0."""
+    for depth in (3, 2, 1):
+        parts = path.parts[-depth:]
+        if len(parts) == depth and all(pattern.fullmatch(part) for pattern, part in zip(_DAY, parts, strict=False)):
+            return depth
+    return 0
+
+
 def _is_day(path: Path) -> bool:
-    parts = path.parts[-3:]
-    return len(parts) == 3 and all(pattern.fullmatch(part) for pattern, part in zip(_DAY, parts, strict=True))
+    return _date_depth(path) == 3
 
 
 def _folder_of(rollout: Path) -> Path:
     """The sessions folder a rollout file is in: above its day folders, or beside its archive."""
     folder = rollout.parent
     if folder.name == ARCHIVE:
-        return folder.parent / "sessions"
+        return folder.parent / SESSIONS
     if _is_day(folder):
         return folder.parents[2]
     return folder
