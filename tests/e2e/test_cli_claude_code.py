@@ -178,3 +178,17 @@ def test_forget_names_the_forks_that_keep_copies_of_a_session_s_lines(tmp_path: 
     assert "note:" not in both.stderr
     listed = run_postrun("sessions", env=env).stdout
     assert parent not in listed and fork not in listed
+
+
+def test_claude_s_config_folder_is_read_whole_despite_a_stray_file_in_projects(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """README: `postrun ingest --agent claude-code ~/.claude` ingests "every project". A stray
+    `.jsonl` right in `projects/` made `~/.claude` read as a projects root with one project,
+    `projects`: the stray file failed alone and no session was ingested."""
+    projects = copy_projects(FIXTURES / "claude-code" / "subagents_nested", tmp_path)
+    (projects / "stray.jsonl").write_text("{}\n")
+    result = run_postrun("ingest", "--agent", "claude-code", str(projects.parent), env=env)
+    assert result.returncode == 0, result.stderr
+    assert _ingested(result.stdout) == [NESTED]
+    assert f"warning: {projects / 'stray.jsonl'}: skipped (not a project folder)" in result.stderr

@@ -253,8 +253,12 @@ def _resolve_target(target: str, default_root: Path) -> Listing:
             return owner
         if not path.is_dir():
             raise UsageError(where, "not a session transcript (<id>.jsonl), a session folder or a projects folder")
-        if (path / "projects").is_dir() and not any(path.glob(f"*/*{SUFFIX}")):
-            return list_sessions(path / "projects")  # Claude's config folder
+        # Claude's config folder: its ``projects/`` holds the slug folders. A stray ``.jsonl``
+        # right in ``projects/`` must not make it read as a projects root whose slug is
+        # ``projects`` (every real slug starts with ``-``): its sessions would all be missed.
+        projects = path / "projects"
+        if projects.is_dir() and (any(projects.glob(f"*/*{SUFFIX}")) or not any(path.glob(f"*/*{SUFFIX}"))):
+            return list_sessions(projects)
         # A project folder holds transcripts; a projects root holds folders that do.
         if any(path.glob(f"*{SUFFIX}")) and not any(path.glob(f"*/*{SUFFIX}")):
             return list_project(path.parent, path.name)
