@@ -192,3 +192,16 @@ def test_claude_s_config_folder_is_read_whole_despite_a_stray_file_in_projects(
     assert result.returncode == 0, result.stderr
     assert _ingested(result.stdout) == [NESTED]
     assert f"warning: {projects / 'stray.jsonl'}: skipped (not a project folder)" in result.stderr
+
+
+def test_another_agent_s_jsonl_is_refused_not_stored_as_an_empty_session(tmp_path: Path, env: dict[str, str]) -> None:
+    """README (bad input is one line): a Codex rollout given with `--agent claude-code` was
+    stored as a Claude Code session `rollout-…` of 0 steps; it is refused in one line, exit 1."""
+    (rollout,) = (FIXTURES / "codex" / "nested_subagents" / "sessions").rglob("rollout-*-0000-*.jsonl")
+    mistaken = tmp_path / "elsewhere" / rollout.name
+    mistaken.parent.mkdir()
+    shutil.copyfile(rollout, mistaken)
+    result = run_postrun("ingest", "--agent", "claude-code", str(mistaken), env=env)
+    assert (result.returncode, result.stdout) == (1, ""), result.stdout
+    assert result.stderr == f"error: {mistaken}: not a Claude Code transcript (no line is a record)\n"
+    assert json.loads(run_postrun("sessions", "--json", env=env).stdout) == []

@@ -101,7 +101,7 @@ class Fold:
     facts: Facts = field(default_factory=lambda: Facts())
     read_texts: dict[str, str] = field(default_factory=dict)  # step id -> a Read's text, if a secret rule may match it
     skipped: int = 0  # lines that are not JSON objects
-    records: int = 0  # lines that are records (objects with a ``type``)
+    records: int = 0  # lines that are Claude Code's records (see ``_is_record``)
     touched: tuple[int, ...] = ()  # entries of the fold it extended that it changed (a result came)
 
     def with_rows(self, changed: dict[int, Entry]) -> Fold:
@@ -120,6 +120,19 @@ def fold_records(fold: Fold, records: Iterable[tuple[int, dict[str, Any]]], end:
     for offset, record in records:
         work.take(offset, record)
     return work.done(end, skipped)
+
+
+# The kinds of line only Claude Code writes without a ``sessionId`` (it puts one on every other).
+_OWN_KINDS = frozenset(
+    {"user", "assistant", "attachment", "system", "summary", "cost-state", "queue-operation", "file-history-snapshot"}
+)
+
+
+def _is_record(kind: str, record: dict[str, Any]) -> bool:
+    """A line Claude Code wrote: what makes a file its transcript. Another agent's JSONL with
+    a ``type`` on each line (a Codex rollout named by mistake) has none, and is refused
+    rather than stored as an empty session (README: bad input is one line)."""
+    return kind in _OWN_KINDS or "sessionId" in record
 
 
 class _Work:
@@ -166,7 +179,8 @@ class _Work:
         kind = record.get("type")
         if not isinstance(kind, str):
             return  # not a record of any kind
-        self.records += 1
+        if _is_record(kind, record):
+            self.records += 1
         facts = self.facts
         if kind == "cost-state":
             if self.fold.main:
