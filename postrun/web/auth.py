@@ -28,6 +28,13 @@ def _mac(secret: str, *parts: str) -> str:
     return hmac.new(secret.encode(), "|".join(parts).encode(), hashlib.sha256).hexdigest()
 
 
+def _same(presented: str, expected: str) -> bool:
+    """Constant-time equality of a presented token with ours. Ours are ASCII, so anything else
+    is simply not ours: ``compare_digest`` raises on non-ASCII text, and a stray cookie, form
+    field or link must be a 401/403, never a 500."""
+    return presented.isascii() and hmac.compare_digest(presented, expected)
+
+
 def login_token(secret: str, now: float, nonce: str | None = None) -> str:
     """A login token issued at ``now`` (seconds since the epoch): ``<ms>.<nonce>.<mac>``."""
     issued = str(int(now * 1000))
@@ -54,7 +61,7 @@ class Gate:
         nonce, _, mac = rest.partition(".")
         if not (issued_text.isdigit() and nonce and mac):
             return None
-        if not hmac.compare_digest(mac, _mac(self.secret, "login", issued_text, nonce)):
+        if not _same(mac, _mac(self.secret, "login", issued_text, nonce)):
             return None
         age = now - int(issued_text) / 1000
         if not -_CLOCK_SKEW_SECONDS <= age <= LOGIN_TOKEN_SECONDS:
@@ -72,13 +79,13 @@ class Gate:
         if not session:
             return False
         with self._lock:
-            return any(hmac.compare_digest(session, known) for known in self._sessions)
+            return any(_same(session, known) for known in self._sessions)
 
     def csrf(self, session: str) -> str:
         return csrf_token(self.secret, session)
 
     def csrf_ok(self, session: str | None, token: str | None) -> bool:
-        return bool(session and token) and hmac.compare_digest(str(token), self.csrf(str(session)))
+        return bool(session and token) and _same(str(token), self.csrf(str(session)))
 
 
 def origin_allowed(origin: str | None, hosts: Iterable[str], fetch_site: str | None = None) -> bool:

@@ -114,6 +114,21 @@ def test_the_verdict_post_needs_origin_and_csrf(served: tuple[ServeProcess, dict
     assert request(server.port, path, method="POST", cookie=cookie, body=bad, headers=origin).status == 400
 
 
+def test_a_token_with_non_ascii_text_is_refused_not_a_500(served: tuple[ServeProcess, dict[str, str]]) -> None:
+    """A cookie another local page set, a mangled link or form: refused like any wrong token,
+    never a server error with a traceback in serve's log."""
+    server, _ = served
+    assert request(server.port, "/", cookie=f"postrun_{server.port}=\u00e9").status == 401
+    assert request(server.port, "/login?token=1.a.%C3%A9").status == 401
+    cookie = sign_in(server)
+    origin = {"Origin": f"http://127.0.0.1:{server.port}"}
+    for path in (f"/s/{HELPER_SESSION}/verdict", "/verdicts"):
+        body = f"csrf=%C3%A9&state=looks_good&session={HELPER_SESSION}"
+        answer = request(server.port, path, method="POST", cookie=cookie, body=body, headers=origin)
+        assert answer.status == 403 and answer.body == "forbidden: stale form, reload the page\n", path
+    assert "Traceback" not in server.log_path.read_text()
+
+
 def test_state_file_is_private(served: tuple[ServeProcess, dict[str, str]]) -> None:
     _, environ = served
     state = Path(environ["XDG_STATE_HOME"]) / "postrun" / "serve.json"
