@@ -13,7 +13,8 @@ from postrun.web.pages import config
 
 
 def _download(content: bytes, media_type: str, name: str) -> Response:
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    # ASCII only: a header is Latin-1, and a store may hold any id (`é`, `日` made it a 500).
+    safe = "".join(c if (c.isascii() and c.isalnum()) or c in "-_." else "_" for c in name)
     return Response(content, media_type=media_type, headers={"content-disposition": f'attachment; filename="{safe}"'})
 
 

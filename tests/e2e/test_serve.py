@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import socket
 import stat
+import urllib.parse
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -196,3 +197,24 @@ def test_the_markdown_download_is_what_postrun_export_gives(served: tuple[ServeP
     assert "~/project/notes.txt" in answer.body and home not in answer.body
     exported = run_postrun("export", session_id, "--format", "markdown", env=environ)
     assert answer.body == exported.stdout
+
+
+def test_a_session_id_beyond_ascii_downloads(served: tuple[ServeProcess, dict[str, str]]) -> None:
+    """The store takes any non-empty id; its page shows, so its downloads must too (the
+    file name is an ASCII stand-in, as a header can carry nothing else)."""
+    server, environ = served
+    session_id = "1790000000002_\u00e9\u65e5"
+    steps = [message_step(0, "hello", role="user", session_id=session_id)]
+    with Database.open(Path(environ["POSTRUN_DB"])) as database:
+        upsert_session(
+            database, mapped_session(steps, session_id=session_id), now=datetime.now(UTC), captured_on="tests"
+        )
+    cookie = sign_in(server)
+    quoted = urllib.parse.quote(session_id)
+    assert request(server.port, f"/s/{quoted}", cookie=cookie).status == 200
+    for name in ("export.json", "export.md"):
+        answer = request(server.port, f"/s/{quoted}/{name}", cookie=cookie)
+        assert answer.status == 200, (name, answer.body[:200])
+        suffix = name.removeprefix("export")
+        assert answer.headers["content-disposition"] == f'attachment; filename="1790000000002___{suffix}"'
+        assert "hello" in answer.body
