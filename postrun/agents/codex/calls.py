@@ -21,7 +21,16 @@ SHELL_TOOLS = frozenset({"shell", "shell_command", "container.exec", "local_shel
 # the mode does not offer answers "request_user_input is unavailable in Default mode", which
 # the mapping rule leaves an ordinary (ok) result.
 UNSUPPORTED = "unsupported call:"  # a tool this Codex does not have, whatever its name
-FAILURE_PREFIXES = (UNSUPPORTED, "unable to ", "failed to parse")
+# The apply_patch tool (freeform or JSON) answers a patch it would not apply with these and
+# writes no FileChange item: the patch did not land, so the step failed (§5.3 counts the
+# same words failed for an exec_command).
+FAILURE_PREFIXES = (
+    UNSUPPORTED,
+    "unable to ",
+    "failed to parse",
+    "apply_patch verification failed",
+    "apply_patch handler received",
+)
 # Codex refused the call: the policy forbids asking (a command under any policy but on-request,
 # whose name Codex writes: Never, UnlessTrusted, OnFailure; an MCP tool), or the reviewer said no
 # (``exec_command failed: CreateProcess { message: "Rejected(…``). Codex's own text is the whole
