@@ -120,7 +120,10 @@ def entry_records(entry: Entry, place: Place, facts: Facts, ended: bool) -> tupl
         item.get("aggregated_output"),
     )
     if item.get("status") == "declined" and refusal is None:
-        refusal = output_text(item.get("aggregated_output")) or "declined"
+        # §5.4: the message is the output, else Codex's refusal text ("exec command rejected
+        # by user" goes to the model when the item's output is empty), never a word of ours.
+        answer = output_text(call.output) if call is not None else None
+        refusal = output_text(item.get("aggregated_output")) or answer or "declined"
     chosen = decision(entry.policy, call.arguments if call is not None else None, refusal, not entry.pending)
     records: list[dict[str, Any]] = []
     for parts in found:

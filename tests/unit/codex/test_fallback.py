@@ -1,4 +1,4 @@
-"""The per-call fallback (codex.md §5.3): a call no item describes is read from its output."""
+"""What Codex answered a call (codex.md §5.3, §5.4): the per-call fallback, and a declined item."""
 
 from __future__ import annotations
 
@@ -37,3 +37,23 @@ def test_a_patch_the_apply_patch_tool_would_not_apply_failed(tmp_path: Path) -> 
     assert steps["p2"]["outcome"] == "failed"
     assert steps["p2"]["error"]["message"] == "apply_patch handler received invalid patch input"
     assert steps["p3"]["outcome"] == "ok"
+
+
+def test_a_declined_command_without_output_says_what_codex_answered(tmp_path: Path) -> None:
+    # §5.4: error = the output "or the refusal text"; with an empty aggregated_output the
+    # refusal is what Codex told the model, not a word Postrun makes up.
+    root = RolloutWriter(SID)
+    root.begin("t1", policy="on-request")
+    root.user("u1", "MARK: delete", "t1")
+    root.call("d1", "exec_command", {"cmd": "rm -rf build", "sandbox_permissions": "require_escalated"}, "t1")
+    declined = {"type": "CommandExecution", "id": "d1", "command": ["/bin/bash", "-lc", "rm -rf build"]}
+    root.item("t1", {**declined, "cwd": "file:///home/dev/work/app", "status": "declined", "aggregated_output": ""})
+    root.output("d1", "exec command rejected by user", "t1")
+    root.task_complete("t1")
+    root.write(tmp_path)
+    mapped, log = map_sessions_dir(tmp_path)
+    assert log == []
+    assert_valid(mapped[SID])
+    step = next(row.record for row in mapped[SID].steps if row.record["id"] == "d1")
+    assert (step["decision"], step["outcome"]) == ("rejected", "failed")
+    assert step["error"] == {"type": "tool_error", "message": "exec command rejected by user"}
