@@ -61,10 +61,16 @@ class MappingCache:
 
 @dataclass(frozen=True, slots=True)
 class TurnSteps:
-    """The step ids of each turn, as the rows of the last mapping name them."""
+    """The step ids of each turn, as the rows of the last mapping name them, and the turn
+    records made of them."""
 
     rows: tuple[StepRow, ...]
     step_ids: Mapping[str, tuple[str, ...]]
+    # turn id -> (what its record was made of: the opened turn, or turn:0's start; its step
+    # ids; the record). A turn whose inputs are the very same objects gets the very same
+    # record again, so the validation and the store's write find it unchanged by identity
+    # instead of serializing and hashing each of a long session's turns after every message.
+    records: Mapping[str, tuple[Any, tuple[str, ...], dict[str, Any]]] = field(default_factory=dict)
 
 
 _NOTHING_KEPT: Mapping[str, StoredActor] = {}
@@ -134,7 +140,9 @@ def map_session(
         if summary is not None:
             lead_rows.insert(*summary)
     rows = place_helpers(lead_rows, opened_turns, helpers)
-    turn_steps = _turn_steps(rows, previous.turn_steps if previous is not None else None)
+    turns, turn_steps = _turn_records(
+        facts.session_id, opened_turns, rows, previous.turn_steps if previous is not None else None
+    )
     session = _session_record(files, transcript, manifest, metadata, started_at)
     metrics = summed_metrics([transcript.metrics.record(), *(helper.metrics for helper in helpers)])
     if metrics is not None:
@@ -148,7 +156,7 @@ def map_session(
         # The files the records come from, a kept helper's included (its content is stored).
         segments=[{**segment, "source_files": [path for path, _ in used]} for segment in plan.segments],
         actors=[root, *sorted((helper.actor for helper in helpers), key=lambda actor: str(actor["id"]))],
-        turns=_turn_records(facts.session_id, opened_turns, rows, turn_steps),
+        turns=turns,
         steps=rows,
         extras=_extras(manifest, metadata, transcript),
         approvals=approvals,
@@ -258,40 +266,59 @@ def _fold(
     return fold_messages(transcript, facts, plan, started_at, header, reusable, last)
 
 
-def _turn_steps(rows: list[StepRow], last: TurnSteps | None) -> TurnSteps:
+def _turn_steps(rows: list[StepRow], last: TurnSteps | None) -> dict[str, tuple[str, ...]]:
     """Each turn's step ids: a re-mapping whose rows begin with the last one's (the very same
-    rows, which its cache kept) goes through the new rows only."""
+    rows, which its cache kept) goes through the new rows only, and a turn none of them
+    joined keeps its very tuple."""
     start = 0
-    step_ids: dict[str, list[str]] = {}
+    step_ids: dict[str, tuple[str, ...]] = {}
     if last is not None and len(rows) >= len(last.rows) and all(map(operator.is_, last.rows, rows)):
         start = len(last.rows)
-        step_ids = {turn_id: list(ids) for turn_id, ids in last.step_ids.items()}
+        step_ids = dict(last.step_ids)
+    added: dict[str, list[str]] = {}
     for row in rows[start:]:
         record = row.record
-        step_ids.setdefault(record["turn_id"], []).append(record["id"])
-    return TurnSteps(tuple(rows), {turn_id: tuple(ids) for turn_id, ids in step_ids.items()})
+        added.setdefault(record["turn_id"], []).append(record["id"])
+    for turn_id, ids in added.items():
+        step_ids[turn_id] = (*step_ids.get(turn_id, ()), *ids)
+    return step_ids
 
 
 def _turn_records(
-    session_id: str, opened_turns: list[dict[str, Any]], rows: list[StepRow], turn_steps: TurnSteps
-) -> list[dict[str, Any]]:
-    step_ids = turn_steps.step_ids
+    session_id: str, opened_turns: list[dict[str, Any]], rows: list[StepRow], last: TurnSteps | None
+) -> tuple[list[dict[str, Any]], TurnSteps]:
+    """The turn records, and what the next mapping may reuse of them (``TurnSteps``)."""
+    step_ids = _turn_steps(rows, last)
+    kept = last.records if last is not None else {}
+    made: dict[str, tuple[Any, tuple[str, ...], dict[str, Any]]] = {}
     turns: list[dict[str, Any]] = []
     if "turn:0" in step_ids:
         # Steps before the first prompt (e.g. a compacted or migrated transcript).
-        turns.append(
-            {
+        ids, started_at = step_ids["turn:0"], rows[0].record["at"]
+        was = kept.get("turn:0")
+        if was is not None and was[0] == started_at and was[1] is ids:
+            turn = was[2]
+        else:
+            turn = {
                 "id": "turn:0",
                 "session_id": session_id,
                 "segment_index": 0,
                 "actor_id": ROOT_ACTOR,
                 "index": 0,
-                "started_at": rows[0].record["at"],
-                "step_ids": list(step_ids["turn:0"]),
+                "started_at": started_at,
+                "step_ids": list(ids),
             }
-        )
-    turns.extend({**turn, "step_ids": list(step_ids.get(turn["id"], ()))} for turn in opened_turns)
-    return turns
+        made["turn:0"] = (started_at, ids, turn)
+        turns.append(turn)
+    for opened in opened_turns:
+        turn_id = opened["id"]
+        ids = step_ids.get(turn_id, ())
+        was = kept.get(turn_id)
+        # The very same opened turn (the fold's cache kept it) with the very same ids.
+        turn = was[2] if was is not None and was[0] is opened and was[1] is ids else {**opened, "step_ids": list(ids)}
+        made[turn_id] = (opened, ids, turn)
+        turns.append(turn)
+    return turns, TurnSteps(tuple(rows), step_ids, made)
 
 
 def workspace_root(manifest: dict[str, Any] | None) -> str:

@@ -121,3 +121,20 @@ def test_an_append_gathers_the_step_ids_of_the_new_rows_only() -> None:
     assert after.rows[: len(before)] == before  # the same rows, the fold reused them
     assert all(new is old for new, old in zip(after.rows, before, strict=False))
     assert after.step_ids["turn:1"][-1] == after.rows[-1].id
+
+
+def test_an_append_hands_back_the_turns_it_did_not_touch_as_the_very_same_records() -> None:
+    # The validation and the store's write find an unchanged turn by identity: a long session's
+    # re-ingest then serializes and hashes only the turn its new message joined.
+    transcript = [*_session(), prompt("u2", "and now"), message("a3", "assistant", "on it")]
+    cache = _map(transcript, None)
+    first, _ = map_session(files_for(transcript, default_manifest()), ALL_AUTO, cache)
+    cache = _map(transcript, cache)
+    transcript.append(message("a4", "assistant", "done"))
+    second, _ = map_session(files_for(transcript, default_manifest()), ALL_AUTO, cache)
+    assert [turn["id"] for turn in second.turns] == ["turn:1", "turn:2"]
+    assert second.turns[0] is first.turns[0]
+    assert second.turns[1] is not first.turns[1]
+    assert second.turns[1]["step_ids"] == [*first.turns[1]["step_ids"], second.steps[-1].id]
+    assert first.turns[1]["step_ids"] == [row.id for row in first.steps if row.record["turn_id"] == "turn:2"]
+    _map(transcript, cache)  # and the same as a fresh mapping
