@@ -9,7 +9,7 @@ import pytest
 
 from bench.overhead import Overhead
 from bench.proc import Finished, postrun_command
-from bench.workfloor import Startup, startup_floor
+from bench.workfloor import Startup, startup_floor, writer_env
 
 
 def test_nothing_is_prepared_before_an_interpreter_imported_what_preparing_needs() -> None:
@@ -37,3 +37,10 @@ def test_the_writers_start_up_counts_as_the_cpu_it_takes_not_its_wall_time(tmp_p
 
     measured = startup_floor(postrun_command(), tmp_path, repeats=1)
     assert measured.writer_cpu_seconds is not None and 0 < measured.writer_cpu_seconds < 60
+
+
+def test_the_writers_start_up_is_measured_without_ingest_processes(tmp_path: Path) -> None:
+    """``postrun ingest`` starts its ingest processes as it starts, and ``wait4`` counts their
+    CPU in the writer's: its start-up then held their imports, which the bound counts apart
+    (``process_seconds``) too."""
+    assert writer_env(tmp_path, tmp_path / "sessions")["POSTRUN_INGEST_PROCESSES"] == "0"
