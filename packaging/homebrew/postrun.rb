@@ -10,7 +10,7 @@
 class Postrun < Formula
   include Language::Python::Virtualenv
 
-  desc "Record what AI coding agents do (Cline first) into a local SQLite store"
+  desc "Record what Cline, Claude Code and Codex do into a local SQLite store"
   # Assumes the release sdist is published to PyPI as `postrun`; else point url at the release tarball.
   homepage "https://pypi.org/project/postrun/"
   url "https://files.pythonhosted.org/packages/source/p/postrun/postrun-0.1.0.tar.gz"

@@ -33,7 +33,7 @@ fi
 cat <<'MESSAGE'
 
 Postrun is installed as /usr/bin/postrun. Nothing was started or enabled.
-To record your Cline sessions, run once as your user (not root):
+To record your agents' sessions (Cline, Claude Code, Codex), run once as your user (not root):
     systemctl --user enable --now postrun
 On a machine without a login session (SSH only, a server), also run once:
     loginctl enable-linger $USER

@@ -57,7 +57,7 @@ _UNIT_TEMPLATE = """\
 # Logs: `journalctl --user -u postrun`. Stricter sandboxing: the hardening.conf drop-in.
 
 [Unit]
-Description=Postrun capture: record Cline sessions into the local store
+Description=Postrun capture: record Cline, Claude Code and Codex sessions into the local store
 # A capture that keeps failing gives up after 5 starts within 5 minutes.
 StartLimitIntervalSec=300
 StartLimitBurst=5
