@@ -112,9 +112,15 @@ class AgentCheck:
 UNLISTED_HINT = "capture runs as you and must be able to list it: check its permissions (`ls -ld` it)"
 
 
-def unlisted(error: PostrunError) -> bool:
-    """A root that is there but cannot be listed (permissions), as an adapter's listing reports it."""
-    return isinstance(error, SourceError) and error.reason.startswith("cannot list")
+def unlisted(reason: str) -> bool:
+    """A folder that is there but cannot be listed (permissions), as the adapters' listings word it."""
+    return reason.startswith("cannot list")
+
+
+def root_hint(error: PostrunError, absent_hint: str) -> str:
+    """The hint of a root's check whose listing failed: its permissions when the folder is there
+    but cannot be listed, else ``absent_hint`` (where the agent runs)."""
+    return UNLISTED_HINT if isinstance(error, SourceError) and unlisted(error.reason) else absent_hint
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from postrun.review.redact import RULES_VERSION, Redactor
-from postrun.store.outbox import HistoryRow, Keyed, SessionRow, StepChange, mirrored_id
+from postrun.store.outbox import HistoryRow, Keyed, SessionRow, StepChange, mirrored_text
 
 NOT_REDACTED = "none"  # sessions.redaction of what was pushed with mirror_redact = false (or before v2)
 
@@ -68,12 +68,12 @@ class Scrub:
 
 
 def pg_text(value: str | None) -> str | None:
-    return None if value is None else value.replace("\x00", "\ufffd")
+    return None if value is None else mirrored_text(value)
 
 
 def pg_key(key: str | int) -> str | int:
-    """A record's key as the mirror holds it (``outbox.mirrored_id``: U+0000 as U+FFFD)."""
-    return mirrored_id(key) if isinstance(key, str) else key
+    """A record's key as the mirror holds it (``pg_text``)."""
+    return mirrored_text(key) if isinstance(key, str) else key
 
 
 def pg_json(text: str) -> str:
@@ -133,9 +133,9 @@ def step_values(origin: Origin, session_id: str, step: StepChange, scrub: Scrub)
     return (
         *origin.columns,
         session_id,
-        mirrored_id(step.id),
+        mirrored_text(step.id),
         step.seq,
-        mirrored_id(step.turn_id),
+        mirrored_text(step.turn_id),
         step.at,
         record["type"],
         record["outcome"],

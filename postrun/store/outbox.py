@@ -131,10 +131,10 @@ def waiting(database: Database, limit: int) -> list[str]:
     ]
 
 
-def mirrored_id(record_id: str) -> str:
-    """A record's id as the mirror holds it: PostgreSQL's text cannot hold U+0000, so an id an
-    agent's file gave with one holds U+FFFD there (what the mirror holds is compared in that form)."""
-    return record_id.replace("\x00", "\ufffd")
+def mirrored_text(text: str) -> str:
+    """A text (an id, say) as the mirror holds it: PostgreSQL's text cannot hold U+0000, so one
+    an agent's file gave holds U+FFFD there (ids the mirror holds are compared in that form)."""
+    return text.replace("\x00", "\ufffd")
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,12 +295,12 @@ def _session_change(
         steps = tuple(
             StepChange(*row)
             for step_id, step_digest in current.items()
-            if held.get(mirrored_id(step_id)) != step_digest
+            if held.get(mirrored_text(step_id)) != step_digest
             for row in connection.execute(
                 f"SELECT {_STEP_COLUMNS} FROM steps WHERE session_id = ? AND id = ?", (session_id, step_id)
             )
         )
-        stored = {mirrored_id(step_id) for step_id in current}
+        stored = {mirrored_text(step_id) for step_id in current}
         removed = tuple(step_id for step_id in held if step_id not in stored)
     else:
         steps = tuple(

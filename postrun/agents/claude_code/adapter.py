@@ -24,7 +24,6 @@ from postrun.agents.claude_code.locate import (
 )
 from postrun.agents.claude_code.mapping import MappingCache, map_session, read_from
 from postrun.agents.registry import (
-    UNLISTED_HINT,
     Adapter,
     Admit,
     AgentCheck,
@@ -35,11 +34,12 @@ from postrun.agents.registry import (
     Listing,
     Location,
     Skipped,
-    unlisted,
+    root_hint,
 )
 from postrun.errors import NotFound, PostrunError
 from postrun.paths import working_dir
 from postrun.records import MappedSession, RawFile, SourceFile
+from postrun.text import plural
 
 _ABSENT_HINT = (
     "has Claude Code run on this machine? Otherwise set claude_dir in the config file"
@@ -206,11 +206,10 @@ class ClaudeCodeAdapter:
             try:
                 listing = list_sessions(root.path)
             except PostrunError as exc:
-                hint = UNLISTED_HINT if unlisted(exc) else _ABSENT_HINT
-                found.append(AgentCheck(f"{AGENT} sessions", "warn", str(exc), hint))
+                found.append(AgentCheck(f"{AGENT} sessions", "warn", str(exc), root_hint(exc, _ABSENT_HINT)))
                 continue
             count = len(listing.sessions)
-            detail = f"{count} session{'s' if count != 1 else ''} in {root.path}"
+            detail = f"{plural(count, 'session', grouped=False)} in {root.path}"
             found.append(AgentCheck(f"{AGENT} sessions", "ok", detail, sessions=count))
         return tuple(found)
 

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from postrun.agents.cline.approvals import cli_settings_path, global_state_path
 from postrun.agents.cline.locate import list_sessions
-from postrun.agents.registry import UNLISTED_HINT, AgentCheck, unlisted
+from postrun.agents.registry import AgentCheck, root_hint
 from postrun.errors import PostrunError
+from postrun.text import plural
 
 _ABSENT_HINT = "has Cline run on this machine? Otherwise set cline_dir in the config file (or POSTRUN_CLINE_DIR)"
 
@@ -17,11 +18,9 @@ def check_sessions(root: Path) -> tuple[AgentCheck, int | None]:
     try:
         listing = list_sessions(root)
     except PostrunError as exc:
-        # A folder that is there but cannot be listed is no question of where Cline runs.
-        hint = UNLISTED_HINT if unlisted(exc) else _ABSENT_HINT
-        return AgentCheck("sessions", "fail", str(exc), hint), None
+        return AgentCheck("sessions", "fail", str(exc), root_hint(exc, _ABSENT_HINT)), None
     count = len(listing.sessions)
-    return AgentCheck("sessions", "ok", f"{count} session{'s' if count != 1 else ''} in {root}", sessions=count), count
+    return AgentCheck("sessions", "ok", f"{plural(count, 'session', grouped=False)} in {root}", sessions=count), count
 
 
 def check_approvals(sessions_root: Path) -> AgentCheck:

@@ -56,13 +56,9 @@ def parse_command_result(text: str, *, succeeded: bool = False) -> CommandOutput
         return detached
     exit_code: int | None = None
     first = _EXIT_FIRST.match(text)
-    if first is not None and not (succeeded and int(first["code"]) != 0):
-        exit_code = int(first["code"])
-        text = text[first.end() :]
-    elif first is None:
-        last = _exit_line_last(text)
-        if last is not None and not (succeeded and last[0] != 0):
-            exit_code, text = last
+    marker = (int(first["code"]), text[first.end() :]) if first is not None else _exit_line_last(text)
+    if marker is not None and not (succeeded and marker[0] != 0):
+        exit_code, text = marker
     return _split(text, exit_code=exit_code)
 
 

@@ -10,7 +10,8 @@ import stat
 from pathlib import Path
 
 from postrun.agents.codex.locate import ARCHIVE
-from postrun.agents.registry import UNLISTED_HINT, AgentCheck, Listing
+from postrun.agents.registry import UNLISTED_HINT, AgentCheck, Listing, unlisted
+from postrun.text import plural
 
 NAME = "codex sessions"
 _ABSENT_HINT = "has Codex run on this machine? Otherwise set codex_dir (or POSTRUN_CODEX_DIR, or CODEX_HOME)"
@@ -32,12 +33,12 @@ def root_problem(root: Path) -> AgentCheck | None:
 def listed_check(root: Path, listing: Listing) -> AgentCheck:
     """The sessions found, or the folders (the root, the archive, a day's folder) that could not be listed."""
     count = len(listing.sessions)
-    sessions = f"{count} session{'s' if count != 1 else ''}"
-    unlisted = [entry for entry in listing.skipped if entry.reason.startswith("cannot list")]
-    if not unlisted:
+    sessions = plural(count, "session", grouped=False)
+    refused = [entry for entry in listing.skipped if unlisted(entry.reason)]
+    if not refused:
         return AgentCheck(NAME, "ok", f"{sessions} in {root} (and {ARCHIVE} beside it)", sessions=count)
-    first = unlisted[0]
-    more = f" (and {len(unlisted) - 1} more folders)" if len(unlisted) > 1 else ""
+    first = refused[0]
+    more = f" (and {len(refused) - 1} more folders)" if len(refused) > 1 else ""
     detail = (
         f"{ascii(str(first.path))[1:-1]}: {first.reason}{more}; the sessions there are not recorded ({sessions} found)"
     )
