@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import FIXTURES, isolated_environ, postrun_command
 from tests.support.capture_process import CaptureProcess, expected_steps, read_store
+from tests.support.permissions import permissions_apply
 
 NOBODY = 65534
 CLAUDE = FIXTURES / "claude-code-real"
@@ -27,15 +28,25 @@ CODEX = FIXTURES / "codex-real"
 
 def _unprivileged() -> list[str]:
     """The command prefix that runs `postrun` as a user file permissions apply to."""
-    if os.geteuid() != 0:
-        return []
-    prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-    if shutil.which("setpriv") is None:
-        pytest.skip("running as root without setpriv: file permissions would prove nothing")
-    tried = subprocess.run([*prefix, *postrun_command(), "--version"], capture_output=True, check=False)
-    if tried.returncode != 0:
-        pytest.skip(f"`postrun` cannot run as uid {NOBODY} here: {tried.stderr.decode(errors='replace')[-200:]}")
-    return prefix
+    return permissions_apply(
+        [f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"], f"`postrun` cannot run as uid {NOBODY} here"
+    )
+
+
+def _capture(folder: Path, **settings: str) -> tuple[CaptureProcess, Path]:
+    """The real capture, as that user, over ``folder`` with these ``POSTRUN_*`` settings, polling
+    often and never sweeping (what brings a file back must not be a full sweep); and its store."""
+    env = isolated_environ(folder)
+    env.update(
+        POSTRUN_DEBOUNCE_SECONDS="0.2",
+        POSTRUN_POLL_SECONDS="0.3",
+        POSTRUN_FULL_SWEEP_MINUTES="60",
+        **{f"POSTRUN_{name.upper()}": value for name, value in settings.items()},
+    )
+    if os.geteuid() == 0:
+        subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(folder)], check=True)
+    program = [*_unprivileged(), *postrun_command()]
+    return CaptureProcess(env, folder, program=program), Path(env["POSTRUN_DB"])
 
 
 @pytest.fixture
@@ -54,26 +65,13 @@ def _copy(source: Path, destination: Path) -> Path:
 
 
 def test_files_made_readable_again_are_stored_without_a_new_write(folder: Path) -> None:
-    program = [*_unprivileged(), *postrun_command()]
-    env = isolated_environ(folder)
     projects = _copy(CLAUDE / "a_read_edit_write" / "claude" / "projects", folder / "claude" / "projects")
     sessions = _copy(CODEX / "a_commands" / "sessions", folder / "codex" / "sessions")
     (transcript,) = projects.rglob("*.jsonl")
     (rollout,) = sessions.rglob("rollout-*.jsonl")
     transcript.chmod(0)
     rollout.chmod(0)
-    env.update(
-        POSTRUN_AGENTS="claude-code,codex",
-        POSTRUN_CLAUDE_DIR=str(projects),
-        POSTRUN_CODEX_DIR=str(sessions),
-        POSTRUN_DEBOUNCE_SECONDS="0.2",
-        POSTRUN_POLL_SECONDS="0.3",
-        POSTRUN_FULL_SWEEP_MINUTES="60",  # what brings them back must not be a full sweep
-    )
-    if os.geteuid() == 0:
-        subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(folder)], check=True)
-    db = Path(env["POSTRUN_DB"])
-    capture = CaptureProcess(env, folder, program=program)
+    capture, db = _capture(folder, agents="claude-code,codex", claude_dir=str(projects), codex_dir=str(sessions))
     try:
         capture.wait_for_log(rf"ERROR claude-code {transcript.stem}: {transcript}: cannot open: Permission denied$")
         capture.wait_for_log(rf"WARNING codex: '{rollout}': skipped \(cannot open: Permission denied\)$")
@@ -97,25 +95,13 @@ def test_files_made_readable_again_are_stored_without_a_new_write(folder: Path) 
 def test_a_helper_transcript_made_readable_again_is_stored_without_a_new_write(folder: Path) -> None:
     """A sub-agent's transcript capture cannot open does not hold its session back (the rest is
     stored); made readable, its steps are stored at a poll, though no fingerprint changed."""
-    program = [*_unprivileged(), *postrun_command()]
-    env = isolated_environ(folder)
     case = CLAUDE / "e_subagents"
     projects = _copy(case / "claude" / "projects", folder / "claude" / "projects")
     (transcript,) = projects.glob("*/*.jsonl")
     helper = sorted(projects.rglob("subagents/agent-*.jsonl"))[0]
     helper.chmod(0)
-    env.update(
-        POSTRUN_AGENTS="claude-code",
-        POSTRUN_CLAUDE_DIR=str(projects),
-        POSTRUN_DEBOUNCE_SECONDS="0.2",
-        POSTRUN_POLL_SECONDS="0.3",
-        POSTRUN_FULL_SWEEP_MINUTES="60",  # what brings it back must not be a full sweep
-    )
-    if os.geteuid() == 0:
-        subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(folder)], check=True)
-    db = Path(env["POSTRUN_DB"])
     whole = expected_steps(case, transcript.stem)
-    capture = CaptureProcess(env, folder, program=program)
+    capture, db = _capture(folder, agents="claude-code", claude_dir=str(projects))
     try:
         capture.wait_for_log(rf"claude-code {transcript.stem}: {helper}: cannot open: Permission denied")
         partial = read_store(db)[transcript.stem].steps

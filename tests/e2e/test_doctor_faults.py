@@ -8,7 +8,6 @@ and its Python still its own, but a ``chmod 000`` folder refused as to any user.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -17,22 +16,18 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, postrun_command
+from tests.support.permissions import permissions_apply
 
 DENIED = "cannot list: Permission denied"
 HINT = "      hint: capture runs as you and must be able to list it: check its permissions (`ls -ld` it)"
 
 
 def _permissions_apply() -> list[str]:
-    """The command prefix under which file permissions apply to this process's `postrun`."""
-    if os.geteuid() != 0:
-        return []
-    prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
-    if shutil.which("setpriv") is None:
-        pytest.skip("running as root without setpriv: file permissions would prove nothing")
-    tried = subprocess.run([*prefix, *postrun_command(), "--version"], capture_output=True, check=False)
-    if tried.returncode != 0:
-        pytest.skip(f"cannot drop the file-permission capabilities here: {tried.stderr.decode(errors='replace')}")
-    return prefix
+    """The command prefix under which file permissions apply to this process's `postrun`: the
+    same uid without the two capabilities that bypass them."""
+    return permissions_apply(
+        ["--bounding-set=-dac_override,-dac_read_search"], "cannot drop the file-permission capabilities here"
+    )
 
 
 def _doctor(env: dict[str, str], prefix: list[str] | None = None) -> subprocess.CompletedProcess[str]:

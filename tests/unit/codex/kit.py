@@ -39,6 +39,15 @@ def map_sessions_dir(sessions: Path) -> tuple[dict[str, MappedSession], list[str
     return mapped, log
 
 
+def mapped_cleanly(sessions: Path, session_id: str) -> MappedSession:
+    """Session ``session_id`` of a Codex sessions folder, mapped as an ingest would with nothing
+    logged, and valid."""
+    mapped, log = map_sessions_dir(sessions)
+    assert log == []
+    assert_valid(mapped[session_id])
+    return mapped[session_id]
+
+
 def remap(files: SessionFiles, full: SessionFiles, cache: MappingCache | None) -> tuple[MappedSession, MappingCache]:
     """Map ``files`` (read after ``cache``) with the cache and ``full`` (the same, read whole)
     without: both agree and are valid; returns the mapping and the new cache."""

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.codex_rollouts import RolloutWriter
-from tests.unit.codex.kit import assert_valid, map_sessions_dir
+from tests.unit.codex.kit import mapped_cleanly
 
 SID = "01a2330d-0000-7000-8000-0000000000d1"
 
@@ -24,10 +24,7 @@ def _refused_under(sessions: Path, policy: str, refusal: str) -> dict[str, Any]:
 
 
 def _steps(sessions: Path) -> dict[str, dict[str, Any]]:
-    mapped, log = map_sessions_dir(sessions)
-    assert log == []
-    assert_valid(mapped[SID])
-    return {row.record["id"]: row.record for row in mapped[SID].steps}
+    return {row.record["id"]: row.record for row in mapped_cleanly(sessions, SID).steps}
 
 
 def test_a_command_that_prints_codex_refusal_words_was_not_refused(tmp_path: Path) -> None:

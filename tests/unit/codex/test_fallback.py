@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support.codex_rollouts import RolloutWriter
-from tests.unit.codex.kit import assert_valid, map_sessions_dir
+from tests.unit.codex.kit import mapped_cleanly
 
 SID = "01a2330d-0000-7000-8000-0000000000f5"
 
@@ -27,10 +27,7 @@ def test_a_patch_the_apply_patch_tool_would_not_apply_failed(tmp_path: Path) -> 
     root.output("p3", "Success. Updated the following files:\nM a.py\n", "t1")
     root.task_complete("t1")
     root.write(tmp_path)
-    mapped, log = map_sessions_dir(tmp_path)
-    assert log == []
-    assert_valid(mapped[SID])
-    steps = {row.record["id"]: row.record for row in mapped[SID].steps}
+    steps = {row.record["id"]: row.record for row in mapped_cleanly(tmp_path, SID).steps}
     assert steps["p1"]["outcome"] == "failed"
     assert steps["p1"]["error"] == {"type": "tool_error", "message": answer}
     assert steps["p1"]["payload"]["tool_name"] == "apply_patch"
@@ -51,9 +48,6 @@ def test_a_declined_command_without_output_says_what_codex_answered(tmp_path: Pa
     root.output("d1", "exec command rejected by user", "t1")
     root.task_complete("t1")
     root.write(tmp_path)
-    mapped, log = map_sessions_dir(tmp_path)
-    assert log == []
-    assert_valid(mapped[SID])
-    step = next(row.record for row in mapped[SID].steps if row.record["id"] == "d1")
+    step = next(row.record for row in mapped_cleanly(tmp_path, SID).steps if row.record["id"] == "d1")
     assert (step["decision"], step["outcome"]) == ("rejected", "failed")
     assert step["error"] == {"type": "tool_error", "message": "exec command rejected by user"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support.codex_rollouts import RolloutWriter
-from tests.unit.codex.kit import assert_valid, map_sessions_dir
+from tests.unit.codex.kit import mapped_cleanly
 
 SID = "01a2330d-0000-7000-8000-0000000000f1"
 
@@ -19,11 +19,9 @@ def _mapped(sessions: Path, version: str) -> tuple[list[tuple[str, str, str]], l
     root.agent("m1", "One file.", "t1")
     root.task_complete("t1")
     root.write(sessions)
-    mapped, log = map_sessions_dir(sessions)
-    assert log == []
-    assert_valid(mapped[SID])
-    steps = [(row.record["id"], row.record["type"], row.record["turn_id"]) for row in mapped[SID].steps]
-    return steps, [(turn["id"], turn.get("prompt_id")) for turn in mapped[SID].turns]
+    mapped = mapped_cleanly(sessions, SID)
+    steps = [(row.record["id"], row.record["type"], row.record["turn_id"]) for row in mapped.steps]
+    return steps, [(turn["id"], turn.get("prompt_id")) for turn in mapped.turns]
 
 
 def test_a_codex_built_from_source_is_read_from_its_items(tmp_path: Path) -> None:
