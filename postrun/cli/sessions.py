@@ -34,8 +34,10 @@ def ingest(
     Prints one line per session stored; exits 1 when any target or session failed.
     Forgotten sessions and excluded workspaces are not recorded (a warning each).
     """
+    from postrun.heap import give_back_big_blocks
     from postrun.ingest.ahead import started_ahead
 
+    give_back_big_blocks()  # a one-shot batched ingest: its peak memory, not a capture's re-reads
     # Before the library is imported and the settings loaded: the processes start up meanwhile
     # (those ``main`` started as the interpreter started, if it guessed this command).
     with started_ahead(targets, os.environ, agent) as started:

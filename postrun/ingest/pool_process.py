@@ -9,10 +9,12 @@ import os
 import sys
 from multiprocessing.connection import Connection
 
+from postrun.heap import give_back_big_blocks
 from postrun.ingest.pool import serve
 
 
 def main(argv: list[str]) -> int:
+    give_back_big_blocks()  # it prepares one session after another, then ends
     try:
         serve(Connection(int(argv[1])), argv[2] if len(argv) > 2 else "", argv[3:])
     except BaseException:  # noqa: BLE001 - see below

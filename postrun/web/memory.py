@@ -9,31 +9,13 @@ flight is done the C heap is trimmed, returning the freed memory to the system.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from postrun.heap import trimmer
+
 BIG_PAGES_AT_ONCE = 4
-
-
-def _heap_trimmer() -> Callable[[], None]:
-    """glibc's ``malloc_trim(0)``; a no-op where the C library has none (macOS, musl)."""
-    name = ctypes.util.find_library("c")
-    try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):
-        trim = None
-    if trim is None:
-        return lambda: None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-
-    def run() -> None:
-        trim(0)
-
-    return run
 
 
 class BigPages:
@@ -43,7 +25,7 @@ class BigPages:
         self._slots = threading.BoundedSemaphore(at_once)
         self._lock = threading.Lock()
         self._in_flight = 0
-        self._trim = trim or _heap_trimmer()
+        self._trim = trim or trimmer()
 
     @contextmanager
     def building(self) -> Iterator[None]:
