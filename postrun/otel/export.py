@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import re
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,7 +27,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 
 from postrun import __version__
 from postrun.otel.mapping import SpanRecord
-from postrun.otel.target import OtelError, OtelTarget
+from postrun.otel.target import OtelError, OtelTarget, resolve_timeout
 from postrun.text import one_line
 
 # Requests are cut to size before (batches.py): a span too big alone is the receiver's to refuse,
@@ -35,6 +37,8 @@ _UNCAPPED: dict[str, Any] = (
 )
 _RESOURCE = Resource.create({"service.name": "postrun", "service.version": __version__})
 _SCOPE = InstrumentationScope("postrun", __version__)
+# Past the timeout, the SDK's own last word (the HTTP status of its last retry) is the better reason.
+_GRACE_SECONDS = 1.0
 _ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
 # The exporter logs each retry and failure, several lines each; our one line says it instead.
 _exporter_log = logging.getLogger("opentelemetry.exporter")
@@ -108,19 +112,39 @@ def describe_request_error(exc: requests.RequestException) -> str:
 
 class Exporter:
     """One OTLP/HTTP exporter for a push; ``send`` raises OtelError with the reason. ``timeout``
-    (seconds) None: the SDK's (``OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`` / ``_TIMEOUT``, else 10)."""
+    (seconds) None: the SDK's (``OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`` / ``_TIMEOUT``, else 10).
+
+    The SDK hands its timeout to requests, which bounds each socket read, not the answer: a
+    receiver that trickles it a byte at a time never times out. So each export runs in a
+    worker thread that ``send`` waits for until the timeout (and a grace) has passed; then the
+    push ends with the one line (README: Failures), and the worker, a daemon, is left to its
+    socket (the exporter shut down stops its retries) rather than keeping the process alive.
+    """
 
     def __init__(self, target: OtelTarget, *, timeout: float | None = None) -> None:
         self.target = target
+        self.timeout = timeout if timeout is not None else resolve_timeout(os.environ)
         self._session = _WatchedSession()
         self._exporter = OTLPSpanExporter(
-            endpoint=target.endpoint, headers=dict(target.headers), timeout=timeout, session=self._session, **_UNCAPPED
+            endpoint=target.endpoint,
+            headers=dict(target.headers),
+            timeout=self.timeout,
+            session=self._session,
+            **_UNCAPPED,
         )
 
     def send(self, records: Sequence[SpanRecord]) -> None:
         self._session.failure = None
-        result = self._exporter.export(readable_spans(records))
-        if result is not SpanExportResult.SUCCESS:
+        spans = readable_spans(records)
+        results: list[SpanExportResult] = []
+        worker = threading.Thread(
+            target=lambda: results.append(self._exporter.export(spans)), name="otel-export", daemon=True
+        )
+        worker.start()
+        worker.join(self.timeout + _GRACE_SECONDS)
+        if worker.is_alive() or not results:
+            raise OtelError(f"otel {self.target.label}", f"timed out: no answer within {self.timeout:g} s")
+        if results[0] is not SpanExportResult.SUCCESS:
             raise OtelError(f"otel {self.target.label}", self._session.failure or "the receiver did not take the spans")
 
     def close(self) -> None:

@@ -20,6 +20,9 @@ TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 BASE_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
 TRACES_HEADERS = "OTEL_EXPORTER_OTLP_TRACES_HEADERS"
 BASE_HEADERS = "OTEL_EXPORTER_OTLP_HEADERS"
+TRACES_TIMEOUT = "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"
+BASE_TIMEOUT = "OTEL_EXPORTER_OTLP_TIMEOUT"
+DEFAULT_TIMEOUT = 10.0  # seconds, the SDK's
 _TRACES_PATH = "v1/traces"
 NO_ENDPOINT = f"no OTLP endpoint: pass --endpoint URL, set otel_endpoint, or set {TRACES_ENDPOINT} or {BASE_ENDPOINT}"
 
@@ -118,6 +121,18 @@ def parse_headers(value: str, where: str) -> dict[str, str]:
     if any("=" not in pair or not pair.partition("=")[0].strip() for pair in pairs):
         raise OtelError(where, "expected headers as key=value,key2=value2")
     return dict(parse_env_headers(value, liberal=True))
+
+
+def resolve_timeout(environ: Mapping[str, str]) -> float:
+    """An export's timeout in seconds, read as the SDK reads it: the traces variable, else the
+    general one, else 10 (a value that is not a number: 10, as the SDK falls back; 0 or less,
+    which would fail every request at once, too)."""
+    raw = environ.get(TRACES_TIMEOUT) or environ.get(BASE_TIMEOUT) or ""
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_TIMEOUT
+    return value if value > 0 else DEFAULT_TIMEOUT
 
 
 def masked_headers(value: str) -> str:

@@ -5,7 +5,9 @@ and the one line and exit 1 for a refused connection and for HTTP errors."""
 from __future__ import annotations
 
 import contextlib
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -214,6 +216,59 @@ def test_an_http_error_is_one_line_and_exit_1(store: Path, otel_env: dict[str, s
         done = run_postrun("otel", "push", "--endpoint", receiver.url, "--header", "Authorization=x", env=otel_env)
     assert done.returncode == 1
     assert done.stderr == f"error: otel {receiver.url}: {said} (session {FAILED}; 0 of 2 sessions pushed)\n"
+
+
+@contextlib.contextmanager
+def trickling() -> Iterator[str]:
+    """A receiver that reads the request, then answers one byte every 0.2 s for as long as the
+    client waits: each read gets a byte well within any per-read timeout, the answer never ends."""
+    stop = threading.Event()
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+
+    def answer(connection: socket.socket) -> None:
+        with connection:
+            connection.settimeout(0.5)
+            with contextlib.suppress(TimeoutError):
+                while connection.recv(65536):
+                    pass  # the whole request (the client then waits for the answer)
+            head = b"HTTP/1.1 200 OK\r\nX-Pad: "
+            sent = 0
+            while not stop.is_set():
+                try:
+                    connection.sendall(head[sent : sent + 1] if sent < len(head) else b"a")
+                except OSError:
+                    return  # the client gave up
+                sent += 1
+                stop.wait(0.2)
+
+    def accept() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                connection, _ = listener.accept()
+                threading.Thread(target=answer, args=(connection,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, name="otlp-trickler")
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1/traces"
+    finally:
+        stop.set()
+        thread.join(10)
+        listener.close()
+
+
+def test_a_receiver_that_trickles_its_answer_times_out(store: Path, otel_env: dict[str, str]) -> None:
+    # requests' timeout bounds each read, so a byte every 0.2 s kept the push waiting for good.
+    otel_env["OTEL_EXPORTER_OTLP_TIMEOUT"] = "1"
+    with trickling() as url:
+        started = time.monotonic()
+        done = run_postrun("otel", "push", "--endpoint", url, env=otel_env, timeout=30)
+        took = time.monotonic() - started
+    assert done.returncode == 1
+    said = f"timed out: no answer within 1 s (session {FAILED}; 0 of 2 sessions pushed)"
+    assert done.stderr == f"error: otel {url}: {said}\n"
+    assert took < 10
 
 
 def test_a_failure_after_the_first_session_says_how_far_it_got(store: Path, otel_env: dict[str, str]) -> None:

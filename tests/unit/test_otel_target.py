@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from postrun.otel.target import shown_endpoint
+from postrun.otel.target import resolve_timeout, shown_endpoint
 
 
 @pytest.mark.parametrize(
@@ -22,3 +22,17 @@ from postrun.otel.target import shown_endpoint
 )
 def test_a_receiver_is_named_without_its_credentials(url: str, shown: str) -> None:
     assert shown_endpoint(url) == shown
+
+
+@pytest.mark.parametrize(
+    ("environ", "seconds"),
+    [
+        ({}, 10.0),
+        ({"OTEL_EXPORTER_OTLP_TIMEOUT": "3"}, 3.0),
+        ({"OTEL_EXPORTER_OTLP_TIMEOUT": "3", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "2.5"}, 2.5),
+        ({"OTEL_EXPORTER_OTLP_TIMEOUT": "soon"}, 10.0),
+        ({"OTEL_EXPORTER_OTLP_TIMEOUT": "0"}, 10.0),
+    ],
+)
+def test_the_export_timeout_is_read_as_the_sdk_reads_it(environ: dict[str, str], seconds: float) -> None:
+    assert resolve_timeout(environ) == seconds
