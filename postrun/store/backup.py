@@ -4,7 +4,9 @@ A backup is made with SQLite's online backup API in one step: one read transacti
 copy is the store as of one instant even while a capture commits (WAL readers do not block
 the writer). It is written to a temporary file next to the target (0600), switched to a
 rollback journal so it is one self-contained file, verified, and only then renamed into
-place: a backup file that exists is complete and was checked.
+place: a backup file that exists is complete and was checked. A copy taken while a forget's
+scrub is unfinished (a reader or writer held it up) is scrubbed before that: the copy holds
+the store's pages, removed rows' bytes included, and a backup is kept for long.
 
 Restore copies a verified backup into the store through the same API, as one write
 transaction of the store itself: killed half way, the store keeps what it held. Tombstones
@@ -28,7 +30,7 @@ import apsw
 
 from postrun.errors import AlreadyRunning, PostrunError, StoreError, StoreTooNewError
 from postrun.paths import ensure_private_dir
-from postrun.store import codec, outbox
+from postrun.store import codec, outbox, scrub
 from postrun.store.db import NOT_UTF8, STORE_VERSION, Database, describe_sqlite_error
 from postrun.store.forget import Tombstone, carry_over, tombstones
 from postrun.store.scrub import ScrubLeft
@@ -161,6 +163,8 @@ def back_up(db: Path, target: Path, *, replace: bool = False) -> BackupCounts:
                 with copy.backup("main", database.connection, "main") as step:
                     step.step(-1)  # all pages in one read transaction: one consistent instant
                 copy.execute("pragma journal_mode=delete")
+                codec.register(copy)  # the rebuild re-evaluates the indexes over compressed records
+                scrub.scrub_copy(copy)  # a forget's unfinished scrub: its bytes stay out of the backup
             finally:
                 copy.close()
         except apsw.Error as exc:

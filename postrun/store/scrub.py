@@ -111,6 +111,25 @@ def finish_pending(database: Database) -> tuple[bool, ScrubLeft | None]:
     return True, attempt(database, wait_seconds=0)
 
 
+def scrub_copy(connection: apsw.Connection) -> bool:
+    """A copy of the store taken while a scrub was pending (a backup's file), scrubbed in place
+    as ``scrub`` does it: the search index merged and the file rebuilt, the mark removed; True
+    when one was pending. The copy's pages are the store's, so without it a backup kept the
+    forgotten bytes for as long as it is kept (README: Forgetting). Only for a file no other
+    process has open, in rollback mode; its journal is kept in memory meanwhile, so the old pages
+    are written to no other file on the way (a copy cut short is never renamed into place)."""
+    if connection.execute("SELECT 1 FROM store_meta WHERE key = ?", (PENDING_KEY,)).fetchone() is None:
+        return False
+    mode = str(connection.execute("pragma journal_mode").get)
+    connection.execute("pragma journal_mode = memory")
+    with connection:
+        connection.execute("DELETE FROM store_meta WHERE key = ?", (PENDING_KEY,))
+        connection.execute("INSERT INTO step_search (step_search) VALUES ('optimize')")
+    connection.execute("VACUUM")
+    connection.execute(f"pragma journal_mode = {mode}")
+    return True
+
+
 def _rewrite(database: Database) -> ScrubLeft | None:
     connection = database.connection
     try:

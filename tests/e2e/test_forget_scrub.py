@@ -16,6 +16,8 @@ import orjson
 import pytest
 
 from postrun.exitcodes import ExitCode
+from postrun.store.db import Database
+from postrun.store.forget import remove_sessions
 from tests.conftest import FIXTURES, postrun_command, run_postrun
 from tests.support import forensic
 from tests.support.capture_process import CaptureProcess, copy_data, wait_until
@@ -169,3 +171,22 @@ def test_a_writer_that_keeps_the_store_locked_leaves_the_sessions_and_forget_say
     ]
     assert SESSION in run_postrun("sessions", env=env).stdout
     assert run_postrun("forget", SESSION, "--yes", env=env).returncode == 0  # once the writer is done
+
+
+def test_a_backup_made_before_the_scrub_finished_holds_nothing_of_the_forgotten(
+    env: dict[str, str], root: Path
+) -> None:
+    db = Path(env["POSTRUN_DB"])
+    found = stored_rewritten(env, root)
+    # The rows removed and the rewrite left pending: what a forget leaves when another writer
+    # holds the store through its VACUUM (exit 75), and a workspace found excluded until the scrub.
+    with Database.open(db) as database:
+        remove_sessions(database, [SESSION], now="2026-12-01T00:00:00.000Z")
+    assert scrub_pending(db) == "rewrite" and everywhere(db, found)
+    backup = db.parent / "while-pending.db"
+    made = run_postrun("backup", str(backup), env=env)
+    assert made.returncode == 0, made.stderr
+    assert forensic.traces(backup, found) == []  # the copy scrubbed, not the store's pages as they were
+    assert scrub_pending(backup) is None and scrub_pending(db) == "rewrite"  # the store is the capture's to scrub
+    kept = run_postrun("--db", str(backup), "sessions", env=env)
+    assert BASIC in kept.stdout and SESSION not in kept.stdout
