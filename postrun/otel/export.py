@@ -27,7 +27,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 
 from postrun import __version__
 from postrun.otel.mapping import SpanRecord
-from postrun.otel.target import OtelError, OtelTarget, resolve_timeout
+from postrun.otel.target import OtelError, OtelTarget, resolve_timeout, shown_endpoint
 from postrun.text import one_line
 
 # Requests are cut to size before (batches.py): a span too big alone is the receiver's to refuse,
@@ -88,11 +88,21 @@ class _WatchedSession(requests.Session):
         except requests.RequestException as exc:
             self.failure = describe_request_error(exc)
             raise
+        if 300 <= response.status_code < 400:
+            # The SDK follows no redirect and counts a 3xx a success: the spans went nowhere.
+            to = response.headers.get("Location")
+            said = f"HTTP {response.status_code} {response.reason}" + (f" to {shown_endpoint(to)}" if to else "")
+            self.failure = f"{said} (the endpoint must be the receiver's own)"
+            raise _Redirected(self.failure)
         if response.status_code >= 400:
             body = one_line(response.text)[:200] if response.text else ""
             said = f"HTTP {response.status_code} {response.reason}"
             self.failure = said + (f": {body}" if body and body != response.reason else "")
         return response
+
+
+class _Redirected(requests.RequestException):
+    """A receiver's redirect, an export that failed (raised to the SDK, which then says FAILURE)."""
 
 
 def describe_request_error(exc: requests.RequestException) -> str:
@@ -137,9 +147,14 @@ class Exporter:
         self._session.failure = None
         spans = readable_spans(records)
         results: list[SpanExportResult] = []
-        worker = threading.Thread(
-            target=lambda: results.append(self._exporter.export(spans)), name="otel-export", daemon=True
-        )
+
+        def export() -> None:
+            try:
+                results.append(self._exporter.export(spans))
+            except requests.RequestException:  # an SDK that lets the session's errors through
+                results.append(SpanExportResult.FAILURE)
+
+        worker = threading.Thread(target=export, name="otel-export", daemon=True)
         worker.start()
         worker.join(self.timeout + _GRACE_SECONDS)
         if worker.is_alive() or not results:

@@ -33,9 +33,11 @@ _SESSIONS = [
 
 @dataclass
 class Receiver:
-    """Answers each POST with the next of ``statuses`` (the last one repeats) and keeps it."""
+    """Answers each POST with the next of ``statuses`` (the last one repeats) and keeps it;
+    with ``location``, sent as a redirect's would be."""
 
     statuses: list[int] = field(default_factory=lambda: [200])
+    location: str | None = None
     requests: list[tuple[str, dict[str, str], bytes]] = field(default_factory=list)
     port: int = 0
 
@@ -53,8 +55,8 @@ class Receiver:
 
 
 @contextlib.contextmanager
-def receiving(statuses: list[int] | None = None) -> Iterator[Receiver]:
-    receiver = Receiver(statuses or [200])
+def receiving(statuses: list[int] | None = None, location: str | None = None) -> Iterator[Receiver]:
+    receiver = Receiver(statuses or [200], location=location)
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -63,6 +65,8 @@ def receiving(statuses: list[int] | None = None) -> Iterator[Receiver]:
             status = receiver.statuses[min(len(receiver.requests), len(receiver.statuses)) - 1]
             self.send_response(status)
             self.send_header("Content-Type", "application/x-protobuf")
+            if receiver.location is not None:
+                self.send_header("Location", receiver.location)
             self.send_header("Content-Length", "0")
             self.end_headers()
 
@@ -269,6 +273,17 @@ def test_a_receiver_that_trickles_its_answer_times_out(store: Path, otel_env: di
     said = f"timed out: no answer within 1 s (session {FAILED}; 0 of 2 sessions pushed)"
     assert done.stderr == f"error: otel {url}: {said}\n"
     assert took < 10
+
+
+def test_a_redirect_is_not_taken_for_the_spans_arriving(store: Path, otel_env: dict[str, str]) -> None:
+    # The SDK follows no redirect and counts any 3xx a success: an http:// endpoint a proxy
+    # sends on to https:// was "pushed" while nothing arrived anywhere.
+    with receiving([308], location="https://ann:pw0rd1@otel.example/v1/traces?token=t0k3n") as receiver:
+        done = run_postrun("otel", "push", "--endpoint", receiver.url, env=otel_env)
+    assert done.returncode == 1, done.stdout
+    said = "HTTP 308 Permanent Redirect to https://***@otel.example/v1/traces (the endpoint must be the receiver's own)"
+    assert done.stderr == f"error: otel {receiver.url}: {said} (session {FAILED}; 0 of 2 sessions pushed)\n"
+    assert len(receiver.requests) == 1
 
 
 def test_a_failure_after_the_first_session_says_how_far_it_got(store: Path, otel_env: dict[str, str]) -> None:
