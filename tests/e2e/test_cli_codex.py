@@ -208,3 +208,30 @@ def test_what_raw_writes_ingest_takes_back_as_it_is(tmp_path: Path, env: dict[st
         p.relative_to(first) for p in first.rglob("*") if p.is_file()
     ]
     assert _raw_names(other)[archived] == _raw_names(env)[archived]
+
+
+def test_a_rollout_with_items_but_no_version_is_read_from_its_items(tmp_path: Path, env: dict[str, str]) -> None:
+    # codex.md §5.1: history lines are steps only in a rollout with no item anywhere. One whose
+    # session_meta lacks cli_version (or names an old one) is stored as its items say: no
+    # environment context as a message, the prompt once.
+    stored = {}
+    for name, version in (("release", "0.171.0"), ("none", None), ("old", "0.100.0")):
+        sessions = copy_sessions(FIXTURES / "codex-real" / "a_commands", tmp_path / name)
+        rollout = next(sessions.rglob("rollout-*.jsonl"))
+        lines = rollout.read_text().splitlines()
+        meta = json.loads(lines[0])
+        meta["payload"].pop("cli_version")
+        if version is not None:
+            meta["payload"]["cli_version"] = version
+        rollout.write_text("\n".join([json.dumps(meta), *lines[1:]]) + "\n")
+        env["POSTRUN_DB"] = str(tmp_path / name / "postrun.db")
+        result = run_postrun("ingest", "--agent", "codex", str(sessions), env=env)
+        assert result.returncode == 0, result.stderr
+        session_id = _ingested(result.stdout)[0]
+        exported = json.loads(run_postrun("export", session_id, env=env).stdout)
+        stored[name] = (
+            [(step["id"], step["type"], step["turn_id"], step["payload"]) for step in exported["steps"]],
+            [(turn["id"], turn.get("prompt_id"), turn["step_ids"]) for turn in exported["turns"]],
+        )
+    assert stored["none"] == stored["release"]
+    assert stored["old"] == stored["release"]

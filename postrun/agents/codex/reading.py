@@ -17,6 +17,8 @@ from postrun.appendonly import Appended
 from postrun.errors import NotFound, SourceError
 from postrun.records import RawFile
 
+ITEM_EVENT = b'"item_completed"'  # in the bytes of a line that holds an item (``thread.is_item``)
+
 
 def read_meta(rollout: Rollout, *, max_bytes: int) -> ThreadMeta | None:
     """The thread a rollout's ``session_meta`` describes; None while its first line is not
@@ -92,7 +94,19 @@ def _read(rollout: Rollout, max_bytes: int, cache: MappingCache | None) -> Rollo
     if cache is None:
         return read_rollout(rollout, max_bytes=max_bytes)
     thread_id = rollout.thread_id
-    return read_rollout(rollout, max_bytes=max_bytes, mark=cache.mark_of(thread_id), seen=cache.seen.get(thread_id))
+    data = read_rollout(rollout, max_bytes=max_bytes, mark=cache.mark_of(thread_id), seen=cache.seen.get(thread_id))
+    fold = cache.threads.get(thread_id)
+    read = data.read
+    if (
+        read.start > 0
+        and fold is not None
+        and fold.guessed_history
+        and read.data.find(ITEM_EVENT, read.start - read.origin) >= 0
+    ):
+        # Its history lines were made steps for want of items; with items come, they are
+        # not (codex.md §5.1: history only in a rollout with no item anywhere): fold it again whole.
+        return read_rollout(rollout, max_bytes=max_bytes)
+    return data
 
 
 def kept_files(session_id: str, copies: Sequence[RawFile], *, max_bytes: int) -> SessionFiles | None:

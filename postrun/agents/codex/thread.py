@@ -10,7 +10,7 @@ of a few dicts of references.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from postrun.agents.codex.calls import escalated, refused
@@ -37,9 +37,9 @@ class ThreadFold:
 
     __slots__ = (
         "after_settings", "closed", "context", "count", "current", "dirty", "ended_at", "entries", "escalations",
-        "facts", "ids", "items_seen", "last_at", "last_prompted", "mark", "meta", "model", "pending", "placer",
-        "places", "records", "resumes", "segment", "settings_at", "settings_seen", "spawns", "summary", "tasks",
-        "usage",
+        "facts", "history_steps", "ids", "items_seen", "last_at", "last_prompted", "mark", "meta", "model",
+        "pending", "placer", "places", "records", "resumes", "segment", "settings_at", "settings_seen", "spawns",
+        "summary", "tasks", "usage",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -61,6 +61,7 @@ class ThreadFold:
         self.summary: str | None = None  # the last compaction text not yet given to its item
         self.usage = Usage()
         self.items_seen = False
+        self.history_steps = False  # a history line was made a step (no item seen yet)
         self.pending: dict[str, None] = {}  # entries mapped as calls still waiting for a result
         self.escalations: list[str] = []  # calls that asked to leave the sandbox under a policy that asks
         self.spawns: dict[str, str] = {}  # entry -> the thread its spawn_agent call started
@@ -81,15 +82,25 @@ class ThreadFold:
         return other
 
     @property
+    def guessed_history(self) -> bool:
+        """History lines were made steps, for want of an item so far: lines with an item
+        after them cannot be folded on, the rollout is to be folded again whole."""
+        return self.history_steps and not self.items_seen
+
+    @property
     def open(self) -> bool:
         """A turn of the thread has not ended."""
         return any(not task.ended for task in self.tasks.values())
 
-    def advanced(self, lines: Iterable[Line], count: int, mark: Mark, facts: Facts, placer: Placer) -> ThreadFold:
+    def advanced(self, lines: Sequence[Line], count: int, mark: Mark, facts: Facts, placer: Placer) -> ThreadFold:
         """A copy of this state with ``lines`` folded in (``count`` physical lines, up to
         ``mark``); ``placer`` says where a turn of this thread is in the session."""
         state = self.copy()
         state.facts = facts
+        if not state.items_seen and any(map(is_item, lines)):
+            # codex.md §5.1: the history is read as steps only in a rollout with no item
+            # anywhere, so an item later in these lines rules out the history lines before it.
+            state.items_seen = True
         with state.placing(placer):
             for line in lines:
                 state.fold(line)
@@ -279,6 +290,7 @@ class ThreadFold:
         if found is None:
             return
         parts, prompt = found
+        self.history_steps = True
         key = item_id or f"line-{line.number}"
         if key in self.entries:
             key = f"{key}@{line.number}"
@@ -362,6 +374,11 @@ class ThreadFold:
         if task.prompt is not None:
             return Place(task.turn_id, task.segment)
         return Place(task.before or UNPLACED.turn_id, task.segment)
+
+
+def is_item(line: Line) -> bool:
+    """An ``item_completed`` event: the rollout's Codex writes items."""
+    return line.type == "event_msg" and line.payload.get("type") == "item_completed"
 
 
 def _unplaced(thread: ThreadFold, group: str | None) -> Place:
