@@ -101,11 +101,17 @@ class AlreadyRunning(PostrunError):
 
 
 class NotRecorded(PostrunError):
-    """A session Postrun was told not to record: forgotten (a tombstone) or in an excluded workspace."""
+    """A session Postrun does not record: forgotten (a tombstone), in an excluded workspace,
+    or with no line of a session in it yet."""
 
 
 class Forgotten(NotRecorded):
     pass
+
+
+class NothingSaid(NotRecorded):
+    """A file with no line of a session in it (yet): nothing to record. Looked at again when
+    it changes, as what is written next may be the session's first line."""
 
 
 class Excluded(NotRecorded):

@@ -205,3 +205,21 @@ def test_another_agent_s_jsonl_is_refused_not_stored_as_an_empty_session(tmp_pat
     assert (result.returncode, result.stdout) == (1, ""), result.stdout
     assert result.stderr == f"error: {mistaken}: not a Claude Code transcript (no line is a record)\n"
     assert json.loads(run_postrun("sessions", "--json", env=env).stdout) == []
+
+
+def test_a_transcript_of_summaries_only_is_no_session(tmp_path: Path, env: dict[str, str]) -> None:
+    """A file holding only the `summary` lines older Claude Code wrote (titles of other
+    sessions: no `sessionId`, no prompt, no reply) was stored as an open session of 0 steps.
+    It is not recorded, said once as a warning (exit 0); the other sessions are ingested."""
+    projects = copy_projects(FIXTURES / "claude-code" / "subagents_nested", tmp_path)
+    summaries = projects / NESTED_SLUG / "5e55a0e0-0000-4000-8000-000000000001.jsonl"
+    summaries.write_text(
+        '{"type":"summary","summary":"Fix the login bug","leafUuid":"0b1c2d3e-0000-4000-8000-000000000001"}\n'
+        '{"type":"summary","summary":"Add the cache","leafUuid":"0b1c2d3e-0000-4000-8000-000000000002"}\n'
+    )
+    result = run_postrun("ingest", "--agent", "claude-code", str(projects), env=env)
+    assert result.returncode == 0, result.stderr
+    assert _ingested(result.stdout) == [NESTED]
+    assert f"warning: {summaries}: not recorded: no line of a session in this transcript (yet)" in result.stderr
+    listed = json.loads(run_postrun("sessions", "--json", env=env).stdout)
+    assert [session["id"] for session in listed] == [NESTED]

@@ -102,6 +102,7 @@ class Fold:
     read_texts: dict[str, str] = field(default_factory=dict)  # step id -> a Read's text, if a secret rule may match it
     skipped: int = 0  # lines that are not JSON objects
     records: int = 0  # lines that are Claude Code's records (see ``_is_record``)
+    session_lines: int = 0  # ``user`` and ``assistant`` lines, and records naming a session (``sessionId``)
     touched: tuple[int, ...] = ()  # entries of the fold it extended that it changed (a result came)
 
     def with_rows(self, changed: dict[int, Entry]) -> Fold:
@@ -150,6 +151,7 @@ class _Work:
         self.read_texts = dict(fold.read_texts)
         self.before = len(fold.entries)
         self.records = 0
+        self.session_lines = 0
         self.touched: list[int] = []
         self.facts: dict[str, Any] = {name.name: getattr(fold.facts, name.name) for name in fields(Facts)}
         self.prefix = "" if fold.main else f"{fold.actor_id}/"
@@ -169,6 +171,7 @@ class _Work:
             read_texts=self.read_texts,
             skipped=self.fold.skipped + skipped,
             records=self.fold.records + self.records,
+            session_lines=self.fold.session_lines + self.session_lines,
             touched=tuple(sorted(set(self.touched))),
             facts=Facts(**self.facts),
         )
@@ -181,6 +184,8 @@ class _Work:
             return  # not a record of any kind
         if _is_record(kind, record):
             self.records += 1
+        if kind in ("user", "assistant") or "sessionId" in record:
+            self.session_lines += 1
         facts = self.facts
         if kind == "cost-state":
             if self.fold.main:

@@ -22,7 +22,7 @@ from postrun.agents.claude_code.locate import AGENT, META_SUFFIX
 from postrun.agents.claude_code.place import shape
 from postrun.agents.claude_code.text import LARGEST
 from postrun.appendonly import Appended, Mark
-from postrun.errors import NotParseableYet, SourceError
+from postrun.errors import NothingSaid, NotParseableYet, SourceError
 from postrun.jsonl import parse_lines
 from postrun.records import MappedSession, SessionExtras, StoredActor
 from postrun.timestamps import utc_iso
@@ -48,6 +48,7 @@ def read_from(cache: MappingCache | None) -> ReadFrom:
 
 
 _NOTHING_KEPT: Mapping[str, StoredActor] = {}
+NOTHING_SAID = "not recorded: no line of a session in this transcript (yet), only Claude Code's summaries"
 
 
 def map_session(
@@ -68,6 +69,12 @@ def map_session(
         raise NotParseableYet(files.main.fingerprint.path, "transcript", "no complete line yet")
     if main.records == 0:
         raise SourceError(files.main.fingerprint.path, "not a Claude Code transcript (no line is a record)")
+    if main.session_lines == 0:
+        # Only records of no session: the ``summary`` lines older Claude Code wrote of other
+        # sessions (no ``sessionId``, no prompt, no reply). No turn and no step: not a session
+        # to list (claude-code.md §1: a session's id is the ``sessionId`` on its lines), and not
+        # an error either; a line that names the session makes it one.
+        raise NothingSaid(files.main.fingerprint.path, NOTHING_SAID)
     subagents: dict[str, Fold] = {}
     unread: list[SourceError] = []
     unread_names: list[str] = []

@@ -12,7 +12,7 @@ import pytest
 
 from postrun.agents.claude_code import SessionLocation, list_sessions, map_session, read_from, read_session
 from postrun.agents.claude_code.files import files_from_copies, session_fingerprint
-from postrun.errors import SourceError
+from postrun.errors import NothingSaid, SourceError
 from postrun.records import MappedSession
 from tests.support.claude_lines import Transcript, meta
 from tests.unit.claude_code.kit import CASES, FIXTURES, MAX_BYTES, assert_valid, map_location, same_mapping
@@ -306,3 +306,18 @@ def test_numbers_beyond_the_store_s_integers_never_abort_the_session(tmp_path: P
     tokens = mapped.session["metrics"]["tokens"]
     assert tokens["output"] == 1 + 1 + 50
     assert tokens["input"] == 2**63 - 1  # the two counts past it are 0; the sum is capped where the store's end
+
+
+def test_a_transcript_of_summaries_only_is_nothing_to_record_until_a_session_line_comes(tmp_path: Path) -> None:
+    # Older Claude Code wrote `summary` lines (no sessionId) of other sessions, alone in a file
+    # or before a session's own lines: no turn, no step, so no session yet.
+    location = _location(tmp_path)
+    summary = {"type": "summary", "summary": "Fix the login bug", "leafUuid": "0b1c2d3e-0000-4000-8000-000000000001"}
+    location.transcript.parent.mkdir(parents=True)
+    location.transcript.write_text(json.dumps(summary) + "\n")
+    with pytest.raises(NothingSaid, match="not recorded: no line of a session"):
+        map_location(location)
+    t = _started()
+    location.transcript.write_bytes(location.transcript.read_bytes() + t.data())
+    mapped, _ = map_location(location)
+    assert [row.record["payload"]["role"] for row in mapped.steps] == ["user"]
