@@ -223,3 +223,25 @@ def test_a_transcript_of_summaries_only_is_no_session(tmp_path: Path, env: dict[
     assert f"warning: {summaries}: not recorded: no line of a session in this transcript (yet)" in result.stderr
     listed = json.loads(run_postrun("sessions", "--json", env=env).stdout)
     assert [session["id"] for session in listed] == [NESTED]
+
+
+def test_an_old_layout_sub_agent_is_stored_in_its_session_never_as_one(tmp_path: Path, env: dict[str, str]) -> None:
+    """claude-code.md §1: "Sub-agents are never sessions of their own." Claude Code before 2.1
+    wrote a sub-agent's transcript as `agent-<id>.jsonl` right in the project folder; it was
+    stored as a session `agent-<id>`. Its lines name its session, whose helper it now is."""
+    projects = copy_projects(FIXTURES / "claude-code" / "subagents_nested", tmp_path)
+    subagents = projects / NESTED_SLUG / NESTED / "subagents"
+    moved = projects / NESTED_SLUG / "agent-aaaa1111.jsonl"
+    (subagents / "agent-aaaa1111.jsonl").rename(moved)
+    (subagents / "agent-aaaa1111.meta.json").unlink()
+    result = run_postrun("ingest", "--agent", "claude-code", str(projects), env=env)
+    assert result.returncode == 0, result.stderr
+    assert _ingested(result.stdout) == [NESTED]
+    exported = json.loads(run_postrun("export", NESTED, env=env).stdout)
+    assert "agent-aaaa1111" in {actor["id"] for actor in exported["actors"]}
+    assert any(step["actor_id"] == "agent-aaaa1111" for step in exported["steps"])
+    alone = run_postrun("ingest", "--agent", "claude-code", str(moved), env=env)
+    assert alone.returncode == 0, alone.stderr
+    assert f"note: {moved}: a sub-agent of session {NESTED}: ingesting that session" in alone.stderr
+    listed = json.loads(run_postrun("sessions", "--json", env=env).stdout)
+    assert [session["id"] for session in listed] == [NESTED]

@@ -34,6 +34,7 @@ Where each Claude Code field is mapped (module.function)::
     <id>/subagents/agent-<id>.jsonl       fold (same rules)        sub-agent actors' steps, after the spawning step
     <id>/subagents/agent-<id>.meta.json   place.spawn_links        the spawning step (place.plan); actor label
     <id>/tool-results/*                   files.read_session       raw copies for the vault only
+    <slug>/agent-<id>.jsonl (before 2.1)  strays.old_subagents     a sub-agent of the session its sessionId names
 """
 
 from __future__ import annotations

@@ -24,10 +24,12 @@ from postrun.agents.claude_code.locate import (
     OUTSIDE_ROOT,
     SUFFIX,
     SessionLocation,
+    every_subagent_file,
     leads_outside,
-    subagent_files,
+    old_subagent_files,
     tool_result_files,
 )
+from postrun.agents.claude_code.strays import is_old_subagent
 from postrun.appendonly import Appended, Mark, read_appended
 from postrun.errors import NotFound, SourceError
 from postrun.jsonio import parse_json, read_bytes, stat_fingerprint
@@ -137,7 +139,7 @@ def read_session(
     reading.fingerprints.append(main.fingerprint)
     _keep_whole(location, main, reading.raw)
     subagents = []
-    for actor_id, path, meta_path in subagent_files(location):
+    for actor_id, path, meta_path in every_subagent_file(location):
         subagent = reading.subagent(actor_id, path, meta_path)
         if subagent is not None:
             subagents.append(subagent)
@@ -275,15 +277,17 @@ def session_fingerprint(location: SessionLocation) -> tuple[SourceFile, ...]:
     if lead is None:
         return ()
     try:
-        if not stat.S_ISDIR(os.stat(base).st_mode):  # noqa: PTH116 - a string: no Path per session
-            return (lead,)
+        has_folder = stat.S_ISDIR(os.stat(base).st_mode)  # noqa: PTH116 - a string: no Path per session
     except OSError:
-        return (lead,)
+        has_folder = False
+    # Sub-agents of the layout before 2.1 are beside the transcript, not in its folder.
+    subagents = every_subagent_file(location) if has_folder else old_subagent_files(location)
     found = [lead]
     others: list[Path] = []
-    for _, path, meta_path in subagent_files(location):
+    for _, path, meta_path in subagents:
         others.extend((path, meta_path))
-    others.extend(tool_result_files(location))
+    if has_folder:
+        others.extend(tool_result_files(location))
     found.extend(fingerprint for path in others if (fingerprint := _stat(path)) is not None)
     return tuple(found)
 
@@ -306,7 +310,8 @@ def files_from_copies(location: SessionLocation, copies: Sequence[RawFile]) -> S
     subagents: list[Subagent] = []
     prefix = f"{location.subagents}{os.sep}agent-"
     for path in sorted(by_path):
-        if not (path.startswith(prefix) and path.endswith(SUFFIX)):
+        old = Path(path).parent == location.source and is_old_subagent(Path(path).name)
+        if not (old or (path.startswith(prefix) and path.endswith(SUFFIX))):
             continue
         actor_id = Path(path).name.removesuffix(SUFFIX)
         meta_copy = by_path.get(str(location.subagents / f"{actor_id}{META_SUFFIX}"))

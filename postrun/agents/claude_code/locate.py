@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from postrun.agents.claude_code.strays import is_old_subagent, named_session, old_subagents
 from postrun.agents.registry import Listing, Location, Skipped, listing_of_targets
 from postrun.errors import NotFound, PostrunError, SourceError, UsageError
 from postrun.paths import env_value, expand_named, home_dir
@@ -30,6 +31,7 @@ SUBAGENTS = "subagents"
 TOOL_RESULTS = "tool-results"
 CONFIG_VARIABLE = "CLAUDE_CONFIG_DIR"
 OUTSIDE_ROOT = "symlink to outside the projects folder"
+OLD_SUBAGENT = "a sub-agent's transcript (Claude Code before 2.1): read with the session it names"
 
 
 def is_safe_name(name: str) -> bool:
@@ -157,6 +159,10 @@ def list_project(root: Path, slug: str) -> Listing:
         stem = name.removesuffix(SUFFIX)
         if stem == name:
             continue
+        if is_old_subagent(name):
+            # claude-code.md §1: sub-agents are never sessions of their own (``strays``).
+            skipped.append(Skipped(folder / name, OLD_SUBAGENT, warn=False))
+            continue
         if not is_safe_name(stem):
             skipped.append(Skipped(folder / name, "unsafe name", warn=True))
         elif entry.is_symlink() and _leads_outside(folder / name, root):
@@ -184,6 +190,34 @@ def subagent_files(location: SessionLocation) -> tuple[tuple[str, Path, Path], .
             continue
         found.append((stem, folder / name, folder / f"{stem}{META_SUFFIX}"))
     return tuple(found)
+
+
+def old_subagent_files(location: SessionLocation) -> tuple[tuple[str, Path, Path], ...]:
+    """The session's sub-agent transcripts in the layout before 2.1 (``<slug>/agent-<id>.jsonl``
+    naming the session on its lines), as ``subagent_files`` gives them; they have no meta.json."""
+    found: list[tuple[str, Path, Path]] = []
+    for name in old_subagents(location.source, location.session_id):
+        stem = name.removesuffix(SUFFIX)
+        if is_safe_name(stem) and not _quiet(name):
+            found.append((stem, location.source / name, location.source / f"{stem}{META_SUFFIX}"))
+    return tuple(found)
+
+
+def every_subagent_file(location: SessionLocation) -> tuple[tuple[str, Path, Path], ...]:
+    """``subagent_files``, then the old layout's of an actor id not among them."""
+    found = subagent_files(location)
+    known = {actor_id for actor_id, _, _ in found}
+    return (*found, *(old for old in old_subagent_files(location) if old[0] not in known))
+
+
+def owner_of_old_subagent(path: Path) -> SessionLocation | None:
+    """The session a ``<slug>/agent-<id>.jsonl`` names, when that session's transcript is beside it."""
+    session_id = named_session(path)
+    slug = path.parent
+    if session_id is None or not is_safe_name(session_id) or not is_safe_name(slug.name):
+        return None
+    location = SessionLocation(slug.parent, slug.name, session_id)
+    return location if location.transcript.is_file() else None
 
 
 def tool_result_files(location: SessionLocation) -> tuple[Path, ...]:
@@ -274,6 +308,12 @@ def _owning_session(path: Path, where: str) -> Listing | None:
     """The session ``path`` is or belongs to: its transcript, its folder, or anything in that
     folder (a sub-agent's file names its parent session); None for anything else."""
     if path.is_file() and path.name.endswith(SUFFIX) and path.parent.name != SUBAGENTS:
+        if is_old_subagent(path.name):
+            owner = owner_of_old_subagent(path)
+            if owner is None:
+                raise NotFound(where, "a sub-agent's transcript whose lines name no session beside it")
+            note = f"{where}: a sub-agent of session {owner.session_id}: ingesting that session"
+            return Listing((owner,), notes=(note,))
         return Listing((_location(path.parent, path.name.removesuffix(SUFFIX), where),))
     # The session folder itself, ``subagents/`` or ``tool-results/``, or a file in one of them.
     for folder in (path, *path.parents[:2]):
@@ -306,7 +346,7 @@ def find_session(root: Path, session_id: str, where: str) -> SessionLocation:
         raise NotFound(where, f"no such session: {root} does not exist") from None
     for slug in slugs:
         location = SessionLocation(root, slug, session_id)
-        if location.transcript.is_file():
+        if location.transcript.is_file() and not is_old_subagent(location.transcript.name):
             return location
     raise NotFound(where, f"no such session in {root} (pass the session's .jsonl file)")
 
@@ -322,6 +362,8 @@ def location_for_event(root: Path, path: str | os.PathLike[str]) -> SessionLocat
     if len(parts) < 2 or parts[0] in (".", "..") or any(_quiet(part) for part in parts):
         return None
     slug, name = parts[0], parts[1]
+    if len(parts) == 2 and is_old_subagent(name):
+        return owner_of_old_subagent(_absolute(root) / slug / name) if is_safe_name(slug) else None
     stem = name.removesuffix(SUFFIX) if len(parts) == 2 else name
     if not is_safe_name(slug) or not is_safe_name(stem):
         return None

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from postrun.agents.claude_code import list_sessions, location_for_event, projects_root, resolve_targets
+from postrun.agents.claude_code.strays import session_named
 from postrun.errors import NotFound, UsageError
-from tests.unit.claude_code.kit import FIXTURES
+from tests.unit.claude_code.kit import FIXTURES, map_location
 
 NESTED = FIXTURES / "claude-code" / "subagents_nested" / "claude" / "projects"
 KILLED = FIXTURES / "claude-code" / "killed" / "claude" / "projects"
@@ -104,3 +105,44 @@ def test_events_map_to_their_session() -> None:
     assert location_for_event(root, root / SLUG / ".hidden.jsonl") is None
     assert location_for_event(root, root / "stray.jsonl") is None
     assert location_for_event(root, root.parent / "elsewhere.jsonl") is None
+
+
+def _old_layout(tmp_path: Path) -> tuple[Path, Path]:
+    """The nested case with one sub-agent moved where Claude Code before 2.1 wrote it: right in
+    the project folder, with no meta.json."""
+    projects = tmp_path / "projects"
+    shutil.copytree(NESTED, projects)
+    subagents = projects / SLUG / SID / "subagents"
+    moved = projects / SLUG / "agent-aaaa1111.jsonl"
+    (subagents / "agent-aaaa1111.jsonl").rename(moved)
+    (subagents / "agent-aaaa1111.meta.json").unlink()
+    return projects, moved
+
+
+def test_the_session_an_old_sub_agent_transcript_names_is_read_from_its_lines() -> None:
+    line = b'{"type":"user","isSidechain":true,"agentId":"aaaa1111","sessionId":"' + SID.encode() + b'"}\n'
+    assert session_named(b'{"type":"summary","summary":"x"}\n' + line) == SID
+    assert session_named(line[:-10]) is None  # the line is not complete yet
+    assert session_named(b"") is None
+
+
+def test_an_old_layout_sub_agent_is_a_helper_of_the_session_it_names_never_a_session(tmp_path: Path) -> None:
+    # claude-code.md §1: "Sub-agents are never sessions of their own."
+    projects, moved = _old_layout(tmp_path)
+    listing = list_sessions(projects)
+    assert [location.session_id for location in listing.sessions] == [SID]
+    assert [(skipped.path, skipped.warn) for skipped in listing.skipped] == [(moved, False)]
+    (location,) = listing.sessions
+    mapped, _ = map_location(location)
+    helpers = {actor["id"] for actor in mapped.actors if actor["type"] == "subagent"}
+    assert "agent-aaaa1111" in helpers
+    assert any(row.record["actor_id"] == "agent-aaaa1111" for row in mapped.steps)
+    owner = location_for_event(projects, moved)
+    assert owner is not None and owner.session_id == SID
+    given = resolve_targets([str(moved)], projects)
+    assert [found.session_id for found in given.sessions] == [SID]
+    assert given.notes == (f"{moved}: a sub-agent of session {SID}: ingesting that session",)
+    orphan = projects / SLUG / "agent-bbbb2222.jsonl"
+    orphan.write_text('{"type":"user","sessionId":"c0ffee00-0000-4000-8000-0000000000ff"}\n')
+    assert location_for_event(projects, orphan) is None
+    assert [type(failure) for failure in resolve_targets([str(orphan)], projects).failures] == [NotFound]
