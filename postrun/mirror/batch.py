@@ -13,6 +13,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from postrun.mirror.bounded import bounded, limit
 from postrun.mirror.rows import Origin, Scrub, history_values, keyed_values, pg_key, session_values, step_values
 from postrun.store.outbox import NO_HISTORY, Change, HistoryMark, Keyed, Known
 
@@ -20,6 +21,11 @@ Connection = psycopg.Connection[tuple[Any, ...]]
 
 
 def known(connection: Connection, machine_id: str, session_ids: Sequence[str]) -> dict[str, Known]:
+    with bounded(connection):
+        return _known(connection, machine_id, session_ids)
+
+
+def _known(connection: Connection, machine_id: str, session_ids: Sequence[str]) -> dict[str, Known]:
     digests: dict[str, dict[str, str]] = {}
     for session_id, step_id, step_digest in connection.execute(
         "SELECT session_id, step_id, digest FROM postrun.steps WHERE machine_id = %s AND session_id = ANY(%s)",
@@ -78,6 +84,7 @@ _KEYED_TABLES = (("segments", "idx", False), ("actors", "actor_id", False), ("tu
 def apply(connection: Connection, origin: Origin, changes: Sequence[Change], scrub: Scrub) -> int:
     """Write ``changes`` (inside the caller's transaction), each record through ``scrub``;
     returns how many steps were sent."""
+    limit(connection)
     machine = origin.machine_id
     with connection.cursor() as cursor:
         purged = [(machine, c.session_id) for c in changes if c.purge or c.session is None]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psycopg
 
+from postrun.mirror.bounded import bounded
 from postrun.mirror.pgerrors import Refusal, describe_pg_error, refusal
 from postrun.mirror.push import MirrorError, Pushed, Pusher, connect, local_origin, push_lock
 from postrun.mirror.reconcile import Drift, Mirrored, drift, mirrored
@@ -78,7 +79,7 @@ def reach(target: MirrorTarget, machine_id: str | None = None) -> tuple[Reach, d
         return Reach(SERVER_STATES[exc.refusal], exc.reason), None
     held = None
     try:
-        with connection:
+        with connection, bounded(connection):
             exists = connection.execute("SELECT to_regclass('postrun.schema_version') IS NOT NULL").fetchone()
             row = (
                 connection.execute("SELECT max(version) FROM postrun.schema_version").fetchone()

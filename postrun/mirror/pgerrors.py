@@ -8,9 +8,12 @@ read; an error from a statement carries its SQLSTATE.
 
 from __future__ import annotations
 
+import logging
 from typing import Literal
 
 import psycopg
+
+from postrun.mirror.bounded import LOCK_TIMEOUT_SECONDS, STATEMENT_TIMEOUT_SECONDS
 
 Refusal = Literal["unreachable", "login", "permission", "answered"]
 
@@ -33,7 +36,30 @@ def describe_pg_error(exc: psycopg.Error) -> str:
     _, marker, rest = line.partition(" failed: ")
     if marker and line.startswith("connection to server"):
         line = rest
-    return line.removeprefix("FATAL:  ").strip() or type(exc).__name__
+    line = line.removeprefix("FATAL:  ").strip() or type(exc).__name__
+    return f"{_timed_out(exc)}{line}"
+
+
+def _timed_out(exc: psycopg.Error) -> str:
+    """What a bound of ``bounded`` that ran out means, before the server's own words."""
+    if exc.sqlstate == "55P03" and "lock timeout" in str(exc):
+        return f"a lock another PostgreSQL session holds was not released within {LOCK_TIMEOUT_SECONDS} s: "
+    if exc.sqlstate == "57014" and "statement timeout" in str(exc):
+        return f"no answer within {STATEMENT_TIMEOUT_SECONDS} s: "
+    return ""
+
+
+def not_an_echo(record: logging.LogRecord) -> bool:
+    """A ``psycopg`` logger filter: False for its warning on leaving a pipeline that the
+    server's error aborted (``pipeline aborted``): that error is the one the mirror reports
+    already, in its own line. The warning for a lost server (``[BAD]``) stays."""
+    args = record.args if isinstance(record.args, tuple) else ()
+    ignored = args[-1] if args else None
+    return not (
+        str(record.msg).startswith("error ignored terminating")
+        and isinstance(ignored, psycopg.Error)
+        and (isinstance(ignored, psycopg.errors.PipelineAborted) or bool(ignored.sqlstate))
+    )
 
 
 def refusal(exc: psycopg.Error) -> Refusal:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import psycopg
 
 from postrun.errors import AlreadyRunning, PostrunError, StoreError
 from postrun.mirror.batch import apply, known
-from postrun.mirror.pgerrors import Refusal, describe_pg_error, refusal
+from postrun.mirror.pgerrors import Refusal, describe_pg_error, not_an_echo, refusal
 from postrun.mirror.reconcile import Drift, drift, mirrored
 from postrun.mirror.rows import Origin, Scrub, redaction_of
 from postrun.mirror.schema import ensure_schema
@@ -43,6 +44,8 @@ _CONNECTION_DEFAULTS = {
 }
 
 Connection = psycopg.Connection[tuple[Any, ...]]
+# The server's error is reported once, by the mirror (one line), not again by psycopg.
+logging.getLogger("psycopg").addFilter(not_an_echo)
 
 
 class MirrorError(PostrunError):

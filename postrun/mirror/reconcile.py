@@ -19,6 +19,7 @@ from typing import Any
 
 import psycopg
 
+from postrun.mirror.bounded import bounded
 from postrun.mirror.rows import NOT_REDACTED
 from postrun.store.outbox import Held
 from postrun.text import plural
@@ -52,12 +53,14 @@ def mirrored(
     """This machine's sessions in the mirror (``redaction`` False: a schema from before the
     column, whose sessions were all pushed in clear)."""
     column = "redaction" if redaction else f"'{NOT_REDACTED}'"
-    return {
-        str(session_id): Mirrored(updated_at, str(digest), str(pushed_as))
-        for session_id, updated_at, digest, pushed_as in connection.execute(
+    with bounded(connection):
+        rows = connection.execute(
             f"SELECT session_id, updated_at, digest, {column} FROM postrun.sessions WHERE machine_id = %s",
             (machine_id,),
-        )
+        ).fetchall()
+    return {
+        str(session_id): Mirrored(updated_at, str(digest), str(pushed_as))
+        for session_id, updated_at, digest, pushed_as in rows
     }
 
 

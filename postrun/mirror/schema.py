@@ -15,6 +15,7 @@ import psycopg
 
 from postrun.errors import PostrunError
 from postrun.exitcodes import ExitCode
+from postrun.mirror.bounded import bounded
 
 _MACHINE = "machine_id text NOT NULL, host text NOT NULL, os_user text NOT NULL, session_id text NOT NULL"
 _PARENT = "FOREIGN KEY (machine_id, session_id) REFERENCES postrun.sessions ON DELETE CASCADE"
@@ -111,11 +112,11 @@ def ensure_schema(connection: psycopg.Connection[tuple[object, ...]], where: str
 
     Raises MirrorSchemaTooNew (exit 78, naming ``where``) when a newer Postrun migrated it.
     """
-    with connection.transaction():
+    with bounded(connection):
         version, database_id = _version(connection, where)
         if version == SCHEMA_VERSION:
             return database_id
-    with connection.transaction():
+    with bounded(connection):
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
         connection.execute("CREATE SCHEMA IF NOT EXISTS postrun")
         connection.execute(
