@@ -92,7 +92,7 @@ def mirror_push(
             redact=loaded.settings.mirror_redact,
             everything=everything,
             on_start=(lambda total: progress.start(total, "pushing")) if progress is not None else lambda total: None,
-            on_batch=(lambda pushed: progress.advance(pushed.sessions))
+            on_batch=(lambda pushed: progress.advance(pushed.sessions + len(pushed.refused)))
             if progress is not None
             else lambda pushed: None,
         )
@@ -101,10 +101,13 @@ def mirror_push(
     if report.drift is not None:
         say(f"note: {describe_drift(report.drift)} (restored or recreated?): sent again")
     pushed = report.pushed
+    for refused in pushed.refused:
+        say(f"error: mirror {report.target.label}: session {refused.session_id}: {refused.reason} (kept queued)")
     typer.echo(
         f"mirror {report.target.label}: pushed {plural(pushed.sessions, 'session')} ({plural(pushed.steps, 'step')})"
         f" in {report.seconds:.1f} s; {plural(report.waiting, 'session')} waiting"
     )
-    if report.waiting:
+    if report.waiting > len(pushed.refused):
         say("hint: sessions changed while pushing; run it again or let capture push them")
+    if report.waiting:
         raise typer.Exit(int(ExitCode.FAILURE))

@@ -49,6 +49,17 @@ def _timed_out(exc: psycopg.Error) -> str:
     return ""
 
 
+# SQLSTATE classes of an error about the rows sent, not the server or the connection: cardinality
+# violation, data exception, integrity constraint violation, program limit exceeded (an index
+# row too large).
+_ROW_CLASSES = ("21", "22", "23", "54")
+
+
+def refuses_rows(exc: psycopg.Error) -> bool:
+    """Whether the server refused what was sent (another session's rows may go in)."""
+    return (exc.sqlstate or "")[:2] in _ROW_CLASSES
+
+
 def not_an_echo(record: logging.LogRecord) -> bool:
     """A ``psycopg`` logger filter: False for its warning on leaving a pipeline that the
     server's error aborted (``pipeline aborted``): that error is the one the mirror reports

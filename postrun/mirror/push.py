@@ -5,6 +5,10 @@ anywhere (the server killed, the connection dropped, this process killed) is pus
 and applying a batch twice changes nothing: every write is an upsert by the record's key
 that skips an unchanged digest. Only what the mirror does not hold yet is sent: the store's
 step digests are compared with the mirror's, history entries newer than its last are added.
+
+A batch the server refuses for what one session holds (a value out of range, an index row too
+large) is sent again one session per transaction: the others reach the mirror, the refused one
+is named with the server's reason, stays queued and is tried again at the next push.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import contextlib
 import fcntl
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,13 +27,14 @@ import psycopg
 
 from postrun.errors import AlreadyRunning, PostrunError, StoreError
 from postrun.mirror.batch import apply, known
-from postrun.mirror.pgerrors import Refusal, describe_pg_error, not_an_echo, refusal
+from postrun.mirror.pgerrors import Refusal, describe_pg_error, not_an_echo, refusal, refuses_rows
 from postrun.mirror.reconcile import Drift, drift, mirrored
 from postrun.mirror.rows import Origin, Scrub, redaction_of
 from postrun.mirror.schema import ensure_schema
 from postrun.mirror.target import MirrorTarget, check_options
 from postrun.store import outbox
 from postrun.store.db import Database, describe_sqlite_error
+from postrun.store.outbox import Change
 from postrun.timestamps import utc_now
 
 BATCH_SESSIONS = 50
@@ -104,9 +109,18 @@ def push_lock(path: Path) -> Iterator[None]:
 
 
 @dataclass(frozen=True, slots=True)
+class Refused:
+    """A session the server refused (``reason``, its words): left queued."""
+
+    session_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Pushed:
     sessions: int
     steps: int
+    refused: tuple[Refused, ...] = ()
 
 
 class Pusher:
@@ -174,32 +188,32 @@ class Pusher:
                 self.connection.close()
             self.connection = None
 
-    def push_batch(self, limit: int = BATCH_SESSIONS) -> Pushed | None:
-        """Push up to ``limit`` waiting sessions; None when none is waiting. Raises MirrorError.
+    def push_batch(self, limit: int = BATCH_SESSIONS, skip: Collection[str] = ()) -> Pushed | None:
+        """Push up to ``limit`` waiting sessions, not those in ``skip``; None when none is
+        waiting. Raises MirrorError.
 
         It connects first even when nothing waits: a database this store has not pushed to
         yet queues the whole store. A connection that was lost while idle (a server restart,
         a terminated backend) is replaced at once, so the reason reported is the real one."""
         reused = self.connection is not None and not self.connection.closed
         try:
-            return self._push_batch(limit)
+            return self._push_batch(limit, skip)
         except MirrorError:
             if not reused:
                 raise
-        return self._push_batch(limit)
+        return self._push_batch(limit, skip)
 
-    def _push_batch(self, limit: int) -> Pushed | None:
+    def _push_batch(self, limit: int, skip: Collection[str]) -> Pushed | None:
         try:
             connection = self.connected()
-            session_ids = outbox.waiting(self.database, limit)
+            session_ids = outbox.waiting(self.database, limit, skip)
             if not session_ids:
                 return None
             held = known(connection, self.origin.machine_id, session_ids)
             changes = outbox.read_changes(self.database, session_ids, held)
-            with connection.transaction():
-                steps = apply(connection, self.origin, changes, Scrub.of(self.redact))
+            sent, steps, refused = self._apply(connection, changes)
             outbox.mark_pushed(
-                self.database, [(c.session_id, c.version) for c in changes], utc_now(timespec="milliseconds")
+                self.database, [(c.session_id, c.version) for c in sent], utc_now(timespec="milliseconds")
             )
         except psycopg.Error as exc:
             self.disconnect()
@@ -207,20 +221,59 @@ class Pusher:
         except apsw.Error as exc:
             # Pushed but not marked (the store is locked or full): it is pushed again, to no effect.
             raise StoreError(str(self.database.path), describe_sqlite_error(exc)) from None
-        return Pushed(len(changes), steps)
+        return Pushed(len(sent), steps, refused)
+
+    def _apply(
+        self, connection: Connection, changes: Sequence[Change]
+    ) -> tuple[list[Change], int, tuple[Refused, ...]]:
+        """The batch in one transaction; when the server refuses a row, each session in its
+        own, so one session it refuses never keeps the others from the mirror. Returns what
+        was committed, its steps and the sessions refused."""
+        scrub = Scrub.of(self.redact)
+        try:
+            with connection.transaction():
+                return list(changes), apply(connection, self.origin, changes, scrub), ()
+        except psycopg.Error as exc:
+            if not refuses_rows(exc):
+                raise
+            if len(changes) == 1:
+                return [], 0, (Refused(changes[0].session_id, describe_pg_error(exc)),)
+        sent: list[Change] = []
+        refused: list[Refused] = []
+        steps = 0
+        for change in changes:
+            try:
+                with connection.transaction():
+                    steps += apply(connection, self.origin, [change], scrub)
+            except psycopg.Error as exc:
+                if not refuses_rows(exc):
+                    raise  # those committed are sent again by the next push, to no effect
+                refused.append(Refused(change.session_id, describe_pg_error(exc)))
+            else:
+                sent.append(change)
+        return sent, steps, tuple(refused)
 
     def drain(
-        self, *, stop: Callable[[], bool] = lambda: False, on_batch: Callable[[Pushed], None] = lambda pushed: None
+        self,
+        *,
+        stop: Callable[[], bool] = lambda: False,
+        on_batch: Callable[[Pushed], None] = lambda pushed: None,
+        skip: Collection[str] = (),
     ) -> Pushed:
-        """Push batches until none is waiting (or ``stop``); the totals."""
+        """Push batches until none is waiting (or ``stop``); the totals. A session the server
+        refuses is not tried again in this drain; ``skip``: nor are these."""
         sessions = steps = 0
+        refused: list[Refused] = []
+        passed = set(skip)
         while not stop():
-            pushed = self.push_batch()
+            pushed = self.push_batch(skip=passed)
             if pushed is None:
                 break
             sessions, steps = sessions + pushed.sessions, steps + pushed.steps
+            refused.extend(pushed.refused)
+            passed.update(entry.session_id for entry in pushed.refused)
             on_batch(pushed)
-        return Pushed(sessions, steps)
+        return Pushed(sessions, steps, tuple(refused))
 
 
 def machine_origin(database: Database, host: str, os_user: str) -> Origin:

@@ -7,18 +7,24 @@ down, unreachable, read-only or refuses the login it logs one line per reason::
     mirror <host>/<db>: <reason>; <N> sessions waiting
 
 retries after a delay that doubles up to 60 s, and logs ``mirror <host>/<db>: caught up``
-when nothing is waiting any more (after start, or after a failure).
+when nothing is waiting any more (after start, or after a failure). A session the server
+refuses (the others are pushed) is logged once per reason::
+
+    mirror <host>/<db>: session <id>: <reason>; kept queued
+
+and tried again every 60 s (not at every change of another session: it may be large).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from postrun.errors import AlreadyRunning, PostrunError
-from postrun.mirror.push import Pusher, local_origin, push_lock
+from postrun.mirror.push import Pushed, Pusher, local_origin, push_lock
 from postrun.mirror.reconcile import describe_drift
 from postrun.mirror.target import MirrorTarget
 from postrun.store import outbox
@@ -59,6 +65,7 @@ class MirrorWorker:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._pusher: Pusher | None = None
+        self._refused: dict[str, tuple[str, float]] = {}  # session -> (reason, when last tried)
         self._thread = threading.Thread(target=self._run, name="mirror", daemon=True)
 
     def start(self) -> None:
@@ -108,7 +115,7 @@ class MirrorWorker:
                 self._wake.clear()
                 try:
                     with push_lock(self.lock_path):
-                        pushed = pusher.drain(stop=self._stopping.is_set)
+                        pushed = pusher.drain(stop=self._stopping.is_set, skip=self._resting())
                 except AlreadyRunning:
                     # `postrun mirror push` holds the store's push lock: it is pushing for us.
                     self._stopping.wait(self.retry_first)
@@ -125,6 +132,7 @@ class MirrorWorker:
                     delay = min(delay * 2, self.retry_max)
                     continue
                 _say_drift(self.logger, self.where, pusher)
+                self._say_refused(pushed)
                 if pushed.sessions:
                     self.logger.debug(f"{self.where}: pushed {plural(pushed.sessions, 'session')}")
                 if behind and not self._stopping.is_set() and _waiting(database) == 0:
@@ -135,6 +143,19 @@ class MirrorWorker:
         finally:
             self._pusher = None
             pusher.disconnect()
+
+    def _resting(self) -> frozenset[str]:
+        """The refused sessions not to try again yet (tried less than ``retry_max`` ago)."""
+        now = time.monotonic()
+        return frozenset(sid for sid, (_, tried) in self._refused.items() if now - tried < self.retry_max)
+
+    def _say_refused(self, pushed: Pushed) -> None:
+        """Log each session the server refused, once per reason."""
+        now = time.monotonic()
+        for entry in pushed.refused:
+            if self._refused.get(entry.session_id, ("", 0.0))[0] != entry.reason:
+                self.logger.error(f"{self.where}: session {entry.session_id}: {entry.reason}; kept queued")
+            self._refused[entry.session_id] = (entry.reason, now)
 
 
 def _say_drift(logger: logging.Logger, where: str, pusher: Pusher) -> None:

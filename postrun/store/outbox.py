@@ -14,7 +14,7 @@ loses its earlier versions in the mirror.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -121,14 +121,13 @@ def backlog(database: Database) -> Backlog:
     return Backlog(count, None if oldest is None else str(oldest))
 
 
-def waiting(database: Database, limit: int) -> list[str]:
-    """The sessions to push next, longest-waiting first."""
-    return [
-        str(row[0])
-        for row in database.execute(
-            "SELECT session_id FROM mirror_outbox ORDER BY queued_at, session_id LIMIT ?", (limit,)
-        )
-    ]
+def waiting(database: Database, limit: int, skip: Collection[str] = ()) -> list[str]:
+    """The sessions to push next, longest-waiting first, but those in ``skip`` (the server
+    refused them in this push: they stay queued for the next)."""
+    rows = database.execute(
+        "SELECT session_id FROM mirror_outbox ORDER BY queued_at, session_id LIMIT ?", (limit + len(skip),)
+    )
+    return [session_id for (session_id,) in rows if session_id not in skip][:limit]
 
 
 def mirrored_text(text: str) -> str:
