@@ -9,7 +9,8 @@ the rule and the part that matched (a secret only masked). Where each rule lives
   ``bash -c "rm -rf /"`` is), read past its wrappers by ``postrun.review.argv``;
 - which paths hold credentials, and which are outside the workspace:
   ``postrun.review.path_rules``;
-- secrets: ``postrun.review.secrets``;
+- secrets: ``postrun.review.secrets``, looked for where the redactor looks
+  (``postrun.review.structure``: keys, a value beside its key, a list of lines together);
 - reading or editing a credentials file, a read or edit outside the workspace, a rejected
   or failed step: ``step_flags`` here, which applies all of them.
 
@@ -32,11 +33,12 @@ from postrun.review.command_rules import COMMAND_RULES, QUOTED_CHARS, Severity
 from postrun.review.path_rules import is_sensitive_path, outside_workspace
 from postrun.review.run_rules import files_read
 from postrun.review.shell import split_commands
+from postrun.review.structure import tree_secrets
 
 # Bump when a rule changes (here or in the modules named above); with the secret rules'
 # versions it names the rules a stored step was flagged under (stored sessions are
 # re-flagged when it differs).
-_FLAG_RULES = "5"
+_FLAG_RULES = "6"  # 6: secrets where the redactor finds them (keys, pairs, lines)
 RULES_VERSION = f"flags-{_FLAG_RULES}+secrets-{secrets.RULES_VERSION}+detect-secrets-{secrets.DETECT_SECRETS_VERSION}"
 
 FLAG_KINDS = ("dangerous_command", "secret_in_output", "outside_workspace", "sensitive_read", "rejected", "failed")
@@ -146,59 +148,61 @@ def _failure(step: Mapping[str, Any]) -> str:
     return f"exit {exit_code}" if exit_code is not None else "the step failed"
 
 
-def step_texts(step: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """(field, text) for every string a step holds: its payload (raw included) and error."""
-    for key, value in step["payload"].items():  # the payload's own fields without a generator each
-        if isinstance(value, str):
-            yield str(key), value
-        elif isinstance(value, dict | list):
-            yield from _strings(value, str(key))
-    if "error" in step:
-        yield "error", step["error"]["message"]
-
-
-def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
-    if isinstance(value, str):
-        yield where, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _strings(item, f"{where}.{key}" if where else str(key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _strings(item, f"{where}[{index}]")
-
-
 def _secret_flags(step: Mapping[str, Any], blob: bytes | None) -> list[Flag]:
     # One quick look at all of them first: most steps hold no keyword of any rule.
     if blob is not None and not secrets.json_may_hold_secrets(blob):
         return []
-    texts = list(step_texts(step))
-    if not secrets.may_hold_secrets("\n".join(text for _, text in texts)):
+    payload = step["payload"]
+    if not secrets.may_hold_secrets("\n".join(_words(payload))) and (
+        "error" not in step or not secrets.may_hold_secrets(step["error"]["message"])
+    ):
         return []
+    # Where the redactor masks (a token used as a key, a value beside its key, a patch's lines
+    # together): README, the flags and the redactor are one set of rules.
     found = []
-    for where, text in texts:
-        found += _text_secret_flags(where, text)
+    for where, matches in tree_secrets(payload):
+        found += _grouped(where, matches)
+    if "error" in step:
+        found += _text_secret_flags("error", step["error"]["message"])
     return found
+
+
+def _words(value: Any) -> Iterator[str]:
+    """Every string and key of a JSON-like tree."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _words(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _words(item)
 
 
 _PLACE_CHARS = 300
 
 
 def _text_secret_flags(where: str, text: str) -> list[Flag]:
+    return _grouped(where, secrets.find_secrets(text))
+
+
+def _grouped(where: str, found: list[secrets.Secret]) -> list[Flag]:
+    """One flag per rule of the secrets ``found`` in one text at ``where``."""
     by_rule: dict[secrets.SecretRule, list[secrets.Secret]] = {}
-    for secret in secrets.find_secrets(text):
+    for secret in found:
         by_rule.setdefault(secret.rule, []).append(secret)
     if not by_rule:
         return []
     # The field's path names its keys, and a key may be a token itself (a map of tokens to what
     # they grant): it is quoted as any secret in a reason is, masked.
     place = secrets.quote(where, _PLACE_CHARS)
-    found = []
+    flags = []
     for rule, matches in by_rule.items():
         more = f" and {len(matches) - 1} more" if len(matches) > 1 else ""
         reason = f"{rule.label} ({rule.source}) in {place}: {matches[0].masked}{more}"
-        found.append(_flag("secret_in_output", "danger", reason))
-    return found
+        flags.append(_flag("secret_in_output", "danger", reason))
+    return flags
 
 
 def _from_read_text(flag: Mapping[str, str]) -> bool:

@@ -10,7 +10,6 @@ sharing. Pure: values in, values out.
 from __future__ import annotations
 
 import contextlib
-import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -20,11 +19,10 @@ import orjson
 
 from postrun.review import secrets
 from postrun.review.secrets import Secret, find_secrets
-from postrun.review.structure import masked_pieces, pair_text, pair_value, placeholder
+from postrun.review.structure import KEY_CHARS, key_look, masked_pieces, pair_found, pair_value, placeholder
 from postrun.text import one_line, printable
 
 _CONTEXT_CHARS = 30
-_KEY_CHARS = 200  # a longer key is text, not a name a value sits beside
 _WORD_CHARS = 8  # a secret a pair gives away is masked elsewhere as a word from this long
 _MARK_OPEN, _MARK_CLOSE, _CUT = "»", "«", "…"  # how a search snippet marks matches and cuts
 # What the redactor masks, by version: text redacted under other rules is redacted again (the
@@ -151,7 +149,7 @@ class Redactor:
     def _dict(self, value: dict[str, Any], where: str) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, item in value.items():
-            holds, beside = _key_look(key) if len(key) < _KEY_CHARS else (True, False)
+            holds, beside = key_look(key) if len(key) < KEY_CHARS else (True, False)
             base = self.text(key, where) if holds else self._home_shown(key)  # a token used as a key
             here = _join(where, base)  # what was masked is listed by where it was: the key as shown
             shown = self._strings(item, here)
@@ -167,13 +165,7 @@ class Redactor:
 
     def _pair(self, key: str, value: str, where: str) -> str:
         """``value`` with the secrets that show only beside its ``key`` masked."""
-        text, start, end = pair_text(key, value)
-        # Only what lies inside the value: a rule's match may run on past it into the JSON's syntax.
-        found = [
-            secret
-            for secret in find_secrets(text)
-            if start <= secret.start and secret.end <= end and not secret.value.startswith("[REDACTED:")
-        ]
+        text, start, end, found = pair_found(key, value)
         if not found:
             return value
         self._shown(text, found, where)  # what was masked, with its context
@@ -235,13 +227,6 @@ def given_away(value: Any) -> dict[str, str]:
 
 def _as_word(word: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])")
-
-
-@functools.lru_cache(maxsize=4096)
-def _key_look(key: str) -> tuple[bool, bool]:
-    """Whether ``key`` holds a secret itself, and whether a value beside it may be one: records
-    repeat their keys, each looked at once."""
-    return bool(find_secrets(key)), secrets.may_hold_secrets(key)
 
 
 def _words_masked(value: Any, words: re.Pattern[str], mark: str) -> Any:

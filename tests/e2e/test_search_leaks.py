@@ -36,19 +36,19 @@ def _pieces(secret: str, size: int = 6) -> set[str]:
     return {secret[i : i + size] for i in range(len(secret) - size + 1)}
 
 
-def test_a_search_without_words_masks_a_secret_its_snippet_cuts(env: dict[str, str], tmp_path: Path) -> None:
+def test_a_search_without_words_quotes_a_secret_beside_its_key_only_masked(env: dict[str, str], tmp_path: Path) -> None:
     # README: `search --redact` shows the hits as a shared export would, "a secret the window cuts
     # is masked too". Without words a hit's snippet is the start of the step's text, cut at 160
-    # characters: here inside the key (the tool's input, its keys sorted: a_note, then api_key).
+    # characters (here it would fall inside the key: the tool's input, its keys sorted: a_note,
+    # then api_key), but for a flagged step's reasons: the key beside `api_key` is flagged, as
+    # the redactor masks it, and its reason quotes it masked, with or without --redact.
     _stored(env, tmp_path, {"a_note": "x" * 96, "api_key": KEY}, "sunny")
-    plain = run_postrun("search", "--type", "other", env=env).stdout
-    assert KEY[:10] in plain and KEY not in plain  # the cut falls inside the key
     for search in (("--type", "other"), ("--since", "2020-01-01"), ("--agent", "claude-code")):
-        for extra in ((), ("--json",)):
-            done = run_postrun("search", *search, "--redact", *extra, env=env)
+        for extra in ((), ("--json",), ("--redact",), ("--redact", "--json")):
+            done = run_postrun("search", *search, *extra, env=env)
             assert done.returncode == 0 and "toolu_w" in done.stdout, done.stderr
             assert not [piece for piece in _pieces(KEY) if piece in done.stdout], (search, done.stdout)
-            assert "[REDACTED:credential]" in done.stdout, (search, done.stdout)
+            assert "in raw.input.api_key: …(22 chars)" in done.stdout, (search, done.stdout)
 
 
 def test_a_secret_its_key_gives_away_is_masked_where_a_snippet_shows_it_again(
@@ -85,3 +85,21 @@ def test_a_redacted_exports_list_of_what_it_masked_quotes_no_secret(env: dict[st
         shared = (tmp_path / "shared").read_text()
         for secret in (github, aws):
             assert secret not in done.stderr and secret not in shared, (args, done.stderr)
+
+
+def test_search_by_flag_finds_a_secret_the_redactor_masks_beside_its_key_or_as_a_key(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    # README: `search --flag secret_in_output` lists the steps with a secret, and the flags and
+    # the one redactor look alike ("a value beside its key (a `password` in a tool's arguments,
+    # as `{"password": "…"}`)", a token used as a key): what an export masks is flagged.
+    github = SAMPLES["github_token"][0]
+    _stored(env, tmp_path, {"password": KEY, "grants": {github: "repo"}}, "ok")
+    exported = run_postrun("export", SESSION, "--redact", env=env)
+    assert KEY not in exported.stdout and github not in exported.stdout, exported.stderr
+    for flag in ("secret_in_output", "any"):
+        done = run_postrun("search", "--flag", flag, env=env)
+        assert done.returncode == 0 and "toolu_w" in done.stdout, (flag, done.stdout, done.stderr)
+        assert "credential assignment (postrun) in raw.input.password" in done.stdout, done.stdout
+        assert "GitHub token (detect-secrets GitHubTokenDetector) in raw.input.grants" in done.stdout, done.stdout
+        assert KEY not in done.stdout and github not in done.stdout

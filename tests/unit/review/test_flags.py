@@ -10,6 +10,8 @@ from postrun.review.argv import unwrapped
 from postrun.review.command_rules import COMMAND_RULES
 from postrun.review.flags import RULES_VERSION, step_flags
 from postrun.review.path_rules import outside_workspace
+from postrun.review.redact import Redactor
+from tests.support.secret_samples import SAMPLES
 
 WORKSPACE = "/home/dev/project"
 
@@ -468,9 +470,36 @@ def test_a_reason_names_a_field_whose_key_is_a_token_masked() -> None:
     aws = "AKIA" + "QX7ZD2LMN4PR8TUV"
     other = {"id": "o", "type": "other", "decision": "auto", "outcome": "ok",
              "payload": {"tool_name": "vault", "raw": {"input": {"tokens": {token: f"aws {aws}"}}}}}  # fmt: skip
-    (found,) = reasons(other, "secret_in_output")
+    in_key, found = reasons(other, "secret_in_output")
     assert found[1].startswith("AWS key") and "in raw.input.tokens.ghp_…(40 chars): AKIA…(20 chars)" in found[1]
+    assert in_key[1].startswith("GitHub token") and in_key[1].endswith("in raw.input.tokens: ghp_…(40 chars)")
     assert token not in str(step_flags(other, WORKSPACE))
+
+
+STRUCTURED = [
+    {"raw": {"input": {"password": "q8Zr4Lm2Xw9Tk3Vb7NpYt5", "user": "ann"}}},  # a secret only beside its key
+    {"raw": {"input": {"tokens": {SAMPLES["github_token"][0]: "repo scope"}}}},  # a token used as a key
+    {
+        "structured_patch": [
+            {"lines": ["@@ -1 +1,8 @@", *(f"+{line}" for line in SAMPLES["private_key"][0].splitlines())]}
+        ]
+    },
+    {"raw": {"arguments": {"db_password": "Summer2026x", "api_token": "Summer2026x-Zx9kP2mQ7vR4tY8w", "host": "db"}}},
+    {"raw": {"input": {"password": "changeme", "note": "no secret here at all"}}},  # a placeholder: neither
+]
+
+
+@pytest.mark.parametrize("payload", STRUCTURED)
+def test_secret_in_output_flags_what_the_redactor_masks(payload: dict[str, Any]) -> None:
+    """README: the flags and the redactor are one set of rules; a secret only a record's
+    structure shows (beside its key, as a key, across a patch's lines) is flagged as it is masked."""
+    redactor = Redactor()
+    redactor.value(payload, "")
+    step = {"id": "o", "type": "other", "decision": "auto", "outcome": "ok", "payload": {"tool_name": "t", **payload}}
+    flagged = reasons(step, "secret_in_output")
+    assert len(flagged) == len({(masked.kind, masked.where) for masked in redactor.masked}), (flagged, redactor.masked)
+    for secret in SAMPLES["github_token"][0], "q8Zr4Lm2Xw9Tk3Vb7NpYt5", "Summer2026x":
+        assert secret not in str(flagged)
 
 
 def test_a_random_hash_is_not_a_secret() -> None:
