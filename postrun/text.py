@@ -2,7 +2,10 @@
 
 A terminal escape (ESC, BEL, C1 controls) must not reach a terminal, and a bidi control
 (the right-to-left override and its kin) must not make text display in another order than
-it is stored: every view shows both as escapes (``\\x1b``, ``\\u202e``).
+it is stored: every view shows both as escapes (``\\x1b``, ``\\u202e``). The views people read
+(``show``, ``sessions``, ``search``, the review app's pages) also show the characters that
+display as nothing (a zero-width space, a Unicode tag): text an agent wrote could hide an
+instruction or disguise a command in them.
 """
 
 from __future__ import annotations
@@ -11,10 +14,15 @@ import re
 
 # Embeddings, overrides and isolates, the implicit marks and the Arabic letter mark.
 BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+# Characters that show as nothing: zero-width space, non-joiner and joiner, the word joiner and
+# the invisible operators, the byte order mark, the Unicode tags (which can spell out a whole
+# instruction no reader sees).
+INVISIBLE = "\u200b-\u200d\u2060-\u2064\ufeff\U000e0000-\U000e007f"
+HIDDEN = re.compile(f"[{BIDI_CONTROLS}{INVISIBLE}]")
 # C0 and C1 control characters (and DEL), and the bidi controls.
 _CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
 _CONTROL_BUT_LAYOUT = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
-_BIDI = re.compile(f"[{BIDI_CONTROLS}]")
+_CONTROL_ONLY = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # What JSON may hold raw inside a string but no viewer should act on: C1 controls and bidi controls.
 _JSON_UNSAFE = re.compile(f"[\x7f-\x9f{BIDI_CONTROLS}]")
 # A surrogate alone: how Python decodes an argument's or a path's bytes that are not UTF-8.
@@ -23,7 +31,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def printable(text: str) -> str:
@@ -37,9 +45,22 @@ def visible(text: str) -> str:
     return _CONTROL_BUT_LAYOUT.sub(_escape, text)
 
 
-def without_bidi(text: str) -> str:
-    """``text`` with its bidi controls shown as escapes, nothing else changed."""
-    return _BIDI.sub(_escape, text)
+def controls_shown(text: str) -> str:
+    """``text`` with its control characters (but newlines and tabs) shown as escapes, and its bidi
+    controls and invisible characters (``HIDDEN``) left for a page to mark."""
+    return _CONTROL_ONLY.sub(_escape, text)
+
+
+def revealed(text: str) -> str:
+    """``text`` with every bidi control and invisible character shown as an escape (``\\u200b``,
+    ``\\U000e0041``): what a terminal view prints, so text an agent wrote hides nothing from
+    the reader."""
+    return HIDDEN.sub(_escape, text)
+
+
+def hidden_name(char: str) -> str:
+    """How a page names a bidi control or an invisible character: ``U+200B``."""
+    return f"U+{ord(char):04X}"
 
 
 def json_escaped(data: bytes) -> bytes:

@@ -12,7 +12,7 @@ import typer
 from postrun.cli.app import app
 from postrun.cli.common import check_agent, command, load, progress, say
 from postrun.errors import UsageError
-from postrun.text import json_escaped, one_line, plural, printable
+from postrun.text import json_escaped, one_line, plural, printable, revealed
 
 
 @app.command()
@@ -133,7 +133,7 @@ def sessions(
         flags = f"{s.flagged_steps} flagged" if s.flagged_steps else ""
         typer.echo(
             f"{started}Z  {s.agent}  {s.id:<{id_width}}  {state:<5}  {plural(s.steps, 'step'):>11}  {failed:<10}"
-            f"  {flags:<11}  {one_line(s.title, 80)}".rstrip()
+            f"  {flags:<11}  {revealed(one_line(s.title, 80))}".rstrip()
             + (f"  [{VERDICT_LABELS[verdicts[s.id].state]}]" if s.id in verdicts else "")
         )
 
@@ -162,7 +162,9 @@ def show(
     from postrun.views import show_session
 
     _, paths = load()
-    typer.echo(show_session(paths.db, session, with_history=with_history, redact=redact, home=paths.home), nl=False)
+    # Text an agent wrote may hide words in characters that show as nothing: shown as escapes.
+    shown = show_session(paths.db, session, with_history=with_history, redact=redact, home=paths.home)
+    typer.echo(revealed(shown), nl=False)
 
 
 @app.command()
@@ -262,7 +264,8 @@ def search(
     if not hits:
         say("no matching steps" if has_store(paths.db) else f"no sessions stored in {paths.db}")
     for hit in hits:
-        typer.echo(
+        line = (
             f"{hit.session_id}  #{hit.seq} {printable(hit.step_id)}  {hit.at}  {printable(hit.actor_id)}"
             f"  {hit.type} {hit.outcome}  {hit.snippet}"
         )
+        typer.echo(revealed(line))  # characters that show as nothing, as escapes: they hide no words

@@ -14,7 +14,8 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer
 
-from postrun.web.filters import visible
+from postrun.text import controls_shown
+from postrun.web.filters import marked
 
 BODY_CHARS = 200_000  # per text shown; the JSON export has the rest
 _FORMATTER = HtmlFormatter(cssclass="diff", wrapcode=True)
@@ -37,6 +38,7 @@ def edit_diff(payload: Mapping[str, Any]) -> str:
 
 
 def highlighted_diff(payload: Mapping[str, Any]) -> tuple[Markup, int]:
-    text, hidden = cut(visible(edit_diff(payload)))
-    # Pygments' HTML formatter escapes every token: the result is safe markup.
-    return Markup(highlight(text, DiffLexer(), _FORMATTER)), hidden
+    text, hidden = cut(controls_shown(edit_diff(payload)))
+    # Pygments' HTML formatter escapes every token: the result is safe markup, its bidi controls
+    # and invisible characters then marked as the rest of the page marks them.
+    return marked(highlight(text, DiffLexer(), _FORMATTER)), hidden

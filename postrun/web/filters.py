@@ -2,17 +2,40 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from markupsafe import Markup, escape
+
 from postrun import text
 
 
-def visible(value: Any) -> str:
-    """Session text with control characters (but newlines and tabs) and bidi controls shown as
-    escapes (``\\x1b``, ``\\u202e``)."""
-    return text.visible(str(value))
+def visible(value: Any) -> Markup:
+    """Session text, escaped, with control characters (but newlines and tabs) shown as escapes
+    (``\\x1b``), and each bidi control or invisible character as a marked ``<U+200B>``: as a
+    careful code-review tool shows them, so text an agent wrote can neither reorder what the
+    reader sees nor hide words from them. Cut it (``truncate``) before, never after."""
+    return marked(escape(text.controls_shown(str(value))))
+
+
+def marked(html: str) -> Markup:
+    """Safe HTML (escaped text, highlighted code) with each bidi control or invisible character
+    in it replaced by its mark: they stand in text, never in a tag."""
+    return Markup(text.HIDDEN.sub(_mark, html))
+
+
+def _mark(match: re.Match[str]) -> str:
+    name = text.hidden_name(match.group())
+    title = f"a hidden character (invisible or text direction): {name}"
+    return f'<span class="hidden-char" title="{title}">&lt;{name}&gt;</span>'
+
+
+def visible_attr(value: Any) -> str:
+    """``visible`` for an attribute (a tooltip, a label): the marks as plain ``<U+200B>``."""
+    shown = text.HIDDEN.sub(lambda match: f"<{text.hidden_name(match.group())}>", str(value))
+    return text.controls_shown(shown)
 
 
 def when(stamp: str | None) -> str:
@@ -60,6 +83,7 @@ def number(value: int) -> str:
 
 FILTERS: dict[str, Callable[..., str]] = {
     "visible": visible,
+    "visible_attr": visible_attr,
     "when": when,
     "duration": duration,
     "cost": cost,

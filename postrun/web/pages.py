@@ -15,7 +15,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 
 from postrun.errors import NotFound, UsageError
 from postrun.store.verdicts import VERDICT_FILTERS, VERDICT_LABELS
-from postrun.text import without_bidi
+from postrun.text import revealed
 from postrun.web import data, params
 from postrun.web.diff import cut, highlighted_diff
 
@@ -27,8 +27,9 @@ def render(request: Request, name: str, status: int = 200, **context: Any) -> HT
     html = request.app.state.templates.get_template(name).render(
         path=request.url.path, query=dict(request.query_params), verdict_labels=VERDICT_LABELS, **context
     )
-    # The templates hold no bidi control: any left came from a session, shown as an escape.
-    return HTMLResponse(without_bidi(html), status)
+    # The templates hold no bidi control or invisible character: any left (one the templates do
+    # not mark, as a form's value) came from a session, shown as an escape.
+    return HTMLResponse(revealed(html), status)
 
 
 def config(request: Request) -> Any:
