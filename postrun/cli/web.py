@@ -9,6 +9,7 @@ import typer
 
 from postrun.cli.app import app
 from postrun.cli.common import command, load, say
+from postrun.errors import PostrunError
 from postrun.web.address import DEFAULT_HOST, DEFAULT_PORT
 
 
@@ -31,6 +32,7 @@ def serve(
     """
     import webbrowser
 
+    from postrun.web.launch import write_redirect
     from postrun.web.server import Listening
     from postrun.web.server import serve as run
 
@@ -39,7 +41,12 @@ def serve(
     def listening(where: Listening) -> None:
         typer.echo(f"postrun serve: {where.url} (open with: postrun open)")
         if open_browser:
-            webbrowser.open(where.state.login_url(time.time()))
+            try:  # the link stays off the browser's command line, as in `open`
+                page = write_redirect(paths.web_state.parent, where.state.login_url(time.time()))
+            except PostrunError as exc:
+                say(f"warning: {exc}; open with: postrun open --print")
+                return
+            webbrowser.open(page.as_uri())
 
     run(paths.db, paths.web_state, host=host, port=port, on_listening=listening, home=paths.home)
 
@@ -54,11 +61,18 @@ def open_command(
     """Open the running review app in the browser, signed in by a one-time link."""
     import webbrowser
 
+    from postrun.web.launch import write_redirect
     from postrun.web.state import read_state
 
     _, paths = load()
     url = read_state(paths.web_state).login_url(time.time())
-    if print_only or not webbrowser.open(url):
-        if not print_only:
-            say("no browser found; open this link (valid once, for 60 s):")
+    if print_only:
+        typer.echo(url)
+        return
+    # The browser gets a private local page that sends it on: a link on its command line would
+    # be readable by any local user (`ps`) and sign them in.
+    page = write_redirect(paths.web_state.parent, url)
+    if not webbrowser.open(page.as_uri()):
+        page.unlink(missing_ok=True)
+        say("no browser found; open this link (valid once, for 60 s):")
         typer.echo(url)

@@ -20,6 +20,7 @@ import uvicorn
 from postrun.errors import PostrunError, UsageError
 from postrun.web.address import DEFAULT_PORT
 from postrun.web.app import WebConfig, create_app
+from postrun.web.launch import remove_redirects
 from postrun.web.state import ServeState, remove_state, write_state
 
 _SHUTDOWN_SECONDS = 2  # live streams end at once; slow requests get this long
@@ -121,5 +122,6 @@ def serve(
     finally:
         sock.close()
         remove_state(state_file, state)
+        remove_redirects(state_file.parent)  # links to this server: none can be used now
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import socket
 import stat
@@ -23,6 +24,7 @@ from tests.support.web import (
     request,
     sign_in,
     store_hand_made,
+    wait_for,
 )
 
 
@@ -218,3 +220,49 @@ def test_a_session_id_beyond_ascii_downloads(served: tuple[ServeProcess, dict[st
         suffix = name.removeprefix("export")
         assert answer.headers["content-disposition"] == f'attachment; filename="1790000000002___{suffix}"'
         assert "hello" in answer.body
+
+
+def _fake_browser(tmp_path: Path) -> tuple[Path, Path]:
+    """A browser ($BROWSER) that records the arguments it was started with, one line each."""
+    record = tmp_path / "browser-argv"
+    script = tmp_path / "fake-browser"
+    script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$0" "$@" >> {record}\n')
+    script.chmod(0o755)
+    return script, record
+
+
+def _redeemed_from_page(server: ServeProcess, argv: list[str]) -> Path:
+    """The page the browser was given (a private file): it sends the browser to a login link
+    that signs in."""
+    (address,) = argv[1:]
+    assert address.startswith("file://") and "token" not in address, argv
+    page = Path(urllib.parse.unquote(urllib.parse.urlparse(address).path))
+    assert stat.S_IMODE(page.stat().st_mode) == 0o600 and stat.S_IMODE(page.parent.stat().st_mode) == 0o700
+    (link,) = set(re.findall(r'(http://127\.0\.0\.1:\d+/login\?token=[^"]+)', page.read_text()))
+    assert request(server.port, link[len(server.url) - 1 :]).status == 303
+    return page
+
+
+def test_open_keeps_the_login_link_off_the_browsers_command_line(env: dict[str, str], tmp_path: Path) -> None:
+    # A browser's arguments are readable by every local user (`ps`, /proc/<pid>/cmdline) while it
+    # runs: the one-time link there would sign them in. `postrun open` gives it a 0600 page in
+    # the private state folder that sends it on, as Jupyter does; `serve --open` too.
+    script, record = _fake_browser(tmp_path)
+    opened = {**env, "BROWSER": str(script)}
+    server = ServeProcess(opened, tmp_path)
+    try:
+        done = run_postrun("open", env=opened)
+        assert done.returncode == 0 and done.stdout == "" and done.stderr == "", done
+        first = _redeemed_from_page(server, record.read_text().splitlines())
+    finally:
+        server.kill()
+    record.unlink()
+    server = ServeProcess(opened, tmp_path, "--open")
+    try:
+        wait_for(lambda: record.exists() and record.read_text().endswith("\n"), "serve --open to start the browser")
+        second = _redeemed_from_page(server, record.read_text().splitlines())
+        code, _ = server.stop(signal.SIGTERM)
+        assert code == 0
+        assert not first.exists() and not second.exists()  # no link to a stopped server is left behind
+    finally:
+        server.kill()
