@@ -14,11 +14,15 @@ import re
 
 # Embeddings, overrides and isolates, the implicit marks and the Arabic letter mark.
 BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
-# Characters that show as nothing: zero-width space, non-joiner and joiner, the word joiner and
-# the invisible operators, the byte order mark, the Unicode tags (which can spell out a whole
-# instruction no reader sees).
-INVISIBLE = "\u200b-\u200d\u2060-\u2064\ufeff\U000e0000-\U000e007f"
-HIDDEN = re.compile(f"[{BIDI_CONTROLS}{INVISIBLE}]")
+# Characters that show as nothing: the zero-width space, the word joiner and the invisible
+# operators, the byte order mark, the Unicode tags (which can spell out a whole instruction no
+# reader sees).
+INVISIBLE = "\u200b\u2060-\u2064\ufeff\U000e0000-\U000e007f"
+# The zero-width non-joiner and joiner, where they can only hide: beside ASCII on both sides (in
+# a command, a path, a word). Between other characters they shape text (an emoji of several, a
+# Persian or Indic word) and are left as they are.
+_JOINERS_IN_ASCII = "(?<![^\x00-\x7f])[\u200c\u200d](?![^\x00-\x7f])"
+HIDDEN = re.compile(f"[{BIDI_CONTROLS}{INVISIBLE}]|{_JOINERS_IN_ASCII}")
 # C0 and C1 control characters (and DEL), and the bidi controls.
 _CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
 _CONTROL_BUT_LAYOUT = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}]")

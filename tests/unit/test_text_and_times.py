@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from postrun.agents.cline.times import valid_timestamp
-from postrun.text import one_line, plural, printable
+from postrun.text import one_line, plural, printable, revealed
 from postrun.timestamps import iso_from_ms, normalize_timestamp, utc_iso
 
 
@@ -17,6 +17,25 @@ def test_printable_escapes_terminal_control_characters() -> None:
     hostile = "title\x1b]0;pwned\x07\x00end\x9b"
     assert printable(hostile) == "title\\x1b]0;pwned\\x07\\x00end\\x9b"
     assert printable("naïve café ✓") == "naïve café ✓"  # only control characters are escaped
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("git\u200cstatus", "git\\u200cstatus"),  # a joiner inside a command hides
+        ("rm\u200d -rf", "rm\\u200d -rf"),
+        ("\u200dx", "\\u200dx"),
+        ("a\u200bb\ufeff", "a\\u200bb\\ufeff"),  # a zero-width space and the BOM, anywhere
+        ("tag\U000e0041", "tag\\U000e0041"),
+        ("\U0001f468\u200d\U0001f4bb", "\U0001f468\u200d\U0001f4bb"),  # one emoji of several joined
+        (
+            "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
+            "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
+        ),  # Persian
+    ],
+)
+def test_revealed_shows_what_displays_as_nothing_but_joiners_that_shape_text(text: str, shown: str) -> None:
+    assert revealed(text) == shown
 
 
 def test_one_line_folds_whitespace_and_cuts() -> None:
