@@ -39,6 +39,9 @@ _CLINE_HOME_SESSIONS = (".cline", "data", "sessions")
 
 _PRIVATE_MODE = 0o700
 
+# Why a relative path cannot be used: what it was relative to is gone.
+RELATIVE_GONE = "a relative path, and the working directory was removed"
+
 
 def env_value(environ: Mapping[str, str], name: str) -> str | None:
     """The variable's value without surrounding blanks; None when unset, empty or blank."""
@@ -73,6 +76,11 @@ def working_dir() -> Path | None:
         return None
 
 
+def reachable(path: Path) -> bool:
+    """Whether ``path`` can be looked up: absolute, or relative to a working directory still there."""
+    return path.is_absolute() or working_dir() is not None
+
+
 def expand_path(raw: str | Path, *, home: Path, base: Path | None) -> Path:
     """``raw`` with a leading ``~`` expanded against ``home`` and made absolute against ``base``.
 
@@ -94,7 +102,7 @@ def expand_path(raw: str | Path, *, home: Path, base: Path | None) -> Path:
         path = Path(text)
     if base is None:
         if not path.is_absolute():
-            raise ValueError("a relative path, and the working directory was removed")
+            raise ValueError(RELATIVE_GONE)
         return path
     return base / path  # joining an absolute path keeps it unchanged
 

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 
-from postrun.errors import PostrunError
+from postrun.errors import PostrunError, UsageError
 from postrun.exitcodes import ExitCode
-from postrun.text import plural
+from postrun.text import plural, printable
 
 # The library is imported where a command uses it, not here: every run of `postrun` imports
 # this module, and `--version`, `--help` or a command that never loads settings should not pay
@@ -108,6 +108,18 @@ def load(**overrides: Any) -> tuple[LoadedSettings, Paths]:
     for warning in loaded.warnings:
         say(f"warning: {warning}")
     return loaded, paths_for(loaded, os.environ)
+
+
+def given_path(path: Path) -> Path:
+    """A path argument as given, once it can still mean something. A relative one given after
+    the working directory was removed is a usage error naming it (as ``--config``'s is a
+    configuration error), not ``getcwd``'s internal error further on (README: one line naming
+    the file and the problem)."""
+    from postrun.paths import RELATIVE_GONE, reachable
+
+    if not reachable(path):
+        raise UsageError(printable(os.fspath(path)), RELATIVE_GONE)
+    return path
 
 
 def rerun_command(loaded: LoadedSettings, verb: str) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from postrun.cli.app import app
-from postrun.cli.common import check_agent, command, load, progress, say
+from postrun.cli.common import check_agent, command, given_path, load, progress, say
 from postrun.errors import UsageError
 from postrun.text import json_escaped, one_line, plural, printable, revealed
 
@@ -193,6 +193,8 @@ def export(
 
     if export_format not in EXPORT_FORMATS:
         raise UsageError("--format", f"unknown format {export_format!r} (known: {', '.join(EXPORT_FORMATS)})")
+    if output is not None:
+        given_path(output)
     _, paths = load()
     exported = export_session(paths.db, session, export_format, redact=redact, home=paths.home)
     if output is None:

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from postrun.cli.app import app
-from postrun.cli.common import command, load, say
+from postrun.cli.common import command, given_path, load, say
 from postrun.errors import UsageError
 from postrun.text import plural, size_text
 
@@ -71,7 +71,7 @@ def raw(
 
     loaded, paths = load()
     protected = [folder for agent in adapters() for folder in agent.data_folders(loaded, os.environ)]
-    written = write_raw(paths.db, session, to, version=version, protected=protected)
+    written = write_raw(paths.db, session, given_path(to), version=version, protected=protected)
     kept = written.version
     typer.echo(
         f"wrote version {kept.number} of {written.versions} ({plural(len(kept.files), 'file')},"
@@ -99,7 +99,7 @@ def backup(
         for old in removed:
             say(f"removed old backup {old}")
     else:
-        made = back_up(paths.db, target)
+        made = back_up(paths.db, given_path(target))
     typer.echo(
         f"backup {made.path}: {size_text(made.bytes)}, {plural(made.sessions, 'session')},"
         f" {plural(made.steps, 'step')}, integrity ok"
@@ -133,7 +133,7 @@ def restore(
     from postrun.timestamps import utc_now
 
     _, paths = load()
-    checked = verify_backup(source)
+    checked = verify_backup(given_path(source))
     if not yes:
         if not sys.stdin.isatty():
             raise UsageError("--yes", "restore replaces the store: confirm with --yes")

@@ -172,3 +172,30 @@ def test_a_tilde_of_an_unknown_user_is_one_line_naming_where_it_came_from(tmp_pa
     for args, environ, code, line in cases:
         result = run_postrun(*args, env=environ)
         assert (result.returncode, result.stdout, result.stderr) == (code, "", f"error: {line}\n"), args
+
+
+def test_a_relative_file_argument_with_a_removed_working_directory_is_a_usage_error_naming_it(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    # Before: backup, export -o and raw --to were "error: internal error: FileNotFoundError" (exit 1);
+    # restore said "no such backup file", ingest "cannot be looked at" (exit 1).
+    root = Path(env["HOME"]) / ".cline" / "data" / "sessions"  # where Cline's bare ids are looked up
+    shutil.copytree(FIXTURES / "cline" / "basic_act" / "data" / "sessions", root)
+    assert run_postrun("ingest", str(root), env=env).returncode == 0
+    session = "1790000000000_basic"
+    gone = "a relative path, and the working directory was removed"
+    for args, named in [
+        (("backup", "rel.db"), "rel.db"),
+        (("restore", "--yes", "rel.db"), "rel.db"),
+        (("export", session, "-o", "rel.md"), "rel.md"),
+        (("raw", session, "--to", "out"), "out"),
+        (("ingest", "some/folder"), "some/folder"),
+        (("ingest", "--agent", "codex", "rollouts"), "rollouts"),
+        (("ingest", "--agent", "claude-code", "slug/x.jsonl"), "slug/x.jsonl"),
+    ]:
+        result = run_in_removed_folder(tmp_path / "gone", *args, env=env)
+        assert (result.returncode, result.stdout, result.stderr) == (2, "", f"error: {named}: {gone}\n"), args
+    # A bare id is still looked up where the agent keeps its sessions.
+    by_id = run_in_removed_folder(tmp_path / "gone", "ingest", session, env=env)
+    assert (by_id.returncode, by_id.stderr) == (0, ""), by_id.stderr
+    assert by_id.stdout.startswith(f"unchanged cline session {session}: 15 steps")

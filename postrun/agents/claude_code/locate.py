@@ -20,7 +20,7 @@ from pathlib import Path
 from postrun.agents.claude_code.strays import is_old_subagent, named_session, old_subagents
 from postrun.agents.registry import Listing, Location, Skipped, listing_of_targets
 from postrun.errors import NotFound, PostrunError, SourceError, UsageError
-from postrun.paths import env_value, expand_named, home_dir
+from postrun.paths import RELATIVE_GONE, env_value, expand_named, home_dir, reachable
 from postrun.text import printable
 
 AGENT = "claude-code"
@@ -280,8 +280,9 @@ def resolve_targets(targets: Iterable[str | os.PathLike[str]], default_root: Pat
 
 def _resolve_target(target: str, default_root: Path) -> Listing:
     where = printable(target) if target else "''"  # targets are typed by people: show them safely
-    path = _absolute(target)
-    if target and path.exists():
+    # None: a relative path given where the working directory was removed; it can still be an id.
+    path = _absolute(target) if reachable(Path(target)) else None
+    if target and path is not None and path.exists():
         owner = _owning_session(path, where)
         if owner is not None:
             return owner
@@ -299,6 +300,8 @@ def _resolve_target(target: str, default_root: Path) -> Listing:
         return list_sessions(path)
     if is_safe_name(target):
         return Listing((find_session(_absolute(default_root), target, where),))
+    if path is None:
+        raise UsageError(where, RELATIVE_GONE)
     if os.sep in target:
         raise NotFound(where, "no such file or folder")
     raise UsageError(where, "not a session id, a session transcript or a projects folder")

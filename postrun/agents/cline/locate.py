@@ -20,6 +20,7 @@ from pathlib import Path
 
 from postrun.agents.registry import Listing, Skipped, listing_of_targets
 from postrun.errors import NotFound, SourceError, UsageError
+from postrun.paths import RELATIVE_GONE, reachable
 from postrun.text import printable
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
@@ -276,8 +277,9 @@ def resolve_targets(targets: Iterable[str | os.PathLike[str]], default_root: Pat
 
 def _resolve_target(target: str, default_root: Path) -> Listing:
     where = printable(target) if target else "''"  # targets are typed by people: show them safely
-    path = _absolute(target)
-    if target and path.exists():
+    # None: a relative path given where the working directory was removed; it can still be an id.
+    path = _absolute(target) if reachable(Path(target)) else None
+    if target and path is not None and path.exists():
         if path.is_dir():
             if (path / f"{path.name}{MESSAGES_SUFFIX}").exists():
                 _require_safe(path.name, where)
@@ -304,6 +306,8 @@ def _resolve_target(target: str, default_root: Path) -> Listing:
         if location.messages.exists():
             return Listing((location,))
         raise NotFound(where, f"no such session in {location.sessions_root} (pass the session folder or messages file)")
+    if path is None:
+        raise UsageError(where, RELATIVE_GONE)
     if os.sep in target:
         raise NotFound(where, "no such file or folder")
     raise UsageError(where, "not a session id, a session folder or a messages file")

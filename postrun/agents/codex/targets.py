@@ -19,6 +19,7 @@ from postrun.agents.codex.locate import ARCHIVE, SESSIONS, group_sessions, list_
 from postrun.agents.codex.reading import read_metas
 from postrun.agents.registry import Listing, Skipped, listing_of_targets
 from postrun.errors import NotFound, SourceError, UsageError
+from postrun.paths import RELATIVE_GONE, reachable
 from postrun.text import printable
 
 THREAD_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -107,6 +108,8 @@ def _resolve(
         return _session_of(rollout.thread_id, where, of(_folder_of(path)), path)
     if THREAD_ID.fullmatch(target):
         return _session_of(target.lower(), where, of(sessions_folder.absolute()), None)
+    if target and not reachable(path):
+        raise UsageError(where, RELATIVE_GONE)
     if os.sep in target:
         raise NotFound(where, "no such file or folder")
     raise UsageError(where, "not a thread id, a rollout file, a day folder or a sessions folder")
