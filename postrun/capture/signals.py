@@ -6,6 +6,8 @@ import signal
 import threading
 from types import FrameType
 
+from postrun.startsignals import take
+
 
 class Signals:
     """SIGTERM/SIGINT ask to stop, SIGHUP to re-read the configuration (main thread only)."""
@@ -24,6 +26,9 @@ class Signals:
             (signal.SIGHUP, self._on_reload),
         ):
             self._previous[number] = signal.signal(number, handler)
+        # A stop asked for while the command started (``postrun.startsignals``): as if it came now.
+        for noted in take():
+            (self._on_interrupt if noted == signal.SIGINT else self._on_stop)(noted, None)
 
     def restore(self) -> None:
         for number, handler in self._previous.items():

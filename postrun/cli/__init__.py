@@ -12,15 +12,29 @@ import gc
 import os
 import sys
 
+from postrun import startsignals
+
 
 def main() -> None:
+    # First: a signal of the moments before the command installs its own handling.
+    startsignals.hold(sys.argv[1:])
     try:
         _main()
     except KeyboardInterrupt:
         # Ctrl-C while the command line is still being imported, before a command could say it:
         # one line and 130, as an interrupted command ends (ExitCode.INTERRUPTED), no traceback.
-        sys.stderr.write("interrupted\n")
+        _say_interrupted()
         sys.exit(130)
+    except SystemExit as exc:
+        # typer makes a Ctrl-C while it parses the arguments a silent 130: the line is said here.
+        if exc.code == 130 and startsignals.interrupt_unreported():
+            _say_interrupted()
+        raise
+
+
+def _say_interrupted() -> None:
+    sys.stderr.write("interrupted\n")
+    sys.stderr.flush()
 
 
 def _main() -> None:

@@ -12,6 +12,7 @@ from postrun.cli.app import app
 from postrun.cli.common import command, load, say, state
 from postrun.errors import UsageError
 from postrun.exitcodes import ExitCode
+from postrun.startsignals import release
 from postrun.text import plural
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ def capture(
         "log_level": log_level,
     }
     if daemon:
+        # This process only waits for the background one: Ctrl-C and SIGTERM as for any command.
+        release()
         refuse_under_supervisor(os.environ)
     loaded, paths = load(**overrides)
 

@@ -16,6 +16,7 @@ import typer
 
 from postrun.errors import PostrunError, UsageError
 from postrun.exitcodes import ExitCode
+from postrun.startsignals import interrupt_reported
 from postrun.text import plural, printable
 
 # The library is imported where a command uses it, not here: every run of `postrun` imports
@@ -77,6 +78,7 @@ def command(function: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(int(ExitCode.FAILURE)) from None
         except KeyboardInterrupt:
             say("interrupted")
+            interrupt_reported()
             raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
         except (typer.Exit, typer.Abort):
             raise

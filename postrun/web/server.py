@@ -18,6 +18,7 @@ from types import FrameType
 import uvicorn
 
 from postrun.errors import PostrunError, UsageError
+from postrun.startsignals import take
 from postrun.web.address import DEFAULT_PORT
 from postrun.web.app import WebConfig, create_app
 from postrun.web.launch import remove_redirects
@@ -115,6 +116,8 @@ def serve(
 
     server = _Server(config, web)
     previous = {sig: signal.signal(sig, server.stop) for sig in _STOP_SIGNALS}
+    for number in take():  # asked for while the command started (postrun.startsignals): stop now
+        server.stop(number, None)
     try:
         write_state(state_file, state)
         on_listening(Listening(state.url, state))
