@@ -77,7 +77,8 @@ class SourceError(PostrunError):
 class Unreadable(SourceError):
     """A source file its permissions keep Postrun from opening (``chmod 000``). Making it
     readable changes none of the fingerprints (size, mtime, inode), so capture looks at it
-    again at each poll instead of waiting for the next write."""
+    again at each poll instead of waiting for the next write (a helper's file: whether it can be
+    opened now, without reading the session again)."""
 
 
 class NotParseableYet(SourceError):

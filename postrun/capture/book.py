@@ -117,6 +117,8 @@ class SessionBook:
         self._read: dict[str, FingerprintKey] = {}  # session -> fingerprint when last read (or known stored)
         self._open: set[str] = set()
         self._recent: dict[str, float] = {}  # session -> wall time of its last change (last 24 h)
+        # session -> its helper files the last read could not open (permissions), looked at each tick
+        self._unopened: dict[str, tuple[str, ...]] = {}
 
     def load(self, plan: CatchUpPlan) -> None:
         """Start from a catch-up plan (start-up, or the store was recreated)."""
@@ -152,6 +154,7 @@ class SessionBook:
             self._read.pop(session_id, None)
             self._open.discard(session_id)
             self._recent.pop(session_id, None)
+            self._unopened.pop(session_id, None)
 
     def saw(self, session_id: str, key: FingerprintKey) -> bool:
         """The poller saw these fingerprints; True when they differ from the last ones seen."""
@@ -168,6 +171,7 @@ class SessionBook:
         chmod changes no fingerprint)."""
         with self._lock:
             self._read.pop(session_id, None)
+            self._unopened.pop(session_id, None)
             if session_id in self._seen:
                 self._seen[session_id] = None
                 self._recent[session_id] = self.wall()
@@ -181,10 +185,18 @@ class SessionBook:
         with self._lock:
             return self._read.get(session_id) == key
 
-    def read(self, session_id: str, key: FingerprintKey, *, is_open: bool | None = None) -> None:
-        """The session was read at these fingerprints (stored, or found torn)."""
+    def read(
+        self, session_id: str, key: FingerprintKey, *, is_open: bool | None = None, unopened: Iterable[str] = ()
+    ) -> None:
+        """The session was read at these fingerprints (stored, or found torn); ``unopened``: its
+        helper files that read could not open (``unopened_files``)."""
         with self._lock:
             self._read[session_id] = key
+            paths = tuple(unopened)
+            if paths:
+                self._unopened[session_id] = paths
+            else:
+                self._unopened.pop(session_id, None)
             if is_open is True:
                 self._open.add(session_id)
             elif is_open is False:
@@ -195,10 +207,18 @@ class SessionBook:
         with self._lock:
             self._read.clear()
 
-    def active(self) -> list[str]:
-        """Sessions polled every tick: open ones and those changed in the last 24 hours."""
+    def unopened_files(self, session_id: str) -> tuple[str, ...]:
+        """The helper files the session's last read could not open. A chmod that makes one
+        readable changes none of its fingerprints: the poller asks whether it can open them now,
+        instead of reading the whole session again at each tick to find out."""
         with self._lock:
-            return list(self._open | self._recent.keys())
+            return self._unopened.get(session_id, ())
+
+    def active(self) -> list[str]:
+        """Sessions polled every tick: open ones, those changed in the last 24 hours and those
+        with a helper file that could not be opened."""
+        with self._lock:
+            return list(self._open | self._recent.keys() | self._unopened.keys())
 
     def prune(self) -> None:
         cutoff = self.wall() - ACTIVE_SECONDS

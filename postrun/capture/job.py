@@ -199,7 +199,10 @@ class IngestJob:
         session_id = outcome.session_id
         self.faults.succeeded()
         watched = self.watched(session_id)
-        watched.book.read(session_id, key, is_open=outcome.open)
+        # A helper's file it could not open (permissions) is looked at again by the poller, which
+        # has this read again once it can be opened: not a read of the whole session at each tick.
+        unopened = [error.where for error in outcome.unread if isinstance(error, Unreadable)]
+        watched.book.read(session_id, key, is_open=outcome.open, unopened=unopened)
         # A catch-up over a long history would print thousands of these: its progress is the
         # bar and the `caught up` line; live ingests are news.
         self.logger.log(
@@ -209,8 +212,6 @@ class IngestJob:
             f" in {round(outcome.elapsed_ms)} ms",
         )
         self._report_unread(session_id, outcome.unread, files)
-        if any(isinstance(error, Unreadable) for error in outcome.unread):
-            watched.book.unsee(session_id)  # a helper's file it could not open: as for the session's own
         self._report_incomplete(session_id, outcome.incomplete, files)
         torn = [error.where for error in outcome.unread if isinstance(error, NotParseableYet)]
         if self._still_written([*outcome.incomplete, *torn], files):

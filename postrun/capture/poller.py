@@ -12,6 +12,7 @@ line (re-arms it after the root was deleted and recreated, or appeared late).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -259,10 +260,19 @@ class Poller:
             files = self.source.adapter.fingerprint(location)
         except PostrunError:
             return  # unreadable metadata: the ingest reports it when the session changes
-        if self.book.saw(location.session_id, fingerprint_key(files)):
+        if self.book.saw(location.session_id, fingerprint_key(files)) or self._opens_now(location.session_id):
             self.dispatcher.changed(location.session_id, reason)
             if self.watcher is not None:
                 self.watcher.want(location.session_id)
+
+    def _opens_now(self, session_id: str) -> bool:
+        """True (and the session no longer taken as read) when a helper file its last read could
+        not open can be opened now: a chmod, which no fingerprint shows."""
+        unopened = self.book.unopened_files(session_id)
+        if not any(os.access(path, os.R_OK) for path in unopened):
+            return False
+        self.book.unsee(session_id)
+        return True
 
     def _warn_skipped(self, entry: Skipped) -> None:
         name = entry.path.name

@@ -115,3 +115,32 @@ def test_a_helper_transcript_made_readable_again_is_stored_without_a_new_write(f
         assert len(capture.lines(r"cannot open")) == 1  # logged once, though looked at again at every poll
     finally:
         capture.kill()
+
+
+def test_a_helper_that_stays_unreadable_does_not_have_its_session_read_at_every_poll(folder: Path) -> None:
+    """Before: the whole session was read again at every poll while the helper stayed
+    unreadable (a CPU cost for a big finished session, and an INFO line each time)."""
+    case = CLAUDE / "e_subagents"
+    projects = _copy(case / "claude" / "projects", folder / "claude" / "projects")
+    (transcript,) = projects.glob("*/*.jsonl")
+    helper = sorted(projects.rglob("subagents/agent-*.jsonl"))[0]
+    helper.chmod(0)
+    # Polls alone find new sessions: each good one stored below is a poll that has run since.
+    capture, db = _capture(folder, agents="claude-code", claude_dir=str(projects), use_events="false")
+    try:
+        capture.wait_for_log(rf"claude-code {transcript.stem}: {helper}: cannot open: Permission denied")
+        for good_case in ("b_bash", "a_read_edit_write"):
+            good = _copy(CLAUDE / good_case / "claude" / "projects", projects)
+            (stem,) = (path.stem for path in good.glob("*/*.jsonl") if path.stem not in read_store(db))
+            capture.wait_until(lambda stem=stem: stem in read_store(db) or None, what=f"{good_case} stored")
+        assert capture.lines(rf"claude-code \w+ {transcript.stem} .* on poll") == []  # read once, at start-up
+        helper.chmod(0o644)
+        whole = expected_steps(case, transcript.stem)
+        capture.wait_until(
+            lambda: read_store(db)[transcript.stem].steps == whole or None,
+            what="the helper's steps stored once readable",
+            timeout=15,
+        )
+        assert len(capture.lines(r"cannot open")) == 1
+    finally:
+        capture.kill()
