@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from postrun.errors import NotFound, PostrunError
+from postrun.errors import NotFound, PostrunError, UsageError
 from postrun.schema import SCHEMA_VERSION
 from postrun.store import codec
 from postrun.store.db import Database
@@ -160,6 +160,10 @@ _CANDIDATES = 10
 
 def resolve_session_id(database: Database, reference: str) -> str:
     """The full id for ``reference``: an exact id or a unique prefix of one."""
+    if not reference:
+        # The prefix of every id: with one session stored it named that one, so `forget "$ID" --yes`
+        # with an unset variable forgot it. Nothing was named: a usage error.
+        raise UsageError("ID", "empty (a session id, or a unique prefix of one)")
     if not is_utf8(reference):  # bytes that are not UTF-8 (`show $'\xff'`) start no id, and SQLite takes text only
         raise no_session(reference, database.path)
     if database.execute("SELECT 1 FROM sessions WHERE id = ?", (reference,)).fetchone():

@@ -182,3 +182,17 @@ def test_a_backup_of_no_store_creates_no_folder(env: dict[str, str]) -> None:
         f"error: {store}: no store yet (run `postrun ingest` or `postrun capture`)\n",
     )
     assert not store.parent.exists()  # neither the store's folder nor its backups/
+
+
+def test_an_empty_session_id_names_no_session(tmp_path: Path, env: dict[str, str]) -> None:
+    # Before: '' was a prefix of every id, so with one session stored `forget "$ID" --yes` (an
+    # unset variable) forgot it, and show/export/raw took it.
+    ingested(tmp_path, env)
+    for args in (("forget", "", "--yes"), ("show", ""), ("export", ""), ("reingest", "")):
+        result = run_postrun(*args, env=env)
+        assert (result.returncode, result.stdout, result.stderr) == (
+            2,
+            "",
+            "error: ID: empty (a session id, or a unique prefix of one)\n",
+        ), args
+    assert run_postrun("show", SESSION, env=env).returncode == 0  # still stored
