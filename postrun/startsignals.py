@@ -33,7 +33,7 @@ _NOTED = (signal.SIGINT, signal.SIGTERM)
 
 class _State:
     noted: ClassVar[list[int]] = []
-    holding = False  # the noting handlers are installed
+    holding = False  # the noting handlers are installed and the command has not taken over yet
     unreported_interrupt = False  # a Ctrl-C raised KeyboardInterrupt and no line said so yet
 
 
@@ -48,7 +48,10 @@ def hold(argv: Sequence[str]) -> None:
 
 
 def take() -> list[int]:
-    """The stop signals noted since ``hold``, once: for the command's own handlers, just installed."""
+    """The stop signals noted since ``hold``, once: for the command's own handlers, just installed.
+    The start is over: a signal that reaches ``_note`` from now on (the command restored the
+    handlers it found, on its way out) has its default effect, not swallowed."""
+    _State.holding = False
     noted, _State.noted = _State.noted, []
     return noted
 
@@ -90,8 +93,14 @@ def command_of(argv: Sequence[str]) -> str | None:
     return None
 
 
-def _note(number: int, _frame: FrameType | None) -> None:
-    _State.noted.append(number)
+def _note(number: int, frame: FrameType | None) -> None:
+    if _State.holding:
+        _State.noted.append(number)
+    elif number == signal.SIGINT:
+        signal.default_int_handler(number, frame)
+    else:
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
 
 
 def _interrupted(_number: int, _frame: FrameType | None) -> None:
