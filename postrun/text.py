@@ -11,6 +11,7 @@ instruction or disguise a command in them.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 # Embeddings, overrides and isolates, the implicit marks and the Arabic letter mark.
 BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
@@ -22,7 +23,11 @@ INVISIBLE = "\u200b\u2060-\u2064\ufeff\U000e0000-\U000e007f"
 # a command, a path, a word). Between other characters they shape text (an emoji of several, a
 # Persian or Indic word) and are left as they are.
 _JOINERS_IN_ASCII = "(?<![^\x00-\x7f])[\u200c\u200d](?![^\x00-\x7f])"
-HIDDEN = re.compile(f"[{BIDI_CONTROLS}{INVISIBLE}]|{_JOINERS_IN_ASCII}")
+# A subdivision flag (England, Scotland, Wales): the black flag, a region and subdivision code in
+# tag letters and digits, the cancel tag. These tags draw the flag and are left as they are; any
+# other tag spells text no reader sees.
+_FLAG_TAGS = "\U0001f3f4[\U000e0061-\U000e007a]{2}[\U000e0030-\U000e0039\U000e0061-\U000e007a]{1,4}\U000e007f"
+_HIDDEN = re.compile(f"({_FLAG_TAGS})|[{BIDI_CONTROLS}{INVISIBLE}]|{_JOINERS_IN_ASCII}")
 # C0 and C1 control characters (and DEL), and the bidi controls.
 _CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
 _CONTROL_BUT_LAYOUT = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
@@ -34,7 +39,11 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
+    return _escaped(match.group())
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
@@ -51,7 +60,7 @@ def visible(text: str) -> str:
 
 def controls_shown(text: str) -> str:
     """``text`` with its control characters (but newlines and tabs) shown as escapes, and its bidi
-    controls and invisible characters (``HIDDEN``) left for a page to mark."""
+    controls and invisible characters (``mark_hidden``) left for a page to mark."""
     return _CONTROL_ONLY.sub(_escape, text)
 
 
@@ -59,7 +68,13 @@ def revealed(text: str) -> str:
     """``text`` with every bidi control and invisible character shown as an escape (``\\u200b``,
     ``\\U000e0041``): what a terminal view prints, so text an agent wrote hides nothing from
     the reader."""
-    return HIDDEN.sub(_escape, text)
+    return mark_hidden(text, _escaped)
+
+
+def mark_hidden(text: str, mark: Callable[[str], str]) -> str:
+    """``text`` with each bidi control and each character that shows as nothing replaced by
+    ``mark(character)``; the tags of a subdivision flag kept."""
+    return _HIDDEN.sub(lambda match: match.group() if match.group(1) else mark(match.group()), text)
 
 
 def hidden_name(char: str) -> str:

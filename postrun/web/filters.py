@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -23,18 +22,18 @@ def visible(value: Any) -> Markup:
 def marked(html: str) -> Markup:
     """Safe HTML (escaped text, highlighted code) with each bidi control or invisible character
     in it replaced by its mark: they stand in text, never in a tag."""
-    return Markup(text.HIDDEN.sub(_mark, html))
+    return Markup(text.mark_hidden(html, _mark))
 
 
-def _mark(match: re.Match[str]) -> str:
-    name = text.hidden_name(match.group())
+def _mark(char: str) -> str:
+    name = text.hidden_name(char)
     title = f"a hidden character (invisible or text direction): {name}"
     return f'<span class="hidden-char" title="{title}">&lt;{name}&gt;</span>'
 
 
 def visible_attr(value: Any) -> str:
     """``visible`` for an attribute (a tooltip, a label): the marks as plain ``<U+200B>``."""
-    shown = text.HIDDEN.sub(lambda match: f"<{text.hidden_name(match.group())}>", str(value))
+    shown = text.mark_hidden(str(value), lambda char: f"<{text.hidden_name(char)}>")
     return text.controls_shown(shown)
 
 

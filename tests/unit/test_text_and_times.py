@@ -27,6 +27,15 @@ def test_printable_escapes_terminal_control_characters() -> None:
         ("\u200dx", "\\u200dx"),
         ("a\u200bb\ufeff", "a\\u200bb\\ufeff"),  # a zero-width space and the BOM, anywhere
         ("tag\U000e0041", "tag\\U000e0041"),
+        # Scotland's flag: the black flag, "gbsct" in tags, the cancel tag; tags beside nothing are shown
+        (
+            "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f",
+            "\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f",
+        ),
+        (
+            "\U0001f3f4\U000e0072\U000e006d\U000e0020\U000e007f",
+            "\U0001f3f4\\U000e0072\\U000e006d\\U000e0020\\U000e007f",
+        ),
         ("\U0001f468\u200d\U0001f4bb", "\U0001f468\u200d\U0001f4bb"),  # one emoji of several joined
         (
             "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
