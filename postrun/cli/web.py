@@ -65,14 +65,24 @@ def open_command(
     from postrun.web.state import read_state
 
     _, paths = load()
-    url = read_state(paths.web_state).login_url(time.time())
+    state = read_state(paths.web_state)
+    url = state.login_url(time.time())
     if print_only:
         typer.echo(url)
         return
     # The browser gets a private local page that sends it on: a link on its command line would
     # be readable by any local user (`ps`) and sign them in.
-    page = write_redirect(paths.web_state.parent, url)
+    try:
+        page = write_redirect(paths.web_state.parent, url)
+    except PostrunError as exc:
+        say(f"warning: {exc}; open this link (valid once, 60 s):")
+        typer.echo(url)
+        return
     if not webbrowser.open(page.as_uri()):
         page.unlink(missing_ok=True)
         say("no browser found; open this link (valid once, for 60 s):")
         typer.echo(url)
+        return
+    # A browser that may not read the state folder (a snap's, a flatpak's) shows an error page,
+    # and opening it still succeeded: the way out is said.
+    say(f"opened {state.url} in your browser (if it shows an error: postrun open --print)")

@@ -6,6 +6,7 @@ import re
 import signal
 import socket
 import stat
+import subprocess
 import urllib.parse
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -15,8 +16,9 @@ import pytest
 
 from postrun.store.db import Database
 from postrun.store.write import upsert_session
-from tests.conftest import isolated_environ, run_postrun
+from tests.conftest import isolated_environ, postrun_command, run_postrun
 from tests.support.builders import command_step, mapped_session, message_step
+from tests.support.permissions import permissions_apply
 from tests.support.web import (
     HELPER_SESSION,
     ServeProcess,
@@ -252,7 +254,9 @@ def test_open_keeps_the_login_link_off_the_browsers_command_line(env: dict[str, 
     server = ServeProcess(opened, tmp_path)
     try:
         done = run_postrun("open", env=opened)
-        assert done.returncode == 0 and done.stdout == "" and done.stderr == "", done
+        assert done.returncode == 0 and done.stdout == "", done
+        # The way out for a browser that may not read the state folder (a snap's) is said.
+        assert done.stderr == f"opened {server.url} in your browser (if it shows an error: postrun open --print)\n"
         first = _redeemed_from_page(server, record.read_text().splitlines())
     finally:
         server.kill()
@@ -266,3 +270,28 @@ def test_open_keeps_the_login_link_off_the_browsers_command_line(env: dict[str, 
         assert not first.exists() and not second.exists()  # no link to a stopped server is left behind
     finally:
         server.kill()
+
+
+def test_open_prints_the_link_when_its_page_cannot_be_written(env: dict[str, str], tmp_path: Path) -> None:
+    # The page is a way to keep the link off the browser's command line, not a reason to fail:
+    # where it cannot be written, the link is given as without a browser.
+    prefix = permissions_apply(
+        ["--bounding-set=-dac_override,-dac_read_search"], "cannot drop the file-permission capabilities here"
+    )
+    script, record = _fake_browser(tmp_path)
+    opened = {**env, "BROWSER": str(script)}
+    server = ServeProcess(opened, tmp_path)
+    state_folder = Path(opened["XDG_STATE_HOME"]) / "postrun"
+    try:
+        state_folder.chmod(0o500)
+        done = subprocess.run(
+            [*prefix, *postrun_command(), "open"], env=opened, capture_output=True, text=True, timeout=120
+        )
+    finally:
+        state_folder.chmod(0o700)
+        server.kill()
+    assert done.returncode == 0, done
+    said = ": cannot write (Permission denied); open this link (valid once, 60 s):"
+    assert done.stderr.startswith(f"warning: {state_folder}/open-") and done.stderr.endswith(said + "\n"), done.stderr
+    assert done.stdout.startswith(f"{server.url}login?token=")
+    assert not record.exists()  # no browser was started with the link
