@@ -14,13 +14,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bench import sections
 from bench.machine import describe
 from postrun.agents.cline import SessionLocation, approval_snapshot, map_session, read_session
 from postrun.ingest.ingester import Ingester
 from postrun.review.apply import flag_session
-from postrun.review.flags import step_texts
 from postrun.review.redact import Redactor
 from postrun.store.db import Database
 from postrun.store.query import load_envelope
@@ -76,7 +76,7 @@ def measure_review(session_folders: Sequence[Path], *, sample: int) -> ReviewRes
             approvals = approval_snapshot(location.data_dir, files.client_source, max_bytes=MAX_BYTES)
             mapped, _ = map_session(files, approvals)
             steps += len(mapped.steps)
-            text += sum(len(value) for row in mapped.steps for _, value in step_texts(row.record))
+            text += sum(_text_chars(row.record) for row in mapped.steps)
             started = time.perf_counter()
             flag_session(mapped)
             flag_seconds += time.perf_counter() - started
@@ -87,6 +87,23 @@ def measure_review(session_folders: Sequence[Path], *, sample: int) -> ReviewRes
         Redactor(home="/home/dev").envelope(envelope)
     redact_seconds = time.perf_counter() - started
     return ReviewResult(len(locations), steps, text / MB, ingest_seconds, flag_seconds, redact_seconds)
+
+
+def _text_chars(step: dict[str, Any]) -> int:
+    """The characters of every string a step's payload holds (raw included) and of its error:
+    the text the flags and the redactor look at."""
+    error = step.get("error")
+    return _strings_chars(step["payload"]) + (len(error["message"]) if error else 0)
+
+
+def _strings_chars(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(_strings_chars(item) for item in value.values())
+    if isinstance(value, list):
+        return sum(_strings_chars(item) for item in value)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
