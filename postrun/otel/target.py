@@ -23,6 +23,9 @@ BASE_HEADERS = "OTEL_EXPORTER_OTLP_HEADERS"
 TRACES_TIMEOUT = "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"
 BASE_TIMEOUT = "OTEL_EXPORTER_OTLP_TIMEOUT"
 DEFAULT_TIMEOUT = 10.0  # seconds, the SDK's
+# A longer one (``inf``, ``1e10``: "never time out") is taken as this: past about 292 years
+# neither a socket's timeout nor a thread's wait can be set, and the push failed on it.
+LONGEST_TIMEOUT = 86400.0
 _TRACES_PATH = "v1/traces"
 NO_ENDPOINT = f"no OTLP endpoint: pass --endpoint URL, set otel_endpoint, or set {TRACES_ENDPOINT} or {BASE_ENDPOINT}"
 
@@ -126,13 +129,13 @@ def parse_headers(value: str, where: str) -> dict[str, str]:
 def resolve_timeout(environ: Mapping[str, str]) -> float:
     """An export's timeout in seconds, read as the SDK reads it: the traces variable, else the
     general one, else 10 (a value that is not a number: 10, as the SDK falls back; 0 or less,
-    which would fail every request at once, too)."""
+    which would fail every request at once, too), at most ``LONGEST_TIMEOUT``."""
     raw = environ.get(TRACES_TIMEOUT) or environ.get(BASE_TIMEOUT) or ""
     try:
         value = float(raw)
     except ValueError:
         return DEFAULT_TIMEOUT
-    return value if value > 0 else DEFAULT_TIMEOUT
+    return min(value, LONGEST_TIMEOUT) if value > 0 else DEFAULT_TIMEOUT
 
 
 def masked_headers(value: str) -> str:

@@ -32,6 +32,10 @@ def test_a_receiver_is_named_without_its_credentials(url: str, shown: str) -> No
         ({"OTEL_EXPORTER_OTLP_TIMEOUT": "3", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "2.5"}, 2.5),
         ({"OTEL_EXPORTER_OTLP_TIMEOUT": "soon"}, 10.0),
         ({"OTEL_EXPORTER_OTLP_TIMEOUT": "0"}, 10.0),
+        ({"OTEL_EXPORTER_OTLP_TIMEOUT": "nan"}, 10.0),
+        # "Never time out": as long as a day (a socket or a thread cannot wait 1e10 s: it raised).
+        ({"OTEL_EXPORTER_OTLP_TIMEOUT": "inf"}, 86400.0),
+        ({"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "1e10"}, 86400.0),
     ],
 )
 def test_the_export_timeout_is_read_as_the_sdk_reads_it(environ: dict[str, str], seconds: float) -> None:
