@@ -75,7 +75,7 @@ def open_command(
     try:
         page = write_redirect(paths.web_state.parent, url)
     except PostrunError as exc:
-        say(f"warning: {exc}; open this link (valid once, 60 s):")
+        say(f"warning: {exc}; open this link (valid once, for 60 s):")
         typer.echo(url)
         return
     if not webbrowser.open(page.as_uri()):

@@ -291,7 +291,7 @@ def test_open_prints_the_link_when_its_page_cannot_be_written(env: dict[str, str
         state_folder.chmod(0o700)
         server.kill()
     assert done.returncode == 0, done
-    said = ": cannot write (Permission denied); open this link (valid once, 60 s):"
+    said = ": cannot write (Permission denied); open this link (valid once, for 60 s):"
     assert done.stderr.startswith(f"warning: {state_folder}/open-") and done.stderr.endswith(said + "\n"), done.stderr
     assert done.stdout.startswith(f"{server.url}login?token=")
     assert not record.exists()  # no browser was started with the link
