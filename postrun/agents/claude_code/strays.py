@@ -17,11 +17,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from postrun.jsonio import MAX_FILE_MB
 from postrun.jsonl import parse_lines
 
 PREFIX = "agent-"
 SUFFIX = ".jsonl"
-HEAD_BYTES = 64 * 1024  # where the first line naming the session is looked for
+CHUNK_BYTES = 64 * 1024  # read at a time until a complete line names the session
 # A folder changed this recently may change again within the same timestamp tick, unseen by
 # its mtime: its listing is not kept (git's "racily clean" rule).
 _RACY_NS = 2 * 10**9
@@ -50,11 +51,32 @@ def named_session(path: Path) -> str | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        return session_named(os.read(fd, HEAD_BYTES))
+        return _first_named(fd)
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def _first_named(fd: int) -> str | None:
+    """``session_named`` over the file's complete lines, read a chunk at a time until one names
+    the session: a first line may be longer than any head (a sub-agent's long prompt), and its
+    steps would be lost with the file left out of its session. No further than the largest file
+    read (``max_file_mb``'s default)."""
+    pending = bytearray()  # the last line read so far, not complete yet
+    for _ in range(MAX_FILE_MB * 2**20 // CHUNK_BYTES):
+        chunk = os.read(fd, CHUNK_BYTES)
+        if not chunk:
+            return None
+        last = chunk.rfind(b"\n")
+        if last < 0:
+            pending += chunk
+            continue
+        found = session_named(bytes(pending) + chunk[: last + 1])
+        if found is not None:
+            return found
+        pending = bytearray(chunk[last + 1 :])
+    return None
 
 
 @dataclass(slots=True)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import orjson
 import pytest
 
 from postrun.agents.claude_code import list_sessions, location_for_event, projects_root, resolve_targets
-from postrun.agents.claude_code.strays import session_named
+from postrun.agents.claude_code.strays import CHUNK_BYTES, named_session, session_named
 from postrun.errors import NotFound, UsageError
 from tests.unit.claude_code.kit import FIXTURES, map_location
 
@@ -124,6 +125,17 @@ def test_the_session_an_old_sub_agent_transcript_names_is_read_from_its_lines() 
     assert session_named(b'{"type":"summary","summary":"x"}\n' + line) == SID
     assert session_named(line[:-10]) is None  # the line is not complete yet
     assert session_named(b"") is None
+
+
+def test_a_sub_agent_transcript_whose_first_line_is_long_still_names_its_session(tmp_path: Path) -> None:
+    # A sub-agent's first line is its prompt, which may be long: read until a line is complete.
+    prompt = "x" * (3 * CHUNK_BYTES + 17)
+    first = {"type": "user", "isSidechain": True, "sessionId": SID, "message": {"role": "user", "content": prompt}}
+    transcript = tmp_path / "agent-aaaa1111.jsonl"
+    transcript.write_bytes(orjson.dumps(first) + b"\n")
+    assert named_session(transcript) == SID
+    transcript.write_bytes(orjson.dumps(first))  # its first line not complete yet
+    assert named_session(transcript) is None
 
 
 def test_an_old_layout_sub_agent_is_a_helper_of_the_session_it_names_never_a_session(tmp_path: Path) -> None:
