@@ -74,11 +74,14 @@ def tree_secrets(value: Any, where: str = "") -> Iterator[tuple[str, list[Secret
             if holds and (in_key := find_secrets(key)):
                 yield where, in_key
             here = f"{where}.{key}" if where else key
-            yield from tree_secrets(item, here)
-            if beside and isinstance(item, str):
-                paired = pair_secrets(key, item)
-                if paired:
-                    yield here, paired
+            if not isinstance(item, str):
+                yield from tree_secrets(item, here)
+                continue
+            own = find_secrets(item)
+            if own:
+                yield here, own
+            if beside and (paired := pair_secrets(key, item, own)):
+                yield here, paired
     elif isinstance(value, list):
         if len(value) > 1 and all(isinstance(item, str) for item in value):
             found = find_secrets("\n".join(value))
@@ -96,11 +99,10 @@ def key_look(key: str) -> tuple[bool, bool]:
     return bool(find_secrets(key)), may_hold_secrets(key)
 
 
-def pair_secrets(key: str, value: str) -> list[Secret]:
+def pair_secrets(key: str, value: str, own: list[Secret]) -> list[Secret]:
     """The secrets that show only with ``value`` beside its ``key`` (``{"password": "…"}``),
-    in the pair's JSON text: the value's own secrets masked first, and only what lies inside the
-    value."""
-    own = find_secrets(value)
+    in the pair's JSON text: the value's own secrets (``own``) masked first, and only what lies
+    inside the value."""
     if own:
         (value,) = masked_pieces(value, [(0, len(value))], own)
     return pair_found(key, value)[3]
