@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import FIXTURES, postrun_command, run_postrun
 
 SESSION = "1790000000000_basic"
@@ -146,10 +148,34 @@ main()
 """
 
 
-def test_ctrl_c_while_the_command_line_starts_is_one_line_and_130(env: dict[str, str]) -> None:
-    result = subprocess.run(
-        [sys.executable, "-c", INTERRUPTED_AT_START], env=env, capture_output=True, text=True, timeout=60
-    )
+# The real `postrun` entry point, sent Ctrl-C (a real SIGINT to itself) while typer parses the
+# arguments: the moment its global options are set, before any command runs.
+INTERRUPTED_WHILE_PARSING = """
+import os, signal, sys
+import postrun.cli.common as common
+
+class Options(common.GlobalOptions):
+    armed = False
+
+    def __setattr__(self, name, value):
+        if name == "verbose" and Options.armed:
+            os.kill(os.getpid(), signal.SIGINT)
+        super().__setattr__(name, value)
+
+common.state = Options()
+Options.armed = True
+import postrun.cli.app
+postrun.cli.app.state = common.state
+from postrun.cli import main
+sys.argv = ["postrun", "sessions"]
+main()
+"""
+
+
+@pytest.mark.parametrize("script", [INTERRUPTED_AT_START, INTERRUPTED_WHILE_PARSING], ids=["importing", "parsing"])
+def test_ctrl_c_while_the_command_line_starts_is_one_line_and_130(env: dict[str, str], script: str) -> None:
+    # While parsing, before 5e6da49: typer turned the KeyboardInterrupt into a silent exit 130.
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stdout, result.stderr) == (130, "", "interrupted\n")
 
 

@@ -14,7 +14,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -99,38 +98,6 @@ def test_sigterm_while_serve_starts_stops_it_cleanly_and_leaves_no_state_file(
         assert not list(Path(env["XDG_STATE_HOME"]).rglob("*serve*"))  # no state file left behind
     finally:
         serve.kill()
-
-
-# The real `postrun` entry point, sent Ctrl-C (a real SIGINT to itself) while typer parses the
-# arguments: the moment its global options are set, before any command runs.
-INTERRUPTED_WHILE_PARSING = """
-import os, signal, sys
-import postrun.cli.common as common
-
-class Options(common.GlobalOptions):
-    armed = False
-
-    def __setattr__(self, name, value):
-        if name == "verbose" and Options.armed:
-            os.kill(os.getpid(), signal.SIGINT)
-        super().__setattr__(name, value)
-
-common.state = Options()
-Options.armed = True
-import postrun.cli.app
-postrun.cli.app.state = common.state
-from postrun.cli import main
-sys.argv = ["postrun", "sessions"]
-main()
-"""
-
-
-def test_ctrl_c_while_the_arguments_are_parsed_is_one_line_and_130(env: dict[str, str]) -> None:
-    # Before: typer turned the KeyboardInterrupt into a silent exit 130, no line.
-    result = subprocess.run(
-        [sys.executable, "-c", INTERRUPTED_WHILE_PARSING], env=env, capture_output=True, text=True, timeout=60
-    )
-    assert (result.returncode, result.stdout, result.stderr) == (130, "", "interrupted\n")
 
 
 def test_capture_once_stopped_while_it_starts_says_what_it_did(tmp_path: Path, env: dict[str, str]) -> None:
