@@ -20,6 +20,7 @@ from bench import sections
 from bench.machine import describe
 from postrun.agents.cline import SessionLocation, approval_snapshot, map_session, read_session
 from postrun.ingest.ingester import Ingester
+from postrun.recall.bounds import text_size
 from postrun.review.apply import flag_session
 from postrun.review.redact import Redactor
 from postrun.store.db import Database
@@ -93,17 +94,7 @@ def _text_chars(step: dict[str, Any]) -> int:
     """The characters of every string a step's payload holds (raw included) and of its error:
     the text the flags and the redactor look at."""
     error = step.get("error")
-    return _strings_chars(step["payload"]) + (len(error["message"]) if error else 0)
-
-
-def _strings_chars(value: Any) -> int:
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, dict):
-        return sum(_strings_chars(item) for item in value.values())
-    if isinstance(value, list):
-        return sum(_strings_chars(item) for item in value)
-    return 0
+    return text_size(step["payload"]) + (len(error["message"]) if error else 0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
