@@ -61,7 +61,6 @@ def release() -> None:
     ``capture --daemon``'s caller), with what was noted delivered now."""
     if not _State.holding:
         return
-    _State.holding = False
     signal.signal(signal.SIGINT, _interrupted)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     for number in take():
