@@ -13,6 +13,7 @@ from postrun.capture.once import OnceSummary, run_once
 from postrun.capture.run import run_capture
 from postrun.capture.signals import Signals
 from postrun.errors import PostrunError
+from postrun.heap import reuse_big_blocks
 from postrun.paths import Paths
 from postrun.settings import LoadedSettings
 
@@ -41,6 +42,7 @@ def capture_until_stopped(
 ) -> int:
     """Capture until SIGTERM/SIGINT; returns the exit code. Under ``--daemon`` this runs in
     the detached process and logs to the capture log (its stderr is /dev/null)."""
+    reuse_big_blocks()  # live sessions' files are read whole after each message
     try:
         log = configure_logging(
             loaded.settings.log_level, environ=environ, log_file=paths.capture_log if daemon else None

@@ -33,6 +33,7 @@ from postrun.capture.scrub import PendingScrub
 from postrun.capture.signals import Signals
 from postrun.capture.watcher import MAX_FOLDER_WATCHES, SessionWatcher
 from postrun.errors import AlreadyRunning
+from postrun.heap import trimmer
 from postrun.ingest.pool import Processes
 from postrun.mirror import start_mirror
 from postrun.mirror.target import mirror_target
@@ -79,6 +80,9 @@ class Capture:
         self.first = first
         self.running: list[_Running] = []
         self.caches = MappingCaches(context.clock)
+        # Capture reuses big freed blocks (``heap.reuse_big_blocks``): they go back to the system
+        # once the catch-up is done, and at each full sweep (idle sessions' caches dropped).
+        self._give_back = trimmer()
         self.scheduler = Scheduler(context.clock, debounce_seconds=self.settings.debounce_seconds)
         # Problems already logged (a torn file, a bad session) stay logged across a reload.
         self.scheduler.remember_reported(reported or {})
@@ -174,7 +178,7 @@ class Capture:
             poll_seconds=settings.poll_seconds,
             full_sweep_seconds=settings.full_sweep_minutes * 60,
             logger=self.logger,
-            on_sweep=self.caches.prune,
+            on_sweep=self._sweep,
         )
         self.running.append(_Running(watched, poller, watcher))
         state = root_state(source.root)  # before listing: a folder created meanwhile is listed again
@@ -291,6 +295,10 @@ class Capture:
         if self.job is not None:
             self.job.startup.close()
 
+    def _sweep(self) -> None:
+        self.caches.prune()
+        self._give_back()
+
     def _caught_up_now(self) -> None:
         with self._info_lock:
             if self._caught_up:
@@ -300,6 +308,7 @@ class Capture:
         kinds = {running.watched.kind for running in self.running}
         who = kinds.pop() if len(kinds) == 1 else "capture"
         summary = f"{who}: caught up with {plural(self._catch_up_total, 'session')} in {elapsed:.1f} s"
+        self._give_back()
         if self.context.progress is not None:
             self.context.progress.finish(lambda: self.logger.info(summary))
         else:
