@@ -32,7 +32,7 @@ class Trial:
 
     cold: Finished
     work: WorkFloor
-    sqlite_seconds: float
+    sqlite_seconds: float  # SQLite's CPU (``SqliteFloor.cpu_seconds``), as the work floor's other parts
     inline_cpu_seconds: float  # the same sessions ingested in line (no ingest processes), into a fresh store
     startup: Startup  # the start-up, measured last
 
@@ -107,7 +107,7 @@ def measure_trials(
             Trial(
                 cold=cold,
                 work=work_floor(root, targets, kind=kind),
-                sqlite_seconds=sqlite_floor(db, stored_ids(cold, kind), scratch=workdir / "sqlite-floor"),
+                sqlite_seconds=sqlite_floor(db, stored_ids(cold, kind), scratch=workdir / "sqlite-floor").cpu_seconds,
                 inline_cpu_seconds=measure_inline(
                     paths, env, kind=kind, db=workdir / "inline" / "postrun.db", sessions=sessions
                 ).cpu_seconds,
