@@ -26,6 +26,16 @@ def test_the_verdict_says_out_of_reach_only_above_the_target() -> None:
     assert "no ingest of this size can meet the target" in startup.against(0.5, 2, 1.3)  # 1.40×
 
 
+def test_out_of_reach_says_from_which_work_floor_the_start_up_no_longer_rules_the_target_out() -> None:
+    # Issue 27's done-when asks, per missed figure, for the floor that makes it impossible and
+    # what would move it: "of this size" alone read as the shape being out of reach. The
+    # start-up adds 0.1 + 0.2 / 2 = 0.2 s to any work floor: 0.2 / 0.3 = 0.67 s reaches 1.3×.
+    startup = Startup(writer_seconds=0.3, version_seconds=0.05, process_seconds=0.1)
+    verdict = startup.against(0.5, 2, 1.3)
+    assert "from a work floor of 0.67 s (1.33× this one) the start-up no longer rules it out" in verdict
+    assert startup.floor_with(0.2 / 0.3, 2) / (0.2 / 0.3) == pytest.approx(1.3)
+
+
 def test_the_writers_start_up_counts_as_the_cpu_it_takes_not_its_wall_time(tmp_path: Path) -> None:
     # On a loaded machine an empty ingest took 0.52 s of wall for about 0.3 s of CPU: counted
     # as work a core must do, the wait for a core raised the floor with the start-up (then no
