@@ -21,7 +21,6 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.history import write_history
 from bench.proc import isolated_env, run
 from bench.run import QUICK, SHAPES
 
@@ -42,9 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             revision: _checkout(revision, work / f"build{number}") for number, revision in enumerate(args.revisions)
         }
         root = work / "cline" / "sessions"
-        history = write_history(
-            root, seed=args.seed, sessions=shape.sessions, mean_turns=shape.turns, exact=shape.exact
-        )
+        history = shape.write(root, seed=args.seed)
         part = history.written[0 :: QUICK.cold_runs]
         folders = [str(session.messages_path.parent) for session in part]
         print(f"{shape.describe()}: first slice, {len(part)} sessions, {sum(s.bytes for s in part) / MB:.0f} MB")

@@ -314,27 +314,34 @@ def turns_for(rng: random.Random, mean_turns: float, *, exact: bool = False) -> 
     return 1 + extra
 
 
-def history_sessions(seed: int, sessions: int, mean_turns: float, *, exact: bool = False) -> Iterator[SessionWriter]:
-    """The finished sessions of a history, oldest first, each built with its own rng."""
+def history_sessions(
+    seed: int, sessions: int, mean_turns: float, *, exact: bool = False, min_bytes: int = 0
+) -> Iterator[SessionWriter]:
+    """The finished sessions of a history, oldest first, each built with its own rng; a session
+    whose messages file would be under ``min_bytes`` is drawn again (the next seed)."""
     master = random.Random(seed)
     pool = TextPool(random.Random(seed))
     first_start = HISTORY_END_MS - sessions * SESSION_SPACING_MS
     for index in range(sessions):
-        session_seed = master.getrandbits(64)
-        rng = random.Random(session_seed)
         started = first_start + index * SESSION_SPACING_MS
-        writer = SessionWriter(rng, pool, session_id_for(rng, started), started)
-        for _ in range(turns_for(rng, mean_turns, exact=exact)):
-            writer.add_turn()
+        while True:
+            rng = random.Random(master.getrandbits(64))
+            writer = SessionWriter(rng, pool, session_id_for(rng, started), started)
+            for _ in range(turns_for(rng, mean_turns, exact=exact)):
+                writer.add_turn()
+            if not min_bytes or len(dumps(writer.messages_document())) >= min_bytes:
+                break
         yield writer
 
 
-def write_history(root: Path, *, seed: int, sessions: int, mean_turns: float, exact: bool = False) -> HistoryTotals:
+def write_history(
+    root: Path, *, seed: int, sessions: int, mean_turns: float, exact: bool = False, min_bytes: int = 0
+) -> HistoryTotals:
     """Write a finished history of ``sessions`` sessions under ``root`` (a sessions folder);
-    ``exact``: each of ``mean_turns`` turns."""
+    ``exact``: each of ``mean_turns`` turns; ``min_bytes``: each messages file at least that big."""
     root.mkdir(parents=True, exist_ok=True)
     totals = HistoryTotals()
-    for writer in history_sessions(seed, sessions, mean_turns, exact=exact):
+    for writer in history_sessions(seed, sessions, mean_turns, exact=exact, min_bytes=min_bytes):
         totals.add(writer.write(root, ended=True, mtime_ms=writer.last_ms + 100))
     return totals
 

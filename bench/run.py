@@ -26,7 +26,14 @@ from pathlib import Path
 import orjson
 
 from bench import cold, daemon, live, mcp, others, peer, report, sections, storesize, trials, warm, workfloor
-from bench.history import HISTORY_END_MS, MESSAGES_PER_TURN, SessionWriter, open_session, write_history
+from bench.history import (
+    HISTORY_END_MS,
+    MESSAGES_PER_TURN,
+    HistoryTotals,
+    SessionWriter,
+    open_session,
+    write_history,
+)
 from bench.machine import describe
 from bench.noise import CpuMark, others_share
 from bench.proc import cores, isolated_env, postrun_command
@@ -43,26 +50,37 @@ HEADER = [
 
 @dataclass(frozen=True)
 class Shape:
-    """A history's shape: how many finished sessions of how many turns."""
+    """A history's shape: how many finished sessions of how many turns (and how big, at least)."""
 
     name: str
     sessions: int
     turns: float  # mean turns per session (geometric tail), or every session's with ``exact``
     exact: bool = False
+    min_bytes: int = 0  # each session's messages file at least this big
+
+    def write(self, root: Path, *, seed: int) -> HistoryTotals:
+        """This shape's history, written under ``root`` (a sessions folder)."""
+        return write_history(
+            root, seed=seed, sessions=self.sessions, mean_turns=self.turns, exact=self.exact, min_bytes=self.min_bytes
+        )
 
     def describe(self) -> str:
         each = f"{self.turns:g} turns each" if self.exact else f"mean {self.turns:g} turns"
-        return f"{self.name} history: {self.sessions:,} sessions, {each}"
+        least = f", at least {self.min_bytes / MB:g} MB each" if self.min_bytes else ""
+        return f"{self.name} history: {self.sessions:,} sessions, {each}{least}"
 
 
 SHAPES = {
     "small": Shape("small", 4_000, 1, exact=True),  # many one-turn sessions
-    "large": Shape("large", 120, 10, exact=True),  # few large ones: ~1.2 MB and 260 steps each, 50 MB a run
+    # Few large ones, as issue 27 names the shape: a run of 60 sessions of 260 steps and at least
+    # 1 MB each. At 40 a run (49 MB, 19 of 120 sessions under 1 MB), the fixed start-up weighed on
+    # its figures more than on the issue's own history.
+    "large": Shape("large", 180, 10, exact=True, min_bytes=MB),
     "mix": Shape("mix", 400, 4),  # most short, a long tail of large ones
 }
 FULL_SHAPES = {
     "small": Shape("small", 10_000, 1, exact=True),
-    "large": Shape("large", 200, 10, exact=True),
+    "large": Shape("large", 300, 10, exact=True, min_bytes=MB),  # 60 a run, as quick's
     "mix": Shape("mix", 1_000, 4),
 }
 
@@ -342,11 +360,12 @@ def _measure_shape(
     """1 and 6 for one shape: its history generated, ingested cold in slices (each then the peer's
     sync), the store's size, and the floors of the first slice."""
     with phase(f"generating the {shape.describe()} (seed {seed}) in {root}"):
-        history = write_history(root, seed=seed, sessions=shape.sessions, mean_turns=shape.turns, exact=shape.exact)
+        history = shape.write(root, seed=seed)
     described = (
         f"{history.sessions:,} finished sessions, {history.messages:,} messages, {history.tool_calls:,} tool calls,"
         f" {history.bytes / MB:,.0f} MB ({'' if shape.exact else 'mean '}{shape.turns:g}"
-        f" turn{'' if shape.turns == 1 else 's'} of {MESSAGES_PER_TURN} messages{' each' if shape.exact else ''})"
+        f" turn{'' if shape.turns == 1 else 's'} of {MESSAGES_PER_TURN} messages{' each' if shape.exact else ''}"
+        f"{f', each at least {shape.min_bytes / MB:g} MB' if shape.min_bytes else ''})"
     )
     then_peer = f", each then {peer_name} sync" if peer_name else ""
     first = history.written[0 :: profile.cold_runs]

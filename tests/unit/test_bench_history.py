@@ -50,3 +50,23 @@ def test_the_large_open_session_is_issue_27s_11_mb_and_2600_steps() -> None:
             writer = large_open_session(profile, seed, HISTORY_END_MS)
             assert len(writer.messages) >= 2_600  # one step a message (see above)
             assert len(dumps(writer.messages_document())) >= 11 * 2**20
+
+
+def test_a_history_with_a_least_size_draws_smaller_sessions_again(tmp_path: Path) -> None:
+    plain = write_history(tmp_path / "plain", seed=5, sessions=6, mean_turns=1, exact=True)
+    sizes = sorted(session.messages_path.stat().st_size for session in plain.written)
+    least = sizes[len(sizes) // 2]  # about half of them would be smaller
+    kept = write_history(tmp_path / "kept", seed=5, sessions=6, mean_turns=1, exact=True, min_bytes=least)
+    assert len(kept.written) == 6
+    assert all(session.messages_path.stat().st_size >= least for session in kept.written)
+    again = write_history(tmp_path / "again", seed=5, sessions=6, mean_turns=1, exact=True, min_bytes=least)
+    for one, other in zip(kept.written, again.written, strict=True):
+        assert one.messages_path.read_bytes() == other.messages_path.read_bytes()
+
+
+def test_the_large_shape_is_issue_27s_60_sessions_a_run_of_260_steps_and_1_mb_each() -> None:
+    for profile in (QUICK, FULL):
+        [large] = [shape for shape in profile.shapes if shape.name == "large"]
+        assert large.sessions == 60 * profile.cold_runs
+        assert large.exact and large.turns * MESSAGES_PER_TURN == 260
+        assert large.min_bytes == 2**20
