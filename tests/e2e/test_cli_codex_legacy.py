@@ -1,0 +1,37 @@
+"""The real `postrun` executable over rollouts from before items, as older Codex CLIs wrote them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import run_postrun
+from tests.support.codex_legacy import AGENTS_MD, ENVIRONMENT, LegacyRollout
+
+SID = "0199b000-1111-7222-8333-4444555566e1"
+
+
+def _stored(sessions: Path, env: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the session's `sessions --json` row, its export) after an ingest of ``sessions``."""
+    result = run_postrun("ingest", "--agent", "codex", str(sessions), env=env)
+    assert result.returncode == 0, result.stderr
+    listed = json.loads(run_postrun("sessions", "--json", env=env).stdout)
+    exported = json.loads(run_postrun("export", SID, env=env).stdout)
+    return next(row for row in listed if row["id"] == SID), exported
+
+
+def test_the_project_instructions_are_not_the_title(tmp_path: Path, env: dict[str, str]) -> None:
+    # Codex injects AGENTS.md as a user message headed "# AGENTS.md instructions for <dir>":
+    # it is no prompt, so neither the first turn nor the session's title.
+    root = LegacyRollout(SID)
+    root.user(AGENTS_MD)
+    root.user(ENVIRONMENT)
+    root.turn_context()
+    root.user("MARK: fix the bug")
+    root.assistant("Fixed.")
+    root.write(tmp_path / "sessions")
+    row, exported = _stored(tmp_path / "sessions", env)
+    assert row["title"] == "MARK: fix the bug"
+    assert [turn["prompt_id"] for turn in exported["turns"] if turn["index"]] == ["line-4"]
+    assert exported["steps"][0]["payload"] == {"role": "system", "text": AGENTS_MD}

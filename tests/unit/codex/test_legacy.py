@@ -1,0 +1,51 @@
+"""A rollout from before items, as older Codex CLIs wrote it (codex.md §5.1: the history is read
+as steps; README: "its user and assistant messages, reasoning summaries and calls are read from it")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from postrun.agents.codex.history import history_parts
+from tests.support.codex_legacy import AGENTS_MD, ENVIRONMENT, LegacyRollout
+from tests.unit.codex.kit import mapped_cleanly
+
+SID = "0199b000-1111-7222-8333-4444555566a1"
+SKILL = "<skill>\n<name>tdd</name>\n<path>/home/dev/.codex/skills/tdd/SKILL.md</path>\nWrite the test first.\n</skill>"
+USER_SHELL = "<user_shell_command>\n<command>\nls\n</command>\n<result>\nExit code: 0\nOutput:\na\n</result>\n"
+
+
+def _user(*texts: str) -> dict[str, object]:
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text} for text in texts]}
+
+
+@pytest.mark.parametrize("texts", [(AGENTS_MD,), (SKILL,), (USER_SHELL,), ("<recommended>\nx", AGENTS_MD)])
+def test_text_codex_injected_is_no_prompt(texts: tuple[str, ...]) -> None:
+    # Codex's own list of contextual user fragments, which it never makes a UserMessage: the
+    # project instructions under their later heading, a skill, a command the user ran with `!`,
+    # also when such a fragment is one part of a message.
+    found = history_parts(_user(*texts))
+    assert found is not None
+    parts, prompt = found
+    assert (parts.payload["role"], prompt) == ("system", False)
+
+
+def test_a_prompt_that_mentions_agents_md_is_a_prompt() -> None:
+    found = history_parts(_user("Update the # AGENTS.md instructions for me"))
+    assert found is not None
+    assert (found[0].payload["role"], found[1]) == ("user", True)
+
+
+def test_the_project_instructions_are_no_turn_and_no_title(tmp_path: Path) -> None:
+    root = LegacyRollout(SID)
+    root.user(AGENTS_MD)
+    root.user(ENVIRONMENT)
+    root.turn_context()
+    root.user("MARK: fix the bug")
+    root.assistant("Fixed.")
+    root.write(tmp_path)
+    mapped = mapped_cleanly(tmp_path, SID)
+    assert [(turn["index"], turn["prompt_id"]) for turn in mapped.turns if turn["index"]] == [(1, "line-4")]
+    roles = [(row.record["id"], row.record["payload"]["role"]) for row in mapped.steps]
+    assert roles == [("line-1", "system"), ("line-2", "system"), ("line-4", "user"), ("line-5", "assistant")]
