@@ -35,3 +35,16 @@ def test_the_project_instructions_are_not_the_title(tmp_path: Path, env: dict[st
     assert row["title"] == "MARK: fix the bug"
     assert [turn["prompt_id"] for turn in exported["turns"] if turn["index"]] == ["line-4"]
     assert exported["steps"][0]["payload"] == {"role": "system", "text": AGENTS_MD}
+
+
+def test_a_patch_that_did_not_apply_is_stored_failed(tmp_path: Path, env: dict[str, str]) -> None:
+    # An older Codex answered apply_patch as a shell call: {"output", "metadata": {"exit_code": 1}}.
+    root = LegacyRollout(SID)
+    root.turn_context()
+    root.user("MARK: patch a.py")
+    root.patch("p1", "*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** End Patch", 1, "context mismatch")
+    root.write(tmp_path / "sessions")
+    row, exported = _stored(tmp_path / "sessions", env)
+    step = next(step for step in exported["steps"] if step["id"] == "p1")
+    assert (step["outcome"], step["error"]) == ("failed", {"type": "tool_error", "message": "context mismatch"})
+    assert row["failed_steps"] == 1

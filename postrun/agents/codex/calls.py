@@ -16,6 +16,7 @@ from postrun.agents.codex.values import command_text, decoded, joined_texts, loc
 
 # Tools that run a shell command: the unified exec tool, and the shell tools of older Codex.
 EXEC_TOOL = "exec_command"
+PATCH_TOOL = "apply_patch"
 SHELL_TOOLS = frozenset({"shell", "shell_command", "container.exec", "local_shell"})
 # A tool's output saying it did not run (the wording of the real rollouts). Only these: a tool
 # the mode does not offer answers "request_user_input is unavailable in Default mode", which
@@ -112,7 +113,23 @@ def call_parts(name: str, arguments: Any, output: Any, answered: bool, turn_cwd:
     failed = (found is not None and found.startswith(FAILURE_PREFIXES)) or mapping(output).get("success") is False
     if failed:
         return Parts("other", {"tool_name": name, "raw": raw}, "failed", error=tool_error(found or ""))
+    said = _patch_failure(name, found)
+    if said is not None:
+        return Parts("other", {"tool_name": name, "raw": raw}, "failed", error=tool_error(said))
     return Parts("other", {"tool_name": name, "raw": raw})
+
+
+def _patch_failure(name: str, found: str | None) -> str | None:
+    """What the patch tool said when it ran as a process that failed: an older Codex answers
+    apply_patch as it answers a shell call (``{"output", "metadata": {"exit_code"}}``, or
+    "Exit code: N ... Output:"), so a non-zero code means the patch did not land (§5.4:
+    failed when the exit code is not 0). None otherwise."""
+    if name != PATCH_TOOL or found is None:
+        return None
+    result = _shell_result(found)
+    if result is None or result[0] in (None, 0):
+        return None
+    return result[1]
 
 
 def _unanswered(parts: Parts, ended: bool) -> Parts:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from postrun.agents.codex.calls import call_parts
 from postrun.agents.codex.history import history_parts
-from tests.support.codex_legacy import AGENTS_MD, ENVIRONMENT, LegacyRollout
+from tests.support.codex_legacy import AGENTS_MD, ENVIRONMENT, LegacyRollout, exec_json
 from tests.unit.codex.kit import mapped_cleanly
 
 SID = "0199b000-1111-7222-8333-4444555566a1"
@@ -49,3 +50,43 @@ def test_the_project_instructions_are_no_turn_and_no_title(tmp_path: Path) -> No
     assert [(turn["index"], turn["prompt_id"]) for turn in mapped.turns if turn["index"]] == [(1, "line-4")]
     roles = [(row.record["id"], row.record["payload"]["role"]) for row in mapped.steps]
     assert roles == [("line-1", "system"), ("line-2", "system"), ("line-4", "user"), ("line-5", "assistant")]
+
+
+PATCH = "*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** End Patch"
+
+
+@pytest.mark.parametrize(
+    ("output", "outcome", "message"),
+    [
+        (exec_json("apply_patch: context mismatch in a.py", 1), "failed", "apply_patch: context mismatch in a.py"),
+        ("Exit code: 1\nWall time: 0 seconds\nOutput:\nno such file: a.py\n", "failed", "no such file: a.py\n"),
+        (exec_json("Success. Updated the following files:\nM a.py\n", 0), "ok", None),
+        ("Success. Updated the following files:\nM a.py\n", "ok", None),
+    ],
+)
+def test_a_patch_answered_as_a_process_fails_on_its_exit_code(output: str, outcome: str, message: str | None) -> None:
+    # An older Codex ran apply_patch as a process and answered as for a shell call: a patch
+    # whose process exited 1 did not land (§5.4: failed when the exit code is not 0).
+    parts = call_parts("apply_patch", PATCH, output, True, "/home/dev/work/app", True)
+    assert parts.outcome == outcome
+    assert parts.error == (None if message is None else {"type": "tool_error", "message": message})
+
+
+def test_a_tool_that_is_no_patch_keeps_its_answer_ok() -> None:
+    parts = call_parts("write_stdin", {"session_id": 1}, exec_json("done", 1), True, None, True)
+    assert parts.outcome == "ok"
+
+
+def test_a_patch_that_did_not_apply_is_failed_in_a_legacy_rollout(tmp_path: Path) -> None:
+    root = LegacyRollout(SID)
+    root.turn_context()
+    root.user("MARK: patch a.py")
+    root.patch("p1", PATCH, 1, "apply_patch: context mismatch in a.py")
+    root.patch("p2", PATCH, 0, "Success. Updated the following files:\nM a.py\n")
+    root.write(tmp_path)
+    steps = {row.record["id"]: row.record for row in mapped_cleanly(tmp_path, SID).steps}
+    assert (steps["p1"]["outcome"], steps["p1"]["error"]["message"]) == (
+        "failed",
+        "apply_patch: context mismatch in a.py",
+    )
+    assert steps["p2"]["outcome"] == "ok"
