@@ -48,3 +48,17 @@ def test_a_patch_that_did_not_apply_is_stored_failed(tmp_path: Path, env: dict[s
     step = next(step for step in exported["steps"] if step["id"] == "p1")
     assert (step["outcome"], step["error"]) == ("failed", {"type": "tool_error", "message": "context mismatch"})
     assert row["failed_steps"] == 1
+
+
+def test_a_call_a_killed_run_left_is_failed_once_the_next_prompt_came(tmp_path: Path, env: dict[str, str]) -> None:
+    root = LegacyRollout(SID)
+    root.turn_context()
+    root.user("MARK: run the tests")
+    root.shell("c1", "sleep 600", None, "")
+    root.turn_context()
+    root.user("MARK: again")
+    root.shell("c2", "ls", 0, "a\n")
+    root.write(tmp_path / "sessions")
+    _, exported = _stored(tmp_path / "sessions", env)
+    step = next(step for step in exported["steps"] if step["id"] == "c1")
+    assert (step["outcome"], step["error"]["message"]) == ("failed", "no result recorded; turn ended")

@@ -307,6 +307,9 @@ class ThreadFold:
         task = self.tasks.get(self.current) if self.current is not None else None
         if task is not None and task.prompt is None:
             return
+        # Such a Codex kept no task_complete: a thread runs one turn at a time, so the next
+        # prompt ends the last one, and a call it left without a result never gets one (§5.3).
+        self._end({task.turn_id for task in self.tasks.values() if not task.ended})
         policy, cwd = self.context
         turn_id = f"line-{line.number}"
         self.tasks[turn_id] = Task(

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from postrun.agents.codex import SessionLocation, map_session, rollout_at
 from postrun.agents.codex.calls import call_parts
 from postrun.agents.codex.history import history_parts
+from postrun.agents.codex.reading import read_session
 from tests.support.codex_legacy import AGENTS_MD, ENVIRONMENT, LegacyRollout, exec_json
-from tests.unit.codex.kit import mapped_cleanly
+from tests.unit.codex.kit import MAX_BYTES, mapped_cleanly, remap
 
 SID = "0199b000-1111-7222-8333-4444555566a1"
 SKILL = "<skill>\n<name>tdd</name>\n<path>/home/dev/.codex/skills/tdd/SKILL.md</path>\nWrite the test first.\n</skill>"
@@ -90,3 +92,30 @@ def test_a_patch_that_did_not_apply_is_failed_in_a_legacy_rollout(tmp_path: Path
         "apply_patch: context mismatch in a.py",
     )
     assert steps["p2"]["outcome"] == "ok"
+
+
+def test_a_call_left_without_a_result_fails_once_the_next_prompt_comes(tmp_path: Path) -> None:
+    # Such a Codex kept no task_complete: the next prompt ends the turn, so a call its process
+    # died in (no result) is failed then, not pending forever (§5.3); read live, as a fresh read.
+    root = LegacyRollout(SID)
+    root.turn_context()
+    root.user("MARK: run the tests")
+    root.shell("c1", "sleep 600", None, "")
+    path = root.write(tmp_path)
+    rollout = rollout_at(path)
+    assert rollout is not None
+    location = SessionLocation(SID, rollout, ())
+    early, cache = map_session(read_session(location, max_bytes=MAX_BYTES))
+    assert {row.id: row.record["outcome"] for row in early.steps}["c1"] == "pending"
+    assert "ended_at" not in early.session
+    root.turn_context()
+    root.user("MARK: again")
+    root.shell("c2", "ls", 0, "a\n")
+    root.add("event_msg", {"type": "turn_aborted", "reason": "interrupted"})
+    root.write(tmp_path)
+    files = read_session(location, max_bytes=MAX_BYTES, cache=cache)
+    later, _ = remap(files, read_session(location, max_bytes=MAX_BYTES), cache)
+    steps = {row.id: row.record for row in later.steps}
+    assert (steps["c1"]["outcome"], steps["c1"]["error"]["message"]) == ("failed", "no result recorded; turn ended")
+    assert steps["c2"]["outcome"] == "ok"
+    assert later.session["ended_at"] == root.lines[-1]["timestamp"]  # every turn is over
