@@ -62,3 +62,19 @@ def test_a_call_a_killed_run_left_is_failed_once_the_next_prompt_came(tmp_path: 
     _, exported = _stored(tmp_path / "sessions", env)
     step = next(step for step in exported["steps"] if step["id"] == "c1")
     assert (step["outcome"], step["error"]["message"]) == ("failed", "no result recorded; turn ended")
+
+
+def test_an_output_codex_cut_is_stored_reference_only(tmp_path: Path, env: dict[str, str]) -> None:
+    # An older Codex answered with the head and tail of a long output, "Total output lines: N"
+    # first: the stdout kept is partial, the rest is nowhere on disk.
+    cut = "Total output lines: 35000\n\n1\n2\n[... omitted 34996 of 35000 lines ...]\n\n34999\n35000\n"
+    root = LegacyRollout(SID)
+    root.turn_context()
+    root.user("MARK: count")
+    root.shell("c1", "seq 1 35000", 0, cut)
+    root.shell("c2", "ls", 0, "a\n")
+    root.write(tmp_path / "sessions")
+    _, exported = _stored(tmp_path / "sessions", env)
+    steps = {step["id"]: step for step in exported["steps"]}
+    assert (steps["c1"]["content_status"], steps["c1"]["payload"]["stdout"]) == ("reference_only", cut)
+    assert steps["c2"]["content_status"] == "inline"

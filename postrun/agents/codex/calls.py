@@ -44,7 +44,10 @@ REFUSAL = re.compile(
 )
 NO_RESULT = "no result recorded; turn ended"
 _EXIT = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)\s*$", re.MULTILINE)
-_TRUNCATED_OUTPUT = "Warning: truncated output"
+# What Codex writes first when it cut a process's output before the model saw it: "Warning:
+# truncated output" (0.171), "Total output lines: N" (older ones, in the output or in the
+# lines before "Output:").
+_TRUNCATED = ("Warning: truncated output", "Total output lines: ")
 
 
 def output_text(output: Any) -> str | None:
@@ -156,27 +159,28 @@ def _command(
         # Not a process's output: the call was refused or could not start (a rejection,
         # ``apply_patch verification failed: ...``); nothing ran, so nothing is inline.
         return Parts("command", payload, "failed", "reference_only", tool_error(found or ""))
-    exit_code, stdout = result
+    exit_code, stdout, cut = result
     if exit_code is not None:
         payload["exit_code"] = exit_code
     payload["stdout"] = stdout
-    status = "reference_only" if stdout.startswith(_TRUNCATED_OUTPUT) else "inline"
+    status = "reference_only" if cut else "inline"
     if exit_code is not None and exit_code != 0:
         return Parts("command", payload, "failed", status, tool_error(stdout))
     return Parts("command", payload, content_status=status)
 
 
-def _shell_result(output: str) -> tuple[int | None, str] | None:
-    """(exit code, output text) of a process's output envelope, or of an older Codex's JSON
-    ``{"output", "metadata": {"exit_code"}}``; None when ``output`` is neither."""
+def _shell_result(output: str) -> tuple[int | None, str, bool] | None:
+    """(exit code, output text, whether Codex cut it) of a process's output envelope, or of an
+    older Codex's JSON ``{"output", "metadata": {"exit_code"}}``; None when ``output`` is neither."""
     if output.startswith("{"):
         value = mapping(decoded(output))
         if isinstance(value.get("output"), str):
             code = mapping(value.get("metadata")).get("exit_code")
-            return (code if type(code) is int else None), value["output"]
+            return (code if type(code) is int else None), value["output"], value["output"].startswith(_TRUNCATED)
         return None
     head, marker, body = output.partition("Output:\n")
     if not marker or not head.startswith(OUTPUT_HEADERS):
         return None
     match = _EXIT.search(head)
-    return (int(match.group(1)) if match else None), body
+    cut = body.startswith(_TRUNCATED) or any(line.startswith(_TRUNCATED) for line in head.splitlines())
+    return (int(match.group(1)) if match else None), body, cut

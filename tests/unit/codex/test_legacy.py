@@ -119,3 +119,30 @@ def test_a_call_left_without_a_result_fails_once_the_next_prompt_comes(tmp_path:
     assert (steps["c1"]["outcome"], steps["c1"]["error"]["message"]) == ("failed", "no result recorded; turn ended")
     assert steps["c2"]["outcome"] == "ok"
     assert later.session["ended_at"] == root.lines[-1]["timestamp"]  # every turn is over
+
+
+CUT = "Total output lines: 35000\n\n1\n2\n[... omitted 34996 of 35000 lines ...]\n\n34999\n35000\n"
+
+
+@pytest.mark.parametrize(
+    ("output", "status"),
+    [
+        (exec_json(CUT, 0), "reference_only"),
+        (
+            "Exit code: 0\nWall time: 0.2 seconds\nTotal output lines: 9\nOutput:\n1\n…9 tokens truncated…\n",
+            "reference_only",
+        ),
+        (
+            "Process exited with code 0\nOutput:\nWarning: truncated output (original token count: 9)\n1",
+            "reference_only",
+        ),
+        (exec_json("a\nb\n", 0), "inline"),
+        ("Exit code: 0\nWall time: 0.2 seconds\nOutput:\na\nTotal output lines: 3\n", "inline"),
+    ],
+)
+def test_an_output_codex_cut_is_reference_only(output: str, status: str) -> None:
+    # Codex says it cut the output before the model saw it ("Total output lines: N" first, in
+    # older Codexes): what is kept is partial and the rest is nowhere on disk (schema:
+    # reference_only, "a command may keep the partial stdout").
+    parts = call_parts("shell", {"command": ["bash", "-lc", "seq 1 35000"]}, output, True, None, True)
+    assert (parts.type, parts.content_status) == ("command", status)
