@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import run_postrun
-from tests.support.codex_legacy import AGENTS_MD, ENVIRONMENT, LegacyRollout
+from tests.support.codex_legacy import AGENTS_MD, ENVIRONMENT, LegacyRollout, pre_envelope_rollout
 
 SID = "0199b000-1111-7222-8333-4444555566e1"
 
@@ -78,3 +78,12 @@ def test_an_output_codex_cut_is_stored_reference_only(tmp_path: Path, env: dict[
     steps = {step["id"]: step for step in exported["steps"]}
     assert (steps["c1"]["content_status"], steps["c1"]["payload"]["stdout"]) == ("reference_only", cut)
     assert steps["c2"]["content_status"] == "inline"
+
+
+def test_a_rollout_from_before_the_envelope_is_ingested(tmp_path: Path, env: dict[str, str]) -> None:
+    # Codex of mid 2025 wrote a bare header and bare items: a rollout without items, whose
+    # messages and calls are read from its history (README), not "not a Codex rollout".
+    pre_envelope_rollout(tmp_path / "sessions", SID)
+    row, exported = _stored(tmp_path / "sessions", env)
+    assert row["title"] == "MARK: list"
+    assert [step["id"] for step in exported["steps"]] == ["line-2", "line-3", "rs_1", "c1", "msg_1"]

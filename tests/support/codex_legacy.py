@@ -70,3 +70,27 @@ def exec_json(output: str, exit_code: int) -> str:
 
 AGENTS_MD = "# AGENTS.md instructions for /home/dev/work/app\n\n<INSTRUCTIONS>\nUse uv.\n</INSTRUCTIONS>"
 ENVIRONMENT = "<environment_context>\n  <cwd>/home/dev/work/app</cwd>\n</environment_context>"
+
+
+def pre_envelope_rollout(sessions: Path, thread_id: str) -> Path:
+    """A rollout as Codex wrote it before its record envelope (mid 2025): a bare header, state
+    markers, the history's items bare and without timestamps."""
+    header = {"id": thread_id, "timestamp": iso(T0), "instructions": None, "git": {"branch": "main"}}
+    shell = {"command": ["bash", "-lc", "ls"]}
+    lines: list[dict[str, Any]] = [
+        header,
+        {"record_type": "state"},
+        {"type": "message", "id": None, "role": "user", "content": [{"type": "input_text", "text": ENVIRONMENT}]},
+        {"type": "message", "id": None, "role": "user", "content": [{"type": "input_text", "text": "MARK: list"}]},
+        {"record_type": "state"},
+        {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Listing"}]},
+        {"type": "function_call", "id": "fc_1", "name": "shell", "arguments": json.dumps(shell), "call_id": "c1"},
+        {"type": "function_call_output", "call_id": "c1", "output": exec_json("README.md\n", 0)},
+        {"type": "message", "id": "msg_1", "role": "assistant", "content": [{"type": "output_text", "text": "One."}]},
+        {"record_type": "state"},
+    ]
+    folder = sessions / "2025" / "08" / "20"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"rollout-2025-08-20T13-20-47-{thread_id}.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path

@@ -12,6 +12,22 @@ from typing import Any, NamedTuple
 
 from postrun.jsonl import parse_lines
 
+# Codex before its record envelope (the CLIs of mid 2025) wrote a bare header ``{id, timestamp,
+# instructions, cwd?, cli_version?, git?}`` first, then ``{"record_type": "state"}`` markers and
+# the history's items bare (no ``payload``, no timestamp): read as the envelope's records.
+BARE_ITEMS = frozenset(
+    {
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "web_search_call",
+    }
+)
+
 
 class Line(NamedTuple):
     """One record: its line number in the file and its envelope."""
@@ -44,8 +60,21 @@ def rollout_lines(data: bytes | memoryview, start: int, first_number: int) -> Pa
         kind, payload = value.get("type"), value.get("payload")
         if isinstance(kind, str) and isinstance(payload, dict):
             lines.append(Line(number, kind, payload, value.get("timestamp")))
+        elif payload is None:
+            bare = _bare(value, kind, number)
+            if bare is not None:
+                lines.append(bare)
     count = blob.count(b"\n", 0, found.end - start)
     return Parsed(tuple(lines), found.end, count, found.incomplete)
+
+
+def _bare(value: dict[str, Any], kind: Any, number: int) -> Line | None:
+    """A line of a rollout from before the envelope, as the record it would be in one."""
+    if isinstance(kind, str) and kind in BARE_ITEMS:
+        return Line(number, "response_item", value, value.get("timestamp"))
+    if number == 0 and kind is None and isinstance(value.get("id"), str):
+        return Line(number, "session_meta", value, value.get("timestamp"))
+    return None
 
 
 def first_line(data: bytes) -> Line | None:

@@ -10,8 +10,10 @@ import pytest
 from postrun.agents.codex import SessionLocation, map_session, rollout_at
 from postrun.agents.codex.calls import call_parts
 from postrun.agents.codex.history import history_parts
+from postrun.agents.codex.lines import rollout_lines
 from postrun.agents.codex.reading import read_session
-from tests.support.codex_legacy import AGENTS_MD, ENVIRONMENT, LegacyRollout, exec_json
+from tests.support.codex_legacy import AGENTS_MD, ENVIRONMENT, LegacyRollout, exec_json, pre_envelope_rollout
+from tests.support.codex_rollouts import T0, iso
 from tests.unit.codex.kit import MAX_BYTES, mapped_cleanly, remap
 
 SID = "0199b000-1111-7222-8333-4444555566a1"
@@ -146,3 +148,40 @@ def test_an_output_codex_cut_is_reference_only(output: str, status: str) -> None
     # reference_only, "a command may keep the partial stdout").
     parts = call_parts("shell", {"command": ["bash", "-lc", "seq 1 35000"]}, output, True, None, True)
     assert (parts.type, parts.content_status) == ("command", status)
+
+
+def test_the_lines_of_a_rollout_from_before_the_envelope_are_its_records() -> None:
+    # Codex of mid 2025: a bare header, {"record_type": "state"} markers, bare history items.
+    data = (
+        b'{"id": "t-1", "timestamp": "2025-08-20T13:20:47.060Z", "instructions": null}\n'
+        b'{"record_type": "state"}\n'
+        b'{"type": "message", "role": "user", "content": []}\n'
+        b'{"type": "function_call_output", "call_id": "c1", "output": "x"}\n'
+        b'{"type": "sneeze", "payload": 3}\n'
+    )
+    parsed = rollout_lines(data, 0, 0)
+    assert [(line.number, line.type) for line in parsed.lines] == [
+        (0, "session_meta"),
+        (2, "response_item"),
+        (3, "response_item"),
+    ]
+    assert parsed.lines[0].timestamp == "2025-08-20T13:20:47.060Z"
+    assert parsed.lines[2].payload == {"type": "function_call_output", "call_id": "c1", "output": "x"}
+    # A bare header is a header on the first line only.
+    assert rollout_lines(b'{"id": "t-1"}\n', 0, 1).lines == ()
+
+
+def test_a_rollout_from_before_the_envelope_is_a_session(tmp_path: Path) -> None:
+    pre_envelope_rollout(tmp_path, SID)
+    mapped = mapped_cleanly(tmp_path, SID)
+    assert mapped.session["started_at"] == iso(T0)
+    steps = [(row.id, row.record["type"], row.record["turn_id"]) for row in mapped.steps]
+    assert steps == [
+        ("line-2", "message", "turn:0"),
+        ("line-3", "message", "line-3"),
+        ("rs_1", "message", "line-3"),
+        ("c1", "command", "line-3"),
+        ("msg_1", "message", "line-3"),
+    ]
+    command = next(row.record for row in mapped.steps if row.id == "c1")
+    assert command["payload"] == {"command": "ls", "exit_code": 0, "stdout": "README.md\n"}
