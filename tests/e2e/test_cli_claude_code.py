@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, run_postrun
+from tests.support.claude_lines import Transcript
 from tests.support.cli_cases import facts_through_cli
 
 CASES = sorted(
@@ -245,3 +246,28 @@ def test_an_old_layout_sub_agent_is_stored_in_its_session_never_as_one(tmp_path:
     assert f"note: {moved}: a sub-agent of session {NESTED}: ingesting that session" in alone.stderr
     listed = json.loads(run_postrun("sessions", "--json", env=env).stdout)
     assert [session["id"] for session in listed] == [NESTED]
+
+
+def test_a_sub_agent_s_lines_in_the_main_transcript_are_stored_in_their_turn(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """README: a prompt (a `user` line, not injected) is a turn. Claude Code before the
+    sub-agents' own files wrote a Task's sub-agent in the main transcript (`isSidechain: true`):
+    its task prompt was stored as a second turn, holding the main agent's answer. One turn now."""
+    sid = "51de0000-0000-4000-8000-000000000001"
+    t = Transcript(sid, "/home/dev/work/side", version="1.0.30")
+    t.prompt("Find the config", uuid="line-prompt")
+    t.call("msg_1", "toolu_task", "Task", {"description": "Search", "prompt": "Look for config files"})
+    resume_at, t.parent = t.parent, None
+    t.prompt("Look for config files", uuid="line-side-prompt", isSidechain=True)
+    t.text("msg_s1", "Found a.cfg", uuid="line-side-answer", isSidechain=True)
+    t.parent = resume_at
+    t.result("toolu_task", [{"type": "text", "text": "Found a.cfg"}], tool_use_result={"content": []})
+    t.text("msg_2", "The config is a.cfg", uuid="line-answer")
+    transcript = t.write(tmp_path / "projects" / "-home-dev-work-side" / f"{sid}.jsonl")
+    result = run_postrun("ingest", "--agent", "claude-code", str(transcript), env=env)
+    assert result.returncode == 0, result.stderr
+    exported = json.loads(run_postrun("export", sid, env=env).stdout)
+    assert [turn["step_ids"][-1] for turn in exported["turns"]] == ["line-answer"]
+    roles = {step["id"]: step["payload"].get("role") for step in exported["steps"]}
+    assert roles["line-side-prompt"] == "system"

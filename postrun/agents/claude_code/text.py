@@ -45,6 +45,10 @@ def is_prompt(record: dict[str, Any], text: str | None) -> bool:
     """A line a person typed: not one Claude Code injected (a summary, a notice, a command's output)."""
     if record.get("isMeta") is True or record.get("isCompactSummary") is True:
         return False
+    if record.get("isSidechain") is True:
+        # A sub-agent's line: Claude Code before the sub-agents' own files wrote them in the
+        # main transcript, its task's prompt first. Only the main agent's person prompts (§6).
+        return False
     if record.get("turnOrigin") == "task_notification" or record.get("promptSource") == "system":
         return False
     origin = record.get("origin")

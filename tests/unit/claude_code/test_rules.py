@@ -321,3 +321,23 @@ def test_a_transcript_of_summaries_only_is_nothing_to_record_until_a_session_lin
     location.transcript.write_bytes(location.transcript.read_bytes() + t.data())
     mapped, _ = map_location(location)
     assert [row.record["payload"]["role"] for row in mapped.steps] == ["user"]
+
+
+def test_a_sub_agent_s_lines_in_the_main_transcript_open_no_turn(tmp_path: Path) -> None:
+    """Older Claude Code wrote a Task's sub-agent into the main transcript (``isSidechain``,
+    its chain starting again at the task's prompt). That prompt opened a turn as the person's,
+    and the main agent's answer after the task went into it."""
+    t = _started()
+    t.call("msg_1", "toolu_task", "Task", {"description": "Search", "prompt": "Look for config files"})
+    resume_at = t.parent
+    t.parent = None
+    t.prompt("Look for config files", uuid="line-side-prompt", isSidechain=True)
+    t.text("msg_s1", "Found a.cfg", uuid="line-side-answer", isSidechain=True)
+    t.parent = resume_at
+    t.result("toolu_task", [{"type": "text", "text": "Found a.cfg"}], tool_use_result={"content": []})
+    t.text("msg_2", "The config is a.cfg", uuid="line-answer")
+    mapped = _map(tmp_path, t)
+    assert [(turn["id"], turn["step_ids"]) for turn in mapped.turns] == [
+        ("turn:1", ["line-prompt", "toolu_task", "line-side-prompt", "line-side-answer", "line-answer"])
+    ]
+    assert _steps(mapped)["line-side-prompt"]["payload"] == {"role": "system", "text": "Look for config files"}
