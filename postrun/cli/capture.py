@@ -61,9 +61,11 @@ def capture(
         refuse_under_supervisor(os.environ)
     loaded, paths = load(**overrides)
 
-    # The file found at start, by its absolute path; the default location is looked up again
-    # (a config file created after start is then picked up).
-    config_file = loaded.config_path if loaded.config_found else state.config
+    # A file named by --config is pinned by its absolute path (relative paths keep their
+    # meaning). Otherwise POSTRUN_CONFIG or the default location is looked up again, so a
+    # default file created or removed since start is read as at a start: an absent one means
+    # the defaults (README: SIGHUP re-reads the configuration), not "not found (from --config)".
+    config_file = loaded.config_path if state.config is not None else None
 
     def reload() -> LoadedSettings:
         return load_settings(config_file=config_file, overrides={"db": state.db, **overrides}, environ=os.environ)

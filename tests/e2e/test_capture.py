@@ -534,6 +534,22 @@ def test_sighup_rereads_the_configuration(
     capture.wait_until(lambda: steps_of(db, PLANS), what="the new session in the store")  # still capturing
 
 
+def test_sighup_after_the_default_config_file_was_removed_goes_back_to_the_defaults(
+    start: Callable[..., CaptureProcess], capture_env: dict[str, str]
+) -> None:
+    # No --config, no POSTRUN_CONFIG: the file is the default one, and an absent default file
+    # means the defaults, at a reload as at a start (README: SIGHUP re-reads the configuration).
+    config = Path(capture_env["XDG_CONFIG_HOME"]) / "postrun" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("log_level = 'DEBUG'\n")
+    capture = start()
+    capture.wait_for_log(CAUGHT_UP_WITH_BASIC)
+    config.unlink()
+    capture.send(signal.SIGHUP)
+    capture.wait_for_log(rf"INFO capture: configuration reloaded from {config} \(absent: defaults\)$")
+    assert not capture.lines(r"--config"), "no --config was given"
+
+
 def test_sighup_to_an_unlistable_sessions_root_keeps_the_running_capture(
     start: Callable[..., CaptureProcess], capture_env: dict[str, str], tmp_path: Path, root: Path, db: Path
 ) -> None:
