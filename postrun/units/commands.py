@@ -97,8 +97,11 @@ def _failure(result: CommandResult) -> str:
     if result.returncode == 127:
         return f"{result.reason} (is this the platform's service manager?)"
     if result.no_user_manager:
+        # Where no user manager exists at all (a container, WSL without systemd) neither a login
+        # nor lingering brings one: say what records there (README: No user manager at all).
         return (
             f"{result.reason}: no user service manager is reachable (log in to a session, or run"
-            " `loginctl enable-linger $USER` once so it runs without one)"
+            " `loginctl enable-linger $USER` once so it runs without one; where there is none,"
+            " `postrun capture --daemon` records without it)"
         )
     return result.reason
