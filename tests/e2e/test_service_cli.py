@@ -6,6 +6,7 @@ record their argv (one line per call) and answer as the test asks.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import plistlib
 import shutil
@@ -228,6 +229,21 @@ def test_doctor_on_a_healthy_setup(env: dict[str, str], manager: FakeManager, tm
     assert "ok    web service: not installed (optional: `postrun service install --web --now`)" in lines
     assert f"ok    sessions: 1 session in {root}" in lines
     assert lines[lines.index("warn  capture: not running") + 1].startswith("      hint: ")
+
+
+def test_doctor_on_a_capture_whose_status_is_empty_says_pid_unknown(
+    env: dict[str, str], manager: FakeManager, tmp_path: Path
+) -> None:
+    # A capture on a full disk holds its lock with the status emptied (capture.lock): `doctor`
+    # says what `status` says of it, never a "pid 0".
+    healthy_setup(env, tmp_path)
+    lock = Path(env["POSTRUN_DB"] + ".capture.lock")
+    with lock.open("wb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        result = run_postrun("doctor", env=env)
+        status = run_postrun("status", env=env)
+    assert status.stdout.splitlines()[0] == "capture: running (pid unknown, since unknown)"
+    assert "ok    capture: running (pid unknown, since unknown, 0 sessions watched)" in result.stdout.splitlines()
 
 
 def test_doctor_fails_on_a_corrupt_store(env: dict[str, str], manager: FakeManager, tmp_path: Path) -> None:
