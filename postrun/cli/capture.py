@@ -108,6 +108,8 @@ def status() -> None:
         pid = f"pid {info.pid}" if info.pid else "pid unknown"
         typer.echo(f"capture: running ({pid}, since {info.started_at})")
     typer.echo(f"review app: {review_app_status(paths.web_state)}")
+    if found.store_error is not None:
+        raise found.store_error  # its one-line error and exit code, after what is known
     if found.stored is None:
         typer.echo(f"store: {paths.db} (not created yet)")
     else:

@@ -322,6 +322,21 @@ def test_status_running_and_not_running(
     assert "sessions watched: 1" in lines
 
 
+def test_status_says_capture_runs_before_it_fails_on_an_unreadable_store(
+    start: Callable[..., CaptureProcess], capture_env: dict[str, str], db: Path
+) -> None:
+    # "Is it running?" is answered whatever the store's state: the capture line comes first,
+    # then the store's one-line error with its exit code (README: Exit codes).
+    capture = start()
+    capture.wait_for_log(CAUGHT_UP_WITH_BASIC)
+    with db.open("r+b") as store:
+        store.write(b"not a SQLite header")  # in place: the running capture keeps its inode
+    result = run_postrun("status", env=capture_env)
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[0].startswith(f"capture: running (pid {capture.pid}, since ")
+    assert result.stderr.splitlines() == [f"error: {db}: cannot use the store (the file is not a SQLite database)"]
+
+
 def test_once_prints_a_summary(capture_env: dict[str, str], tmp_path: Path) -> None:
     root = copy_data("cline/mid_write_and_junk", tmp_path / "junk")
     capture_env["POSTRUN_CLINE_DIR"] = str(root)
