@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -44,6 +45,7 @@ def capture(
     in the foreground until stopped (SIGTERM, Ctrl-C)."""
     from postrun.capture.daemon import refuse_under_supervisor, refuse_when_running, start_daemon
     from postrun.capture.entry import capture_once, capture_until_stopped
+    from postrun.paths import CONFIG_VARIABLE, env_value
     from postrun.settings import load_settings
 
     if once and daemon:
@@ -61,14 +63,17 @@ def capture(
         refuse_under_supervisor(os.environ)
     loaded, paths = load(**overrides)
 
-    # A file named by --config is pinned by its absolute path (relative paths keep their
-    # meaning). Otherwise POSTRUN_CONFIG or the default location is looked up again, so a
-    # default file created or removed since start is read as at a start: an absent one means
-    # the defaults (README: SIGHUP re-reads the configuration), not "not found (from --config)".
+    # A file named by --config or POSTRUN_CONFIG is pinned by its absolute path (a relative one
+    # keeps its meaning) and still named by what named it. The default location is looked up
+    # again, so a default file created or removed since start is read as at a start: an absent
+    # one means the defaults (README: SIGHUP re-reads the configuration).
     config_file = loaded.config_path if state.config is not None else None
+    environ: Mapping[str, str] = os.environ
+    if config_file is None and env_value(os.environ, CONFIG_VARIABLE) is not None:
+        environ = {**os.environ, CONFIG_VARIABLE: str(loaded.config_path)}
 
     def reload() -> LoadedSettings:
-        return load_settings(config_file=config_file, overrides={"db": state.db, **overrides}, environ=os.environ)
+        return load_settings(config_file=config_file, overrides={"db": state.db, **overrides}, environ=environ)
 
     if daemon:
         refuse_when_running(paths.capture_lock)

@@ -565,6 +565,23 @@ def test_sighup_after_the_default_config_file_was_removed_goes_back_to_the_defau
     assert not capture.lines(r"--config"), "no --config was given"
 
 
+def test_sighup_after_a_named_config_file_was_removed_keeps_the_previous_one(
+    start: Callable[..., CaptureProcess], capture_env: dict[str, str], tmp_path: Path
+) -> None:
+    # A file the user named must exist, at a reload as at a start; the error names what named it.
+    config = tmp_path / "named.toml"
+    config.write_text("log_level = 'INFO'\n")
+    capture_env["POSTRUN_CONFIG"] = str(config)
+    capture = start()
+    capture.wait_for_log(CAUGHT_UP_WITH_BASIC)
+    config.unlink()
+    capture.send(signal.SIGHUP)
+    capture.wait_for_log(
+        rf"ERROR capture: configuration not reloaded: {config}: config file not found \(from POSTRUN_CONFIG\);"
+        " keeping the previous one$"
+    )
+
+
 def test_sighup_to_an_unlistable_sessions_root_keeps_the_running_capture(
     start: Callable[..., CaptureProcess], capture_env: dict[str, str], tmp_path: Path, root: Path, db: Path
 ) -> None:
