@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import os
+import time
+from collections.abc import Callable
 
 from postrun.capture.context import CaptureContext, capture_lock
 from postrun.capture.loop import STOP_GRACE_SECONDS, Capture
@@ -41,7 +43,7 @@ def run_capture(context: CaptureContext, signals: Signals) -> int:
             # comes meanwhile; a stop waits a few seconds, then leaves without it (SQLite
             # rolls an unfinished write back).
             grace = None if ended == "reload" else STOP_GRACE_SECONDS
-            if not capture.stop(grace, hurry=lambda: signals.stop):
+            if not capture.stop(grace, hurry=watchdog_fed(notifier, lambda: signals.stop)):
                 context.logger.warning(
                     "capture: stopped without waiting for the ingest in progress (redone next start)"
                 )
@@ -70,6 +72,23 @@ def run_capture(context: CaptureContext, signals: Signals) -> int:
     finally:
         if lock.info is not None:
             lock.release()
+
+
+def watchdog_fed(notifier: Notifier, stop: Callable[[], bool]) -> Callable[[], bool]:
+    """``stop``, pinging the service manager's watchdog when due each time it is asked: a reload
+    waits for the ingest in progress however long it takes (README), and systemd kills a
+    service whose pings stop for WatchdogSec."""
+    next_ping = 0.0
+
+    def hurry() -> bool:
+        nonlocal next_ping
+        interval, now = notifier.watchdog_interval, time.monotonic()
+        if interval is not None and now >= next_ping:
+            notifier.watchdog()
+            next_ping = now + interval
+        return stop()
+
+    return hurry
 
 
 def _started(capture: Capture) -> Capture:

@@ -651,6 +651,38 @@ def test_sigterm_during_a_reload_waiting_for_an_ingest_exits_within_5_s(
         capture.kill()
 
 
+def test_a_reload_waiting_for_an_ingest_keeps_the_watchdog_fed(capture_env: dict[str, str], tmp_path: Path) -> None:
+    # A reload waits for the ingest in progress however long it takes (README), and systemd's
+    # watchdog (WatchdogSec=) kills a service that goes quiet meanwhile: the pings go on.
+    config = tmp_path / "config.toml"
+    config.write_text("log_level = 'INFO'\n")
+    capture_env["POSTRUN_CONFIG"] = str(config)
+    name = f"postrun-test-watchdog-{os.getpid()}-{time.monotonic_ns()}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as server:
+        server.bind("\0" + name)
+        server.settimeout(10)
+        capture_env.update(NOTIFY_SOCKET="@" + name, WATCHDOG_USEC="300000")  # a ping every 0.1 s
+        capture, marker, release = slow_capture(capture_env, tmp_path)
+        try:
+            wait_until(marker.exists, what="the first ingest under way")
+            config.write_text("log_level = 'DEBUG'\n")
+            capture.send(signal.SIGHUP)
+            capture.wait_for_log(r"INFO capture: configuration reloaded from ")
+            while not server.recv(4096).startswith(b"RELOADING=1"):
+                pass
+            pings = 0
+            while pings < 5:  # ten would be due within the socket's timeout; none came before the fix
+                message = server.recv(4096)
+                assert b"READY=1" not in message, "the ingest is held: the reload cannot be over yet"
+                pings += message == b"WATCHDOG=1"
+            release.touch()
+            capture.wait_for_log(r"INFO cline: caught up with 1 session in ")
+            code, _ = capture.stop()
+            assert code == 0, capture.log()
+        finally:
+            capture.kill()
+
+
 def test_a_new_root_that_breaks_while_the_reload_waits_goes_back_to_the_previous_one(
     capture_env: dict[str, str], tmp_path: Path, root: Path, db: Path
 ) -> None:
