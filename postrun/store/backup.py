@@ -85,6 +85,7 @@ def verify_backup(path: Path) -> BackupCounts:
         raise StoreError(where, "no such backup file" if not path.exists() else "not a regular file")
     size = path.stat().st_size
     _check_header(path, size)
+    _check_no_log_beside(path)
     try:
         connection = apsw.Connection(
             f"file:{_uri_path(path)}?mode=ro&immutable=1", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
@@ -117,6 +118,25 @@ def _check_header(path: Path, size: int) -> None:
     # The page count in the header is only valid when written by a SQLite that keeps it.
     if header[24:28] == header[92:96] and pages and page_size * pages != size:
         raise StoreError(str(path), f"truncated or padded ({size} bytes, its header says {page_size * pages})")
+
+
+def _check_no_log_beside(path: Path) -> None:
+    """A live store's file (copied with its ``-wal`` while a capture wrote, or from a file-level
+    backup of the data folder) keeps its newest commits in that log, which the immutable read of
+    a backup never looks at: restoring the file alone would drop them, and a checkpoint cut
+    short leaves the file itself half updated. Refused, so that "never lose" holds; a backup of
+    it made through SQLite reads the log."""
+    log = Path(f"{path}-wal")
+    try:
+        pending = log.stat().st_size > 0
+    except OSError:
+        return
+    if pending:
+        raise StoreError(
+            str(path),
+            f"not a backup: its write-ahead log {log} holds writes the file alone lacks (a live store's files);"
+            f" make a backup of it first: `postrun --db {path} backup NEW.db`, then restore NEW.db",
+        )
 
 
 def _counts(connection: apsw.Connection, path: Path, size: int) -> BackupCounts:

@@ -238,6 +238,39 @@ def test_restoring_the_before_restore_file_undoes_the_restore(
     assert [path.name for path in db.parent.iterdir() if path.name.endswith(".tmp")] == []
 
 
+def test_a_live_stores_copy_with_its_write_ahead_log_is_refused_not_restored_short(
+    env: dict[str, str], cline_root: Path, tmp_path: Path
+) -> None:
+    """README: restore "checks the backup first (a truncated, corrupted or foreign file is
+    refused with one line and nothing changes)". A store's files copied while a capture held it
+    (or from a file-level backup of the data folder) keep their newest commits in `-wal`; the
+    restore read the file alone and silently dropped them, though `--db FILE sessions` showed them."""
+    db = Path(env["POSTRUN_DB"])
+    ingested(11, cline_root, env)
+    holder = apsw.Connection(str(db))  # as a running capture: the next writer's commits stay in the WAL
+    try:
+        assert holder.execute("SELECT count(*) FROM sessions").get == 1  # it has the store open
+        ingested(12, cline_root, env)
+        copy = tmp_path / "copied" / "postrun.db"
+        copy.parent.mkdir()
+        for suffix in ("", "-wal"):
+            copy.with_name(copy.name + suffix).write_bytes(Path(f"{db}{suffix}").read_bytes())
+    finally:
+        holder.close()
+    assert Path(f"{copy}-wal").stat().st_size > 0
+    assert len(ok("--db", str(copy), "sessions", env=env).splitlines()) == 2
+
+    (tmp_path / "elsewhere").mkdir()
+    elsewhere = isolated_environ(tmp_path / "elsewhere")
+    line = refused("restore", str(copy), "--yes", env=elsewhere, code=1)
+    assert line.startswith(f"error: {copy}: not a backup: its write-ahead log") and "backup NEW.db" in line, line
+    assert not Path(elsewhere["POSTRUN_DB"]).exists()
+
+    made = tmp_path / "made.db"
+    ok("--db", str(copy), "backup", str(made), env=env)  # the way out the line names
+    assert "2 sessions" in ok("restore", str(made), "--yes", env=elsewhere)
+
+
 def test_restore_is_refused_while_capture_holds_the_store(
     env: dict[str, str], cline_root: Path, tmp_path: Path
 ) -> None:
