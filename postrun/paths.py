@@ -200,6 +200,23 @@ class Paths:
             web_state=platformdirs.user_state_path(APP_NAME) / "serve.json",
         )
 
+    def is_store_file(self, path: Path) -> bool:
+        """Whether ``path`` (through symlinks and hard links) is the store or one of the files
+        SQLite and Postrun keep beside it: writing an export over one would destroy the store."""
+        own = [self.db, *(self.db.with_name(self.db.name + s) for s in _STORE_SUFFIXES)]
+        real = os.path.realpath(path)
+        for file in own:
+            if os.path.realpath(file) == real:
+                return True
+            with contextlib.suppress(OSError):
+                if path.samefile(file):
+                    return True
+        return False
+
+
+# The files beside the store: SQLite's (WAL, shared memory, rollback journal) and Postrun's locks.
+_STORE_SUFFIXES = ("-wal", "-shm", "-journal", ".capture.lock", ".mirror.lock")
+
 
 def _xdg_config_home(environ: Mapping[str, str], home: Path) -> Path:
     # The XDG spec says a relative value is invalid and must be ignored.

@@ -196,6 +196,9 @@ def export(
     if output is not None:
         given_path(output)
     _, paths = load()
+    if output is not None and paths.is_store_file(output):
+        # Never lose: `-o` replaces the file it names, and the store is not an export's to replace.
+        raise UsageError("--output", f"{printable(os.fspath(output))} is the store's own file ({paths.db})")
     exported = export_session(paths.db, session, export_format, redact=redact, home=paths.home)
     if output is None:
         sys.stdout.buffer.write(exported.content)

@@ -53,6 +53,22 @@ def test_export_through_a_symlink_writes_its_target_and_keeps_the_link(tmp_path:
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
 
 
+def test_export_never_writes_over_the_store_or_its_files(tmp_path: Path, env: dict[str, str]) -> None:
+    """`-o` replaces the file it names; given the store (a slip of the shell, or a link to it),
+    it replaced the whole store with one session's JSON, exit 0, and every session was lost."""
+    ingested(tmp_path, env)
+    db = Path(env["POSTRUN_DB"])
+    link = tmp_path / "latest.json"
+    link.symlink_to(db)
+    before = db.read_bytes()
+    for output in (db, link, Path(f"{db}-wal")):
+        result = run_postrun("export", SESSION, "-f", "json", "-o", str(output), env=env)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr == f"error: --output: {output} is the store's own file ({db})\n"
+    assert db.read_bytes() == before and link.is_symlink()
+    assert SESSION in run_postrun("sessions", env=env).stdout
+
+
 NOT_UTF8 = os.fsdecode(b"bad\xff")  # what Python makes of an argument's bytes that are not UTF-8
 
 
