@@ -176,7 +176,7 @@ def back_up(db: Path, target: Path, *, replace: bool = False) -> BackupCounts:
         raise PostrunError(str(target), "already exists (a backup never overwrites a file)")
     if not is_utf8(str(target)):
         raise StoreError(str(target), NOT_UTF8)
-    with Database.open(db, create=False) as database, _temporary_next_to(target) as temporary:
+    with _source(db) as database, _temporary_next_to(target) as temporary:
         try:
             copy = apsw.Connection(str(temporary))
             try:
@@ -197,6 +197,17 @@ def back_up(db: Path, target: Path, *, replace: bool = False) -> BackupCounts:
             raise StoreError(str(target), f"cannot write the backup ({exc.strerror or exc})") from None
     _fsync(target.parent)
     return BackupCounts(target, counts.bytes, counts.sessions, counts.steps, counts.raw_files)
+
+
+def _source(db: Path) -> Database:
+    """The store to back up: opened as its writers open it (an older one is upgraded first), or,
+    on a read-only file system or folder, read as it is: that is when a backup rescues it."""
+    try:
+        return Database.open(db, create=False)
+    except StoreError:
+        if os.access(db, os.W_OK) and os.access(db.parent, os.W_OK):
+            raise
+        return Database.open_reader(db)
 
 
 @contextlib.contextmanager
@@ -233,7 +244,7 @@ def _fsync(path: Path) -> None:
 def back_up_daily(db: Path, folder: Path, *, keep: int, now: datetime) -> tuple[BackupCounts, list[Path]]:
     """A backup named by ``now`` (UTC) in ``folder`` (created 0700), then only the newest ``keep``
     of those daily backups are left; returns the new backup and the ones removed."""
-    with Database.open(db, create=False):
+    with _source(db):
         pass  # the store first: a missing or unusable one leaves no backups folder (nor its parents) behind
     try:
         ensure_private_dir(folder)

@@ -67,6 +67,18 @@ def _sqlite_or_empty(path: Path) -> bool:
     return header in (b"", _SQLITE_HEADER)
 
 
+def _alone_on_read_only_disk(path: Path) -> bool:
+    """Whether the store's file is the whole store on a read-only file system: no `-shm` (no
+    process has it open) and no write-ahead log holding commits the file lacks."""
+    try:
+        if not os.statvfs(path.parent).f_flag & os.ST_RDONLY or os.path.lexists(f"{path}-shm"):
+            return False
+        log = Path(f"{path}-wal")
+        return not log.exists() or log.stat().st_size == 0
+    except OSError:
+        return False
+
+
 def _identity(path: Path) -> tuple[int, int] | None:
     try:
         info = path.stat()
@@ -196,6 +208,13 @@ class Database:
             raise
         except apsw.Error as exc:
             connection.close()
+            if isinstance(exc, apsw.CantOpenError) and not immutable and _alone_on_read_only_disk(path):
+                # A WAL-mode store on a read-only file system (a disk remounted read-only after
+                # errors, an old disk mounted to rescue it): SQLite cannot create the `-shm` every
+                # WAL reader needs. No process has it open (no `-shm`) and no `-wal` holds commits
+                # beside it, so the file alone is the whole store: it is read alone (README: reading
+                # opens the store read-only; a backup is how it is rescued).
+                return cls.open_reader(path, immutable=True)
             raise StoreError(str(path), f"cannot use the store ({describe_sqlite_error(exc)})") from None
         codec.register(connection)
         return database
