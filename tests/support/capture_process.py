@@ -158,8 +158,11 @@ def expected_steps(case_dir: Path, session_id: str) -> int:
 
 
 def copy_data(case: str, destination: Path) -> Path:
-    """Copy a fixture's Cline data dir (fixtures are read-only inputs); returns its sessions root."""
-    shutil.copytree(FIXTURES / case / "data", destination)
+    """Copy a fixture's Cline data dir (fixtures are read-only inputs); returns its sessions root.
+
+    The copies are written now, as on a fresh clone: kept, a checkout's older times made its
+    sessions inactive a day later (capture polls only sessions changed within a day)."""
+    shutil.copytree(FIXTURES / case / "data", destination, copy_function=shutil.copy)
     return destination / "sessions"
 
 
