@@ -27,6 +27,8 @@ from postrun.store.migrations import MIGRATIONS
 from postrun.text import is_utf8
 
 BUSY_TIMEOUT_MS = 5000
+# SQLite's largest integer: a LIMIT past it cannot be bound, and no store has that many rows.
+MAX_INTEGER = 2**63 - 1
 # What ``at_commit`` holds back at most (rows; a search-index row is a step's text, a few KB):
 # beyond it, the rows are written between two parts of the transaction, so a long batch's
 # memory stays bounded and the index still gets one segment per many sessions.

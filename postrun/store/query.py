@@ -11,7 +11,7 @@ import orjson
 from postrun.errors import NotFound, PostrunError, UsageError
 from postrun.schema import SCHEMA_VERSION
 from postrun.store import codec
-from postrun.store.db import Database
+from postrun.store.db import MAX_INTEGER, Database
 from postrun.store.titles import TITLE_SQL
 from postrun.text import is_utf8
 
@@ -95,7 +95,8 @@ def list_sessions(
          LIMIT ?2
     """
     summaries = []
-    for row in database.execute(sql, (agent, -1 if limit is None else limit, int(flagged), workspace, since_utc)):
+    most = -1 if limit is None else min(limit, MAX_INTEGER)
+    for row in database.execute(sql, (agent, most, int(flagged), workspace, since_utc)):
         (session_id, kind, record_text, started_utc, model, provider, status, branch, captured_on, ingested_at,
          updated_at, steps, failed, flagged_steps, title) = row  # fmt: skip
         record = orjson.loads(record_text)

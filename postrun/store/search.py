@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from postrun.errors import UsageError
-from postrun.store.db import Database
+from postrun.store.db import MAX_INTEGER, Database
 from postrun.text import as_stored, one_line
 from postrun.timestamps import normalize_timestamp
 
@@ -188,9 +188,10 @@ def search(database: Database, query: SearchQuery, *, limit: int = 50, window: i
         ).get
         floor = 0 if newest is None else int(newest)
     sql = _MATCH_SQL if query.match else _FLAGGED_SQL if query.flag is not None else _FILTERED_SQL
+    most = min(limit, MAX_INTEGER)
     rows: Sequence[tuple[Any, ...]] = database.execute(
         sql,
-        (query.match, query.step_type, int(query.failed), query.since_utc, limit, floor, query.flag, query.agent),
+        (query.match, query.step_type, int(query.failed), query.since_utc, most, floor, query.flag, query.agent),
     ).fetchall()
     return [
         SearchHit(session_id, step_id, seq, at, kind, outcome, one_line(snippet or ""), actor_id, label)

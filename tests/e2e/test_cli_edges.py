@@ -238,3 +238,15 @@ def test_an_empty_session_id_names_no_session(tmp_path: Path, env: dict[str, str
             "error: ID: empty (a session id, or a unique prefix of one)\n",
         ), args
     assert run_postrun("show", SESSION, env=env).returncode == 0  # still stored
+
+
+def test_a_limit_past_sqlites_integers_lists_everything(tmp_path: Path, env: dict[str, str]) -> None:
+    # Before: `-n` past 2**63 - 1 (SQLite's largest integer) was "internal error: OverflowError",
+    # exit 1; "at most this many" of a number no store reaches is every one.
+    ingested(tmp_path, env)
+    huge = str(10**20)
+    for args in (("sessions",), ("search", "date"), ("search", "--failed")):
+        every = run_postrun(*args, env=env)
+        result = run_postrun(*args, "-n", huge, env=env)
+        assert (result.returncode, result.stderr) == (0, ""), args
+        assert result.stdout == every.stdout and SESSION in result.stdout, args
