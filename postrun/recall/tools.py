@@ -143,7 +143,7 @@ class Recall:
             SessionRow(
                 id=summary.id,
                 agent=summary.agent,
-                title=bounds.cut(redactor.text(one_line(summary.title), "title"), bounds.TITLE_CHARS),
+                title=_title(summary.title, redactor),
                 workspace=redactor.text(summary.workspace, "workspace"),
                 started_at=summary.started_at,
                 ended_at=summary.ended_at,
@@ -170,7 +170,7 @@ class Recall:
             redactor = self._redactor()
             return SessionOverview(
                 id=full_id,
-                title=bounds.cut(redactor.text(one_line(details.title), "title"), bounds.TITLE_CHARS),
+                title=_title(details.title, redactor),
                 agent=str(record["agent"]["kind"]),
                 agent_version=redactor.text(str(record["agent"].get("version", "")), "agent version"),
                 workspace=redactor.text(str(record["workspace"]["root"]), "workspace"),
@@ -301,6 +301,12 @@ class Recall:
 
     def _cite(self, session_id: str, seq: int | None = None) -> dict[str, str]:
         return {"show": show_command(session_id), "url": review_url(self.review.base(), session_id, seq)}
+
+
+def _title(title: str, redactor: Redactor) -> str:
+    """A title (a first prompt) on one line: redacted first, as written, since the detector
+    finds some secrets by their line (a .pgpass line) and folding joins the lines."""
+    return bounds.cut(one_line(redactor.text(title, "title")), bounds.TITLE_CHARS)
 
 
 def _since(text: str | None) -> str | None:

@@ -23,6 +23,7 @@ from tests.support.recall import (
     Client,
     RecallStore,
     build_recall_store,
+    derived_session,
     mcp_client,
     store_fingerprint,
 )
@@ -317,6 +318,24 @@ def test_nothing_secret_leaves(client: Client, store: RecallStore) -> None:
     assert str(store.home) not in text and "~/app" in text
     flags = [flag for step in answers[7]["steps"] for flag in step["flags"] if flag["kind"] == "secret_in_output"]
     assert len(flags) > 1 and all(" chars)" in flag["reason"] for flag in flags)  # the match shown masked
+
+
+def test_a_title_is_redacted_before_its_lines_are_folded(tmp_path: Path, env: dict[str, str]) -> None:
+    # Before: a title (the first prompt) was folded to one line, then redacted: a secret the
+    # detector finds by its line, as a pasted .pgpass line, was no longer found and left whole.
+    password = "Xk9vQ2mP7rTzqW"
+    prompt = f"Fix the failing date test; my ~/.pgpass has\ndb.example.com:5432:app:bob:{password}\nthanks"
+    root = tmp_path / "sessions"
+    derived_session(FIXTURES / "cline" / "basic_act", root, PLANTED, texts={"Fix the failing date test": prompt})
+    assert run_postrun("ingest", "--agent", "cline", str(root), env=env).returncode == 0
+    with (tmp_path / "stderr.txt").open("w") as stderr, mcp_client(env, stderr) as client:
+        titles = [
+            client.data("list_sessions")["sessions"][0]["title"],
+            client.data("get_session", session_id=PLANTED)["title"],
+        ]
+    for title in titles:
+        assert password not in title and "[REDACTED:pgpass_password]" in title, title
+        assert "\n" not in title  # still one line
 
 
 def test_active_sessions_left_out_unless_asked(client: Client, store: RecallStore) -> None:
