@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from postrun.agents.registry import check_kind
 from postrun.errors import UsageError
 from postrun.recall import bounds
 from postrun.recall.citations import ReviewApp, review_url, show_command
@@ -76,6 +77,7 @@ class Recall:
         limit: int = bounds.SEARCH_LIMIT[0],
         include_active: bool = False,
     ) -> SearchResult:
+        check_kind(agent, "agent")  # an unknown kind would answer nothing, read as "never done"
         if flag is not None and flag != "any" and flag not in FLAG_KINDS:
             raise UsageError("flag", f"unknown flag kind {flag!r} (known: {', '.join(FLAG_KINDS)}, any)")
         if "\x00" in query:  # SQLite's query parser stops at a NUL
@@ -129,6 +131,7 @@ class Recall:
         since: str | None = None,
         limit: int = bounds.SESSIONS_LIMIT[0],
     ) -> SessionList:
+        check_kind(agent, "agent")
         since_utc = _since(since)
 
         def work(database: Database) -> tuple[list[SessionSummary], dict[str, Verdict]]:

@@ -235,6 +235,15 @@ def test_bad_parameters_are_one_line_tool_errors(client: Client) -> None:
     assert client.data("list_sessions", limit=1)["sessions"]  # still serving
 
 
+def test_an_unknown_agent_is_a_bad_parameter_not_an_empty_answer(client: Client) -> None:
+    # Before: `agent="claude"` (not claude-code) answered no hits and no sessions, which an agent
+    # reads as "nothing was done before"; `postrun search --agent claude` refuses it (exit 2).
+    for tool, arguments in (("search", {"query": "date"}), ("list_sessions", {})):
+        reason = client.error(tool, agent="claude", **arguments)
+        assert "unknown agent 'claude'" in reason and "claude-code" in reason, reason
+    assert client.data("search", query="date", agent="cline")["hits"]
+
+
 def _claude_session(case: str, folder: Path, edit: Any) -> Path:
     """The Claude Code fixture ``case``'s projects folder copied under ``folder``, each file's
     JSON passed through ``edit(name, value)`` (a transcript line by line); the transcript's path."""
