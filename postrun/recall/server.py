@@ -187,4 +187,8 @@ def serve_stdio(recall: Recall) -> None:
     # then waited on the thread blocked reading stdin, until the client hung up. Nothing is
     # written (the server is read-only), so there is nothing to finish.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # A client that stopped reading ends it the same way, as SIGPIPE ends `| head`'s writer
+    # (README's exit 141, quiet): the broken pipe failed the writer, and the server then waited
+    # on that same stdin reader, then ended with an internal error.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     build_server(recall).run("stdio")

@@ -421,6 +421,36 @@ def test_ctrl_c_ends_the_server_while_its_client_is_still_there(env: dict[str, s
     assert code == -signal.SIGINT and b"Traceback" not in stderr
 
 
+def test_a_client_that_stops_reading_ends_the_server_quietly(store: RecallStore) -> None:
+    # Before: the answer written to a client that had closed its end of stdout left the server
+    # waiting on stdin, then ending with "error: internal error: ExceptionGroup ...", exit 1.
+    # README: stdout's reader left early, "a quiet exit, no message", 141 (SIGPIPE's).
+    server = subprocess.Popen(
+        [*postrun_command(), "mcp"],
+        env=store.env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}
+    call = {"name": "list_sessions", "arguments": {"limit": 100}}
+    try:
+        server.stdin.write(orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}) + b"\n")
+        server.stdin.flush()
+        assert orjson.loads(server.stdout.readline())["id"] == 1  # serving
+        server.stdout.close()
+        server.stdin.write(orjson.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + b"\n")
+        server.stdin.write(orjson.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}) + b"\n")
+        server.stdin.flush()
+        code = server.wait(timeout=30)  # stdin stays open: the broken pipe alone ends it
+    finally:
+        server.kill()
+        stderr = server.stderr.read()
+        server.stdin.close()
+    assert (code, stderr) == (-signal.SIGPIPE, b"")
+
+
 def test_a_tool_error_shows_the_home_folder_as_tilde(tmp_path: Path, env: dict[str, str]) -> None:
     # README: "Every text passes the same redactor ...: your home folder is ~"; the store's
     # default place is under it, and "no session" names the store.
