@@ -8,7 +8,8 @@ missing (a reader needs them to see a writer's commits) and cannot remove them o
 - otherwise read the file as immutable (no locks, no side files) and check afterwards that
   nothing changed it meanwhile (same inode, size and mtime, still no ``-wal``): a writer that
   came in during the read means the answer may be torn, so it is read again, now through the
-  writer's files.
+  writer's files. A read the writer tore so far that SQLite finds the file corrupt (a
+  ``forget`` rebuilds it) is read again too.
 
 Only a writer that closes in the instant between the check and the open can still leave the
 two files behind (SQLite offers no other read that never creates them).
@@ -45,6 +46,8 @@ def read_store(path: Path, work: Callable[[Database], T]) -> T:
         try:
             result = work(database)
         except apsw.Error as exc:
+            if not shared and _fingerprint(path) != before:
+                continue  # a writer rewrote the file under the immutable read (a VACUUM): torn, not corrupt
             raise StoreError(str(path), f"cannot read the store ({describe_sqlite_error(exc)})") from None
         finally:
             database.close()

@@ -84,6 +84,29 @@ def test_a_writer_that_comes_in_mid_read_has_the_read_done_again(tmp_path: Path)
     assert answers[0] == ["1790000000000_aaaaa"] and len(answers) == 2
 
 
+def test_a_writer_that_rebuilds_the_file_mid_read_has_the_read_done_again(tmp_path: Path) -> None:
+    # Before: an immutable read of a file a writer rebuilt meanwhile (`forget --yes` runs VACUUM
+    # and checkpoints) failed as "the database file is corrupt" instead of being read again.
+    db = tmp_path / "store" / "postrun.db"
+    with Database.open(db) as database:
+        for number in range(40):
+            session_id = f"17900000{number:05d}_aaaaa"
+            steps = [command_step(1, "pytest " + "x" * 3000, "1 failed\n" * 500, exit_code=1, session_id=session_id)]
+            mapped = mapped_session(steps, session_id=session_id, session=session_record(session_id))
+            upsert_session(database, mapped, now=STORED_AT, captured_on="host")
+    reads: list[int] = []
+
+    def work(database: Database) -> int:
+        reads.append(len(database.execute("SELECT id FROM sessions LIMIT 1").fetchall()))
+        if len(reads) == 1:
+            with Database.open(db) as writer:
+                writer.execute("DELETE FROM steps WHERE session_id > '1790000000020'; VACUUM")
+                writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return sum(summary.steps for summary in list_sessions(database))
+
+    assert read_store(db, work) == 20 and len(reads) == 2  # as rebuilt: 20 sessions of one step left
+
+
 def test_stores_it_cannot_read(tmp_path: Path) -> None:
     missing = tmp_path / "none.db"
     with pytest.raises(StoreMissing):
