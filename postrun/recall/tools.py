@@ -88,7 +88,7 @@ class Recall:
         if secrets:
             raise UsageError("query", f"holds a secret ({secrets[0].kind}): search for the words around it instead")
         checked = search_query(query, flag=flag)
-        scope = recall.Scope(agent=agent, workspace=self._path(workspace), outcome=outcome, since_utc=_since(since))
+        scope = recall.Scope(agent=agent, workspace=self._root(workspace), outcome=outcome, since_utc=_since(since))
 
         def work(database: Database) -> tuple[list[recall.FoundStep], int]:
             active = () if include_active else self._active(database)
@@ -132,12 +132,11 @@ class Recall:
         limit: int = bounds.SESSIONS_LIMIT[0],
     ) -> SessionList:
         check_kind(agent, "agent")
+        root = self._root(workspace)
         since_utc = _since(since)
 
         def work(database: Database) -> tuple[list[SessionSummary], dict[str, Verdict]]:
-            found = list_sessions(
-                database, agent=agent, limit=limit + 1, workspace=self._path(workspace), since_utc=since_utc
-            )
+            found = list_sessions(database, agent=agent, limit=limit + 1, workspace=root, since_utc=since_utc)
             return found, current_verdicts(database, [summary.id for summary in found[:limit]])
 
         found, verdicts = self._read(work) or ([], {})
@@ -291,6 +290,14 @@ class Recall:
         if self.home and (path == "~" or path.startswith("~/")):
             path = self.home.rstrip("/") + path[1:]
         return posixpath.normpath(path) if posixpath.isabs(path) else path
+
+    def _root(self, workspace: str | None) -> str | None:
+        """A workspace filter: a root is an absolute path, so a relative one (``.``, ``app``)
+        or an empty one would match nothing, read as "never done": a bad parameter instead."""
+        root = self._path(workspace)
+        if root is not None and not posixpath.isabs(root):
+            raise UsageError("workspace", f"{workspace!r} is not an absolute path (a workspace root, or ~/…)")
+        return root
 
     def _active(self, database: Database) -> tuple[str, ...]:
         return tuple(recall.active_sessions(database, utc_iso(self.clock() - bounds.ACTIVE_WINDOW)))

@@ -244,6 +244,15 @@ def test_an_unknown_agent_is_a_bad_parameter_not_an_empty_answer(client: Client)
     assert client.data("search", query="date", agent="cline")["hits"]
 
 
+def test_a_relative_workspace_is_a_bad_parameter_not_an_empty_answer(client: Client) -> None:
+    # Before: `workspace="."` or `"app"` matched no root (roots are absolute) and answered nothing.
+    for workspace in (".", "app", ""):
+        for tool, arguments in (("search", {"query": "date"}), ("list_sessions", {})):
+            reason = client.error(tool, workspace=workspace, **arguments)
+            assert "workspace" in reason and "not an absolute path" in reason, reason
+    assert client.data("list_sessions", workspace="/home/dev/app/")["sessions"]
+
+
 def _claude_session(case: str, folder: Path, edit: Any) -> Path:
     """The Claude Code fixture ``case``'s projects folder copied under ``folder``, each file's
     JSON passed through ``edit(name, value)`` (a transcript line by line); the transcript's path."""
