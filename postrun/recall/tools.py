@@ -54,6 +54,7 @@ from postrun.timestamps import normalize_timestamp, utc_iso
 
 T = TypeVar("T")
 _TOKEN = re.compile(r"\w+")
+_TERM = re.compile(r"[^\W_]")  # a character the index's unicode61 tokenizer keeps in a word
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,9 @@ class Recall:
             raise UsageError("query", "holds a NUL character")
         if not query.split() and flag is None:
             raise UsageError("query", "empty: give the words to find (or a flag to list flagged steps)")
+        if query.split() and not _TERM.search(query):
+            # The index holds words only: "*" or "--" would match nothing, read as "never done".
+            raise UsageError("query", f"{query.strip()!r} holds no word to find (search matches words, no wildcards)")
         secrets = find_secrets(query)
         if secrets:
             raise UsageError("query", f"holds a secret ({secrets[0].kind}): search for the words around it instead")

@@ -244,6 +244,14 @@ def test_an_unknown_agent_is_a_bad_parameter_not_an_empty_answer(client: Client)
     assert client.data("search", query="date", agent="cline")["hits"]
 
 
+def test_a_query_with_no_word_is_a_bad_parameter_not_an_empty_answer(client: Client) -> None:
+    # Before: "*" (a wildcard an agent tries) or "--" matched nothing, as if nothing was recorded.
+    for arguments in ({"query": "*"}, {"query": " -- "}, {"query": "*", "flag": "any"}):
+        reason = client.error("search", **arguments)
+        assert "holds no word to find" in reason, reason
+    assert client.data("search", query="date *")["hits"]  # a word beside it is searched
+
+
 def test_a_relative_workspace_is_a_bad_parameter_not_an_empty_answer(client: Client) -> None:
     # Before: `workspace="."` or `"app"` matched no root (roots are absolute) and answered nothing.
     for workspace in (".", "app", ""):
