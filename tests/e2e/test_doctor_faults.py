@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, postrun_command
+from tests.support.mounts import in_private_mounts
 from tests.support.permissions import permissions_apply
 
 DENIED = "cannot list: Permission denied"
@@ -130,20 +131,10 @@ def test_a_full_disk_under_the_store_fails_the_store_check(
     env: dict[str, str], roots: dict[str, Path], tmp_path: Path
 ) -> None:
     """A real full file system: a 4 MB tmpfs under the store, in a mount namespace of the test's own."""
-    if shutil.which("unshare") is None:
-        pytest.skip("no unshare to mount a small file system privately")
     disk = tmp_path / "disk"
     disk.mkdir()
     env.update(DISK=str(disk), POSTRUN_DB=str(disk / "store" / "postrun.db"))
-    run = subprocess.run(
-        ["unshare", "-rm", "sh", "-c", FILL_AND_CHECK, "sh", *postrun_command()],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if run.returncode == 90:
-        pytest.skip(f"cannot mount a tmpfs in a mount namespace here: {run.stderr[-200:]}")
+    run = in_private_mounts(FILL_AND_CHECK, env)
     assert run.returncode == 0, run.stdout + run.stderr
     full, _, freed = run.stdout.partition("rc=1\n")
     store = next(line for line in full.splitlines() if " store: " in line)

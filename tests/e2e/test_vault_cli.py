@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
-import subprocess
 from pathlib import Path
 
 import apsw
 import pytest
 
 from postrun.store import codec
-from tests.conftest import FIXTURES, isolated_environ, postrun_command, run_postrun
+from tests.conftest import FIXTURES, isolated_environ, run_postrun
 from tests.reliability.kit import Synthetic, read_records, store_problems, synthetic_id
 from tests.support.capture_process import CaptureProcess
+from tests.support.mounts import in_private_mounts
 
 
 def ok(*args: str, env: dict[str, str]) -> str:
@@ -288,22 +287,12 @@ def test_a_store_on_a_read_only_disk_is_read_and_backed_up(env: dict[str, str], 
     mounted to rescue it) SQLite cannot create the `-shm` a WAL store's reader needs: every
     reading command and the backup that would rescue the store failed with "permission denied
     or not writable". A real read-only tmpfs, in a mount namespace of the test's own."""
-    if shutil.which("unshare") is None:
-        pytest.skip("no unshare to mount a file system privately")
     disk = tmp_path / "disk"
     disk.mkdir()
     rescue = tmp_path / "rescue.db"
     sessions = FIXTURES / "cline" / "basic_act" / "data" / "sessions"
     env.update(DISK=str(disk), POSTRUN_DB=str(disk / "postrun.db"), SESSIONS=str(sessions), RESCUE=str(rescue))
-    run = subprocess.run(
-        ["unshare", "-rm", "sh", "-c", ON_A_READ_ONLY_DISK, "sh", *postrun_command()],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if run.returncode == 90:
-        pytest.skip(f"cannot mount a tmpfs in a mount namespace here: {run.stderr[-200:]}")
+    run = in_private_mounts(ON_A_READ_ONLY_DISK, env)
     assert run.returncode == 0, run.stdout + run.stderr
     listed, _, backed_up = run.stdout.partition("rc=")
     assert "1790000000000_basic" in listed and backed_up.startswith("0\n"), run.stdout + run.stderr
