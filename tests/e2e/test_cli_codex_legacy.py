@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import run_postrun
-from tests.support.codex_legacy import AGENTS_MD, ENVIRONMENT, LegacyRollout, pre_envelope_rollout
+from tests.support.codex_legacy import AGENTS_MD, PATCH, LegacyRollout, instructions_then_prompt, pre_envelope_rollout
 
 SID = "0199b000-1111-7222-8333-4444555566e1"
 
@@ -24,13 +24,7 @@ def _stored(sessions: Path, env: dict[str, str]) -> tuple[dict[str, Any], dict[s
 def test_the_project_instructions_are_not_the_title(tmp_path: Path, env: dict[str, str]) -> None:
     # Codex injects AGENTS.md as a user message headed "# AGENTS.md instructions for <dir>":
     # it is no prompt, so neither the first turn nor the session's title.
-    root = LegacyRollout(SID)
-    root.user(AGENTS_MD)
-    root.user(ENVIRONMENT)
-    root.turn_context()
-    root.user("MARK: fix the bug")
-    root.assistant("Fixed.")
-    root.write(tmp_path / "sessions")
+    instructions_then_prompt(SID).write(tmp_path / "sessions")
     row, exported = _stored(tmp_path / "sessions", env)
     assert row["title"] == "MARK: fix the bug"
     assert [turn["prompt_id"] for turn in exported["turns"] if turn["index"]] == ["line-4"]
@@ -42,7 +36,7 @@ def test_a_patch_that_did_not_apply_is_stored_failed(tmp_path: Path, env: dict[s
     root = LegacyRollout(SID)
     root.turn_context()
     root.user("MARK: patch a.py")
-    root.patch("p1", "*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** End Patch", 1, "context mismatch")
+    root.patch("p1", PATCH, 1, "context mismatch")
     root.write(tmp_path / "sessions")
     row, exported = _stored(tmp_path / "sessions", env)
     step = next(step for step in exported["steps"] if step["id"] == "p1")

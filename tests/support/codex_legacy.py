@@ -70,6 +70,19 @@ def exec_json(output: str, exit_code: int) -> str:
 
 AGENTS_MD = "# AGENTS.md instructions for /home/dev/work/app\n\n<INSTRUCTIONS>\nUse uv.\n</INSTRUCTIONS>"
 ENVIRONMENT = "<environment_context>\n  <cwd>/home/dev/work/app</cwd>\n</environment_context>"
+PATCH = "*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** End Patch"
+
+
+def instructions_then_prompt(thread_id: str) -> LegacyRollout:
+    """A rollout without items whose first user messages are Codex's (the project instructions,
+    the environment), then the person's prompt (line 4) and the answer."""
+    root = LegacyRollout(thread_id)
+    root.user(AGENTS_MD)
+    root.user(ENVIRONMENT)
+    root.turn_context()
+    root.user("MARK: fix the bug")
+    root.assistant("Fixed.")
+    return root
 
 
 def pre_envelope_rollout(sessions: Path, thread_id: str) -> Path:

@@ -12,7 +12,14 @@ from postrun.agents.codex.calls import call_parts
 from postrun.agents.codex.history import history_parts
 from postrun.agents.codex.lines import rollout_lines
 from postrun.agents.codex.reading import read_session
-from tests.support.codex_legacy import AGENTS_MD, ENVIRONMENT, LegacyRollout, exec_json, pre_envelope_rollout
+from tests.support.codex_legacy import (
+    AGENTS_MD,
+    PATCH,
+    LegacyRollout,
+    exec_json,
+    instructions_then_prompt,
+    pre_envelope_rollout,
+)
 from tests.support.codex_rollouts import T0, iso
 from tests.unit.codex.kit import MAX_BYTES, mapped_cleanly, remap
 
@@ -43,20 +50,11 @@ def test_a_prompt_that_mentions_agents_md_is_a_prompt() -> None:
 
 
 def test_the_project_instructions_are_no_turn_and_no_title(tmp_path: Path) -> None:
-    root = LegacyRollout(SID)
-    root.user(AGENTS_MD)
-    root.user(ENVIRONMENT)
-    root.turn_context()
-    root.user("MARK: fix the bug")
-    root.assistant("Fixed.")
-    root.write(tmp_path)
+    instructions_then_prompt(SID).write(tmp_path)
     mapped = mapped_cleanly(tmp_path, SID)
     assert [(turn["index"], turn["prompt_id"]) for turn in mapped.turns if turn["index"]] == [(1, "line-4")]
     roles = [(row.record["id"], row.record["payload"]["role"]) for row in mapped.steps]
     assert roles == [("line-1", "system"), ("line-2", "system"), ("line-4", "user"), ("line-5", "assistant")]
-
-
-PATCH = "*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** End Patch"
 
 
 @pytest.mark.parametrize(
