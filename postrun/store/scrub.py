@@ -30,6 +30,7 @@ PENDING_KEY = "scrub_pending"
 WAIT_SECONDS = 10.0  # how long a forget waits for readers to finish before it says what is left
 _REWRITE = "rewrite"  # the file still holds the removed rows' freed bytes
 _CHECKPOINT = "checkpoint"  # the rewrite is in the WAL; the file's old pages are not overwritten yet
+_MERGE_INDEX = "INSERT INTO step_search (step_search) VALUES ('optimize')"  # FTS5: one segment, none stale
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +125,7 @@ def scrub_copy(connection: apsw.Connection) -> bool:
     connection.execute("pragma journal_mode = memory")
     with connection:
         connection.execute("DELETE FROM store_meta WHERE key = ?", (PENDING_KEY,))
-        connection.execute("INSERT INTO step_search (step_search) VALUES ('optimize')")
+        connection.execute(_MERGE_INDEX)
     connection.execute("VACUUM")
     connection.execute(f"pragma journal_mode = {mode}")
     return True
@@ -134,7 +135,7 @@ def _rewrite(database: Database) -> ScrubLeft | None:
     connection = database.connection
     try:
         with database.transaction():
-            connection.execute("INSERT INTO step_search (step_search) VALUES ('optimize')")
+            connection.execute(_MERGE_INDEX)
         connection.execute("VACUUM")
     except apsw.BusyError:
         return _still(database, ScrubLeft(_REWRITE, "another process is writing to the store"))
