@@ -31,9 +31,13 @@ from postrun.review.credentials import ASSIGNMENT, NAME_KEYWORDS, assigned, is_l
 from postrun.review.secret_patterns import DETECT_SECRETS_PATTERNS
 
 # Bump when a rule changes: stored sessions are re-flagged under the new rules.
-RULES_VERSION = "4"
+RULES_VERSION = "5"
 
 _START = r"(?<![A-Za-z0-9_-])"  # a token begins a word: no `sk-` inside `task-…`
+# A token with a prefix of its own and a body of a fixed shape begins a word even right after `-`
+# or `_` (a branch `fix-ghp_…`, `KEY_hf_…`, `fix-AKIA…-leak`): only a letter or digit before its
+# prefix makes it the end of another word (`task-`, `disk_test_`).
+_TOKEN_START = r"(?<![A-Za-z0-9])"
 _END = r"(?![A-Za-z0-9_-])"
 
 
@@ -132,27 +136,26 @@ _GITLAB = (
 
 # (plugin, kind, label, how): detect-secrets' token plugins.
 _COPIED: tuple[tuple[str, str, str, _How], ...] = (
-    ("OpenAIDetector", "openai_key", "OpenAI API key", _How(("sk-",), keep=3, before=_START, after=_TOKEN_CHARS)),
+    ("OpenAIDetector", "openai_key", "OpenAI API key", _How(("sk-",), keep=3, before=_TOKEN_START, after=_TOKEN_CHARS)),
     (
         "AWSKeyDetector",
         "aws_key",
         "AWS key",
-        # An upper-case id of fixed length: a word of its own even beside `-` or `_` (a branch
-        # `fix-AKIA…-leak`, `KEY_AKIA…`), unlike tokens whose prefix ends words (`task-…`).
-        _How(_AWS, keep=4, before=r"(?<![A-Za-z0-9])", after=r"(?![A-Za-z0-9])", valid=_not_an_example, exact=True),
+        # An upper-case id of fixed length: it ends at `-` or `_` too (`fix-AKIA…-leak`, `KEY_AKIA…_OLD`).
+        _How(_AWS, keep=4, before=_TOKEN_START, after=r"(?![A-Za-z0-9])", valid=_not_an_example, exact=True),
     ),
     (
         "GitHubTokenDetector",
         "github_token",
         "GitHub token",
-        _How(("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), keep=4, before=_START, after="[A-Za-z0-9_]*"),
+        _How(("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), keep=4, before=_TOKEN_START, after="[A-Za-z0-9_]*"),
     ),
     ("GitLabTokenDetector", "gitlab_token", "GitLab token", _How(_GITLAB, keep=5)),
     (
         "StripeDetector",
         "stripe_key",
         "Stripe key",
-        _How(("sk_live_", "rk_live_"), keep=8, before=_START, after="[0-9a-zA-Z]*"),
+        _How(("sk_live_", "rk_live_"), keep=8, before=_TOKEN_START, after="[0-9a-zA-Z]*"),
     ),
     ("SlackDetector", "slack_token", "Slack token", _How(("xox", "https://hooks.slack.com"), keep=4)),
     # No prefix shown: a legacy token (a UUID) has no public part, its first characters are secret.
@@ -271,7 +274,9 @@ _PLACED: tuple[tuple[str, str, str, _How], ...] = (
         "openai_key",
         "OpenAI API key",
         rf"sk-(?!ant-)(?:proj-|svcacct-|admin-)?(?=[\w-]*\d)[\w-]{{20,}}{_END}",
-        _How(("sk-",), keep=3, before=_START),
+        # A key of a named kind is a token of its own after `-` or `_` too; a bare `sk-` only
+        # at the start of a word (`my-sk-2026-…` is a name).
+        _How(("sk-",), keep=3, before=rf"(?:{_TOKEN_START}(?=sk-(?:proj|svcacct|admin)-)|{_START})"),
     ),
     (
         "azure_sas",
@@ -369,7 +374,13 @@ def rules() -> tuple[SecretRule, ...]:
                 "postrun",
                 re.escape(prefix) + body,
                 0,
-                _How((prefix if exact else prefix.lower(),), keep=len(prefix), before=_START, after=_END, exact=exact),
+                _How(
+                    (prefix if exact else prefix.lower(),),
+                    keep=len(prefix),
+                    before=_TOKEN_START,
+                    after=_END,
+                    exact=exact,
+                ),
             )
             for kind, label, prefix, body in _TOKENS
             for exact in [prefix in _UPPER_CASE_PREFIXES]

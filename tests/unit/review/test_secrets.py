@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from postrun.review.redact import Redactor
 from postrun.review.secret_patterns import (
     DETECT_SECRETS_KEYWORDS,
     DETECT_SECRETS_PATTERNS,
@@ -73,6 +74,7 @@ def test_the_copied_samples_are_still_found_whole() -> None:
     "text",
     [
         "task-abcdefghij0123456789klmnopqrstuvwxyz",  # `sk-` inside a word
+        "release-sk-2026-abcdefghijklmnopqrstuvwxyz",  # a bare `sk-` after `-`: a name
         "disk-usage-report-2026-abcdefghijklmnop",
         "sha256 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",  # a random-looking hash
         "commit 9fceb02d0ae598e95dc970b74767f19372d61af8",
@@ -95,6 +97,25 @@ def test_the_copied_samples_are_still_found_whole() -> None:
 )
 def test_near_misses_are_not_secrets(text: str) -> None:
     assert find_secrets(text) == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "template"),
+    [
+        ("github_token", "git push origin fix-{s}"),  # a branch named after the leaked token
+        ("github_token", "LEAKED_{s}"),
+        ("aws_key", "fix-{s}-leak"),
+        ("openai_key", "OPENAI_{s}"),
+        ("stripe_key", "old-{s}"),
+        ("anthropic_key", "KEY_{s}"),
+        ("huggingface_token", "cache-{s}"),
+    ],
+)
+def test_a_token_right_after_a_dash_or_underscore_is_found_whole(kind: str, template: str) -> None:
+    secret = SAMPLES[kind][0]
+    text = template.format(s=secret)
+    assert [(s.kind, text[s.start : s.end]) for s in find_secrets(text)] == [(kind, secret)]
+    assert secret not in Redactor().text(text, "a command")
 
 
 def test_overlapping_matches_keep_the_more_specific_rule() -> None:
