@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from postrun import __version__
-from postrun.cli.common import state
+from postrun.cli.common import path_text, state
 
 app = typer.Typer(
     name="postrun",
@@ -36,9 +36,17 @@ def _global_options(
     ] = None,
     config: Annotated[
         Path | None,
-        typer.Option("--config", help="Configuration file (default: POSTRUN_CONFIG, then the user config dir)."),
+        typer.Option(
+            "--config",
+            parser=path_text,
+            metavar="PATH",
+            help="Configuration file (default: POSTRUN_CONFIG, then the user config dir).",
+        ),
     ] = None,
-    db: Annotated[Path | None, typer.Option("--db", help="The store's SQLite file (POSTRUN_DB).")] = None,
+    db: Annotated[
+        Path | None,
+        typer.Option("--db", parser=path_text, metavar="PATH", help="The store's SQLite file (POSTRUN_DB)."),
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks of internal errors.")] = False,
 ) -> None:
     state.config = config

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from postrun.cli.app import app
-from postrun.cli.common import command, load, say, state
+from postrun.cli.common import command, load, path_text, say, state
 from postrun.errors import UsageError
 from postrun.exitcodes import ExitCode
 from postrun.startsignals import release
@@ -28,7 +28,10 @@ def capture(
         bool, typer.Option("--daemon", help="Detach and log to the capture log (without a service manager).")
     ] = False,
     cline_dir: Annotated[
-        Path | None, typer.Option("--cline-dir", help="Cline's sessions folder (POSTRUN_CLINE_DIR).")
+        Path | None,
+        typer.Option(
+            "--cline-dir", parser=path_text, metavar="PATH", help="Cline's sessions folder (POSTRUN_CLINE_DIR)."
+        ),
     ] = None,
     debounce_seconds: Annotated[
         float | None, typer.Option("--debounce-seconds", help="Pause after a session's last change (default 2).")

@@ -112,6 +112,15 @@ def load(**overrides: Any) -> tuple[LoadedSettings, Paths]:
     return loaded, paths_for(loaded, os.environ)
 
 
+def path_text(value: str) -> Path:
+    """A path option's or argument's text as a path (typer's ``parser``). An empty one is a usage
+    error: as a path it is the working directory, so ``--cline-dir "$UNSET"`` watched whatever
+    folder the command ran in, and ``--db "$UNSET"`` named it as the store."""
+    if not value:
+        raise typer.BadParameter("an empty path names nothing")
+    return Path(value)
+
+
 def given_path(path: Path) -> Path:
     """A path argument as given, once it can still mean something. A relative one given after
     the working directory was removed is a usage error naming it (as ``--config``'s is a

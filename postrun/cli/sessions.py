@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from postrun.cli.app import app
-from postrun.cli.common import check_agent, command, given_path, load, progress, say
+from postrun.cli.common import check_agent, command, given_path, load, path_text, progress, say
 from postrun.errors import UsageError
 from postrun.text import json_escaped, one_line, plural, printable, revealed
 
@@ -177,7 +177,10 @@ def export(
             "--format", "-f", metavar="FORMAT", help="json (the v1.2 envelope), jsonl, markdown or html (one file)."
         ),
     ] = "json",
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", parser=path_text, metavar="PATH", help="Write to this file instead of stdout."),
+    ] = None,
     redact: Annotated[
         bool | None,
         typer.Option(

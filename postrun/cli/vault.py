@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from postrun.cli.app import app
-from postrun.cli.common import command, given_path, load, say
+from postrun.cli.common import command, given_path, load, path_text, say
 from postrun.errors import UsageError
 from postrun.text import plural, size_text
 
@@ -59,7 +59,9 @@ def reingest(
 @command
 def raw(
     session: Annotated[str, typer.Argument(metavar="ID", help="Session id (a unique prefix is enough).")],
-    to: Annotated[Path, typer.Option("--to", metavar="DIR", help="A new (or empty) folder to write into.")],
+    to: Annotated[
+        Path, typer.Option("--to", parser=path_text, metavar="DIR", help="A new (or empty) folder to write into.")
+    ],
     version: Annotated[
         int | None, typer.Option("--version", min=1, metavar="N", help="An earlier kept version (show --history).")
     ] = None,
@@ -84,7 +86,11 @@ def raw(
 def backup(
     target: Annotated[
         Path | None,
-        typer.Argument(metavar="[FILE]", help="A new file (default: <store folder>/backups/postrun-<UTC time>.db)."),
+        typer.Argument(
+            parser=path_text,
+            metavar="[FILE]",
+            help="A new file (default: <store folder>/backups/postrun-<UTC time>.db).",
+        ),
     ] = None,
     keep: Annotated[
         int, typer.Option("--keep", min=1, metavar="N", help="Without FILE: keep only the newest N backups there.")
@@ -109,7 +115,9 @@ def backup(
 @app.command()
 @command
 def restore(
-    source: Annotated[Path, typer.Argument(metavar="FILE", help="A backup made by `postrun backup`.")],
+    source: Annotated[
+        Path, typer.Argument(parser=path_text, metavar="FILE", help="A backup made by `postrun backup`.")
+    ],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     keep_machine_id: Annotated[
         bool,

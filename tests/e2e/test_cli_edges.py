@@ -240,6 +240,33 @@ def test_an_empty_session_id_names_no_session(tmp_path: Path, env: dict[str, str
     assert run_postrun("show", SESSION, env=env).returncode == 0  # still stored
 
 
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (("--db", "", "search", "x"), "'--db'"),
+        (("--config", "", "doctor"), "'--config'"),
+        (("capture", "--once", "--cline-dir", ""), "'--cline-dir'"),
+        (("export", SESSION, "-o", ""), "'--output' / '-o'"),
+        (("raw", SESSION, "--to", ""), "'--to'"),
+        (("backup", ""), "'[FILE]'"),
+        (("restore", "", "--yes"), "'FILE'"),
+    ],
+)
+def test_an_empty_path_is_a_usage_error_and_touches_nothing(
+    tmp_path: Path, env: dict[str, str], args: tuple[str, ...], named: str
+) -> None:
+    # Before: '' was the working directory, so `capture --cline-dir "$UNSET"` watched the folder
+    # the command ran in, and `--db "$UNSET"` named that folder as the store.
+    ingested(tmp_path, env)
+    before = sorted(path.relative_to(tmp_path) for path in tmp_path.rglob("*"))
+    result = subprocess.run(
+        [*postrun_command(), *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert (result.returncode, result.stdout) == (2, ""), args
+    assert result.stderr.endswith(f"Error: Invalid value for {named}: an empty path names nothing\n"), result.stderr
+    assert sorted(path.relative_to(tmp_path) for path in tmp_path.rglob("*")) == before
+
+
 def test_a_limit_past_sqlites_integers_lists_everything(tmp_path: Path, env: dict[str, str]) -> None:
     # Before: `-n` past 2**63 - 1 (SQLite's largest integer) was "internal error: OverflowError",
     # exit 1; "at most this many" of a number no store reaches is every one.
