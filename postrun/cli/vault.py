@@ -13,6 +13,7 @@ import typer
 from postrun.cli.app import app
 from postrun.cli.common import command, given_path, load, path_text, say
 from postrun.errors import UsageError
+from postrun.exitcodes import ExitCode
 from postrun.text import plural, size_text
 
 DAILY_KEEP = 7
@@ -145,9 +146,9 @@ def restore(
     if not yes:
         if not sys.stdin.isatty():
             raise UsageError("--yes", "restore replaces the store: confirm with --yes")
-        typer.confirm(
-            f"Replace {paths.db} with {source} ({plural(checked.sessions, 'session')})?", abort=True, err=True
-        )
+        if not typer.confirm(f"Replace {paths.db} with {source} ({plural(checked.sessions, 'session')})?", err=True):
+            say(f"not restored: {paths.db} is unchanged")
+            raise typer.Exit(int(ExitCode.FAILURE))
     report = restore_store(
         paths.db,
         source,

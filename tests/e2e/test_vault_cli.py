@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import stat
+import subprocess
 from pathlib import Path
 
 import apsw
 import pytest
 
 from postrun.store import codec
-from tests.conftest import FIXTURES, isolated_environ, run_postrun
+from tests.conftest import FIXTURES, isolated_environ, postrun_command, run_postrun
 from tests.reliability.kit import Synthetic, read_records, store_problems, synthetic_id
 from tests.support.capture_process import CaptureProcess
 from tests.support.mounts import in_private_mounts
@@ -180,6 +182,54 @@ def test_backup_and_restore_round_trip_and_refuse_bad_files(
     assert store_problems(db) == []
     ok("ingest", str(cline_root), env=env)  # the restored store is a working store
     assert read_records(db) == current
+
+
+def answered_on_a_terminal(answer: str, *args: str, env: dict[str, str]) -> tuple[int, str]:
+    """`postrun ARGS` with its stdin and stderr a terminal, ``answer`` typed at its prompt: its
+    exit status and what the terminal showed."""
+    main, secondary = pty.openpty()
+    try:
+        os.write(main, answer.encode() + b"\n")  # typed ahead: the terminal holds it for the prompt
+        finished = subprocess.run(
+            [*postrun_command(), *args], env=env, stdin=secondary, stderr=secondary, stdout=subprocess.PIPE, timeout=60
+        )
+        os.close(secondary)
+        secondary = -1
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(main, 4096)
+            except OSError:  # the terminal's other end closed: all of it was read
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        if secondary >= 0:
+            os.close(secondary)
+        os.close(main)
+    return finished.returncode, shown.decode(errors="replace")
+
+
+def test_restore_asks_on_a_terminal_and_a_no_leaves_the_store_as_it_was(
+    env: dict[str, str], cline_root: Path, tmp_path: Path
+) -> None:
+    # Before: a "no" was typer's bare "Aborted!", naming neither the command nor the store.
+    db = Path(env["POSTRUN_DB"])
+    first = ingested(0, cline_root, env)
+    backup = tmp_path / "one.db"
+    ok("backup", str(backup), env=env)
+    ingested(1, cline_root, env)
+    current = read_records(db)
+    code, shown = answered_on_a_terminal("n", "restore", str(backup), env=env)
+    assert code == 1, shown
+    assert f"Replace {db} with {backup} (1 session)?" in shown
+    assert f"not restored: {db} is unchanged" in shown and "Aborted" not in shown, shown
+    assert read_records(db) == current
+    assert not Path(f"{db}.before-restore").exists()
+    code, shown = answered_on_a_terminal("y", "restore", str(backup), env=env)
+    assert code == 0, shown
+    assert set(read_records(db)) == {first.session_id}
 
 
 def test_a_backup_restores_onto_a_fresh_home(env: dict[str, str], cline_root: Path, tmp_path: Path) -> None:
