@@ -34,9 +34,9 @@ from postrun.store import codec, outbox, scrub
 from postrun.store.db import NOT_UTF8, STORE_VERSION, Database, describe_sqlite_error
 from postrun.store.forget import Tombstone, carry_over, tombstones
 from postrun.store.scrub import ScrubLeft
+from postrun.store.temporary import remove_abandoned, temporary_next_to
 from postrun.text import is_utf8
 
-_FILE_MODE = 0o600
 # Daily backups are named by the UTC time they were taken, so they sort by name.
 DAILY_NAME = "postrun-%Y%m%dT%H%M%SZ.db"
 _DAILY_PATTERN = re.compile(r"postrun-\d{8}T\d{6}Z\.db")
@@ -176,7 +176,7 @@ def back_up(db: Path, target: Path, *, replace: bool = False) -> BackupCounts:
         raise PostrunError(str(target), "already exists (a backup never overwrites a file)")
     if not is_utf8(str(target)):
         raise StoreError(str(target), NOT_UTF8)
-    with _source(db) as database, _temporary_next_to(target) as temporary:
+    with _source(db) as database, temporary_next_to(target) as temporary:
         try:
             copy = apsw.Connection(str(temporary))
             try:
@@ -210,29 +210,6 @@ def _source(db: Path) -> Database:
         return Database.open_reader(db)
 
 
-@contextlib.contextmanager
-def _temporary_next_to(target: Path) -> Iterator[Path]:
-    """An empty 0600 file in ``target``'s folder, removed unless the caller renamed it."""
-    for attempt in range(100):
-        temporary = target.with_name(f".{target.name}.{os.getpid()}.{attempt}.tmp")
-        try:
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, _FILE_MODE)
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise StoreError(str(target), f"cannot write the backup ({exc.strerror or exc})") from None
-        os.close(fd)
-        break
-    else:
-        raise StoreError(str(target), "cannot write the backup (no free temporary name)")
-    try:
-        yield temporary
-    finally:
-        for leftover in (temporary, Path(f"{temporary}-journal")):
-            with contextlib.suppress(FileNotFoundError):
-                leftover.unlink()
-
-
 def _fsync(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
@@ -255,6 +232,7 @@ def back_up_daily(db: Path, folder: Path, *, keep: int, now: datetime) -> tuple[
     removed = daily[: max(len(daily) - keep, 0)]
     for path in removed:
         path.unlink()
+    remove_abandoned(folder, _DAILY_PATTERN.pattern)  # each daily backup has a name of its own
     return made, removed
 
 
@@ -319,7 +297,7 @@ def _same_file(one: Path, other: Path) -> bool:
 @contextlib.contextmanager
 def _copy_of(backup: Path, db: Path) -> Iterator[Path]:
     """A private copy of ``backup`` next to the store, removed afterwards."""
-    with _temporary_next_to(db) as temporary:
+    with temporary_next_to(db) as temporary:
         try:
             shutil.copyfile(backup, temporary)
         except OSError as exc:
@@ -359,7 +337,7 @@ def backup_host(backup: Path) -> str | None:
 def _as_new_machine(backup: Path, db: Path) -> Iterator[tuple[Path, str | None]]:
     """A copy of ``backup`` next to the store with a new machine id: the restore then copies
     it in one transaction, so the store never holds the original's id, even for an instant."""
-    with _temporary_next_to(db) as temporary:
+    with temporary_next_to(db) as temporary:
         try:
             copy = apsw.Connection(str(temporary))
             source = apsw.Connection(

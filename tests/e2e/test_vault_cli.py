@@ -232,6 +232,30 @@ def test_restore_asks_on_a_terminal_and_a_no_leaves_the_store_as_it_was(
     assert set(read_records(db)) == {first.session_id}
 
 
+def test_a_backup_removes_what_a_killed_backup_left_and_keeps_a_running_ones(
+    env: dict[str, str], cline_root: Path, tmp_path: Path
+) -> None:
+    # Before: a backup killed mid-copy (the machine shut down during the daily one) left a hidden
+    # copy of the whole store beside its target for ever; the daily rotation never saw it.
+    ingested(0, cline_root, env)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    daily = Path(env["POSTRUN_DB"]).parent / "backups"
+    daily.mkdir()
+    chosen = tmp_path / "mine.db"
+    abandoned = [daily / f".postrun-20260101T000000Z.db.{gone.pid}.0.tmp", tmp_path / f".mine.db.{gone.pid}.3.tmp"]
+    abandoned.append(Path(f"{abandoned[1]}-journal"))
+    running = [daily / f".postrun-20260101T000000Z.db.{os.getpid()}.0.tmp", tmp_path / f".mine.db.{os.getpid()}.0.tmp"]
+    unrelated = tmp_path / f".other.db.{gone.pid}.0.tmp"  # another target's: not this backup's to judge
+    for path in [*abandoned, *running, unrelated]:
+        path.write_bytes(b"half a copy")
+    ok("backup", env=env)
+    ok("backup", str(chosen), env=env)
+    assert [path for path in abandoned if path.exists()] == []
+    assert all(path.exists() for path in [*running, unrelated])
+    assert chosen.exists() and len(list(daily.glob("postrun-*.db"))) == 1
+
+
 def test_a_backup_restores_onto_a_fresh_home(env: dict[str, str], cline_root: Path, tmp_path: Path) -> None:
     """A new machine has no store folder yet: restore creates it (0700) instead of failing
     on the capture lock inside it."""
