@@ -160,8 +160,9 @@ _CANDIDATES = 10
 
 
 def resolve_session_id(database: Database, reference: str) -> str:
-    """The full id for ``reference``: an exact id or a unique prefix of one."""
-    if not reference:
+    """The full id for ``reference``: an exact id or a unique prefix of one. Whitespace around it
+    (an id pasted with a space or a line end) is not part of it, unless a stored id has it."""
+    if not reference.strip():
         # The prefix of every id: with one session stored it named that one, so `forget "$ID" --yes`
         # with an unset variable forgot it. Nothing was named: a usage error.
         raise UsageError("ID", "empty (a session id, or a unique prefix of one)")
@@ -169,6 +170,7 @@ def resolve_session_id(database: Database, reference: str) -> str:
         raise no_session(reference, database.path)
     if database.execute("SELECT 1 FROM sessions WHERE id = ?", (reference,)).fetchone():
         return reference
+    reference = reference.strip()
     candidates: list[str] = [
         row[0]
         for row in database.execute(

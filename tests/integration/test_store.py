@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from postrun.errors import StoreError, StoreTooNewError
+from postrun.errors import StoreError, StoreTooNewError, UsageError
 from postrun.exitcodes import ExitCode
 from postrun.schema import envelope_problems
 from postrun.store import db as db_module
@@ -203,6 +203,11 @@ def test_session_prefix_resolution(database: Database) -> None:
         resolve_session_id(database, "ab")
     with pytest.raises(Exception, match=f"no session zz in {database.path}"):
         resolve_session_id(database, "zz")
+    # A pasted id's surrounding whitespace is not part of it (before: "no session abc_1  in …").
+    assert resolve_session_id(database, " abc_1\n") == "abc_1"
+    assert resolve_session_id(database, "abd ") == "abd_2"
+    with pytest.raises(UsageError, match="empty"):
+        resolve_session_id(database, " \t")
 
 
 def test_search_with_filters(database: Database) -> None:
