@@ -34,10 +34,11 @@ from postrun.review.secret_patterns import DETECT_SECRETS_PATTERNS
 RULES_VERSION = "5"
 
 _START = r"(?<![A-Za-z0-9_-])"  # a token begins a word: no `sk-` inside `task-…`
-# A token with a prefix of its own and a body of a fixed shape begins a word even right after `-`
-# or `_` (a branch `fix-ghp_…`, `KEY_hf_…`, `fix-AKIA…-leak`): only a letter or digit before its
-# prefix makes it the end of another word (`task-`, `disk_test_`).
-_TOKEN_START = r"(?<![A-Za-z0-9])"
+# A token with a prefix of its own may also be glued to a name with `-` or `_` (a branch
+# `fix-ghp_…`, `KEY_hf_…`), and is then taken when digits follow, as in a token's random body:
+# `get_github_pat_from_env`, `run_sk_test_suite` and `fix-ghp_token_masking` are names. A letter
+# or digit before the prefix always makes it the end of another word (`task-`, `disk_test_`).
+_TOKEN_START = r"(?:(?<![A-Za-z0-9_-])|(?<=[-_])(?=[A-Za-z0-9_-]*[0-9]))"
 _END = r"(?![A-Za-z0-9_-])"
 
 
@@ -141,8 +142,9 @@ _COPIED: tuple[tuple[str, str, str, _How], ...] = (
         "AWSKeyDetector",
         "aws_key",
         "AWS key",
-        # An upper-case id of fixed length: it ends at `-` or `_` too (`fix-AKIA…-leak`, `KEY_AKIA…_OLD`).
-        _How(_AWS, keep=4, before=_TOKEN_START, after=r"(?![A-Za-z0-9])", valid=_not_an_example, exact=True),
+        # An upper-case id of fixed length: a word of its own even beside `-` or `_` (a branch
+        # `fix-AKIA…-leak`, `KEY_AKIA…`), unlike tokens whose prefix ends words (`task-…`).
+        _How(_AWS, keep=4, before=r"(?<![A-Za-z0-9])", after=r"(?![A-Za-z0-9])", valid=_not_an_example, exact=True),
     ),
     (
         "GitHubTokenDetector",
@@ -274,9 +276,9 @@ _PLACED: tuple[tuple[str, str, str, _How], ...] = (
         "openai_key",
         "OpenAI API key",
         rf"sk-(?!ant-)(?:proj-|svcacct-|admin-)?(?=[\w-]*\d)[\w-]{{20,}}{_END}",
-        # A key of a named kind is a token of its own after `-` or `_` too; a bare `sk-` only
-        # at the start of a word (`my-sk-2026-…` is a name).
-        _How(("sk-",), keep=3, before=rf"(?:{_TOKEN_START}(?=sk-(?:proj|svcacct|admin)-)|{_START})"),
+        # Only at the start of a word: glued to a name, `sk-proj-2026-…` is a file's name as often
+        # (a key glued to one holds `T3BlbkFJ`: detect-secrets' rule above finds it there).
+        _How(("sk-",), keep=3, before=_START),
     ),
     (
         "azure_sas",
@@ -362,6 +364,17 @@ def rules() -> tuple[SecretRule, ...]:
             0,
             _How(("private key", "putty-user-key"), anchored=False),
         ),
+        # detect-secrets' JWT pattern ends lazily and leaves the signature out: the rest is taken.
+        # Before the token rules: a token's prefix glued in a signature (`…_ghp_…`) is the
+        # signature's, and masking only that part would show the rest of the JWT.
+        _rule(
+            "jwt",
+            "JSON Web Token",
+            f"{source}JwtTokenDetector",
+            jwt,
+            0,
+            _How(("eyj",), keep=3, after="[A-Za-z0-9-_.+/=]*", valid=_jwt_valid),
+        ),
         *(
             _rule(kind, label, source + plugin, pattern, flags, _secret_part(how, plugin, index))
             for plugin, kind, label, how in _COPIED
@@ -384,15 +397,6 @@ def rules() -> tuple[SecretRule, ...]:
             )
             for kind, label, prefix, body in _TOKENS
             for exact in [prefix in _UPPER_CASE_PREFIXES]
-        ),
-        # detect-secrets' JWT pattern ends lazily and leaves the signature out: the rest is taken.
-        _rule(
-            "jwt",
-            "JSON Web Token",
-            f"{source}JwtTokenDetector",
-            jwt,
-            0,
-            _How(("eyj",), keep=3, after="[A-Za-z0-9-_.+/=]*", valid=_jwt_valid),
         ),
         *(_rule(kind, label, "postrun", regex, 0, how) for kind, label, regex, how in _PLACED),
     )

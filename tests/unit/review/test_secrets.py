@@ -105,7 +105,6 @@ def test_near_misses_are_not_secrets(text: str) -> None:
         ("github_token", "git push origin fix-{s}"),  # a branch named after the leaked token
         ("github_token", "LEAKED_{s}"),
         ("aws_key", "fix-{s}-leak"),
-        ("openai_key", "OPENAI_{s}"),
         ("stripe_key", "old-{s}"),
         ("anthropic_key", "KEY_{s}"),
         ("huggingface_token", "cache-{s}"),
@@ -116,6 +115,36 @@ def test_a_token_right_after_a_dash_or_underscore_is_found_whole(kind: str, temp
     text = template.format(s=secret)
     assert [(s.kind, text[s.start : s.end]) for s in find_secrets(text)] == [(kind, secret)]
     assert secret not in Redactor().text(text, "a command")
+
+
+def test_an_openai_key_glued_to_a_name_is_found_by_its_marker() -> None:
+    (case,) = [case for case in SECRETS if case.name == "OpenAI legacy key"]
+    text = f"OPENAI_{case.secret}"
+    assert [(s.kind, text[s.start : s.end]) for s in find_secrets(text)] == [("openai_key", case.secret)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "def get_github_pat_from_environment_variable():",
+        "def test_ghp_tokens_are_masked_in_the_command_output():",
+        "git checkout -b fix-ghp_token_redaction_in_the_export_command",
+        "y_sk_test_predictions = model.predict(x)",
+        "cp deploy.yaml old-rk_prod_deployment.yaml",
+        "pytest -k run_sk_test_classification",
+        "my-sk-proj-2026-01-planning-document",
+        "data-glc_reports/2026/january/summary/output.csv",
+    ],
+)
+def test_a_prefix_glued_to_a_name_without_digits_after_it_is_a_name(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+def test_a_jwt_whose_signature_holds_a_tokens_prefix_is_masked_whole() -> None:
+    jwt = SAMPLES["jwt"][0]
+    signed = f"{jwt}_ghp_{'Ab1' * 12}"  # the signature goes on with `_ghp_` and a token's shape
+    (found,) = find_secrets(f"cookie: {signed}; Path=/")
+    assert (found.kind, found.value) == ("jwt", signed)
 
 
 def test_overlapping_matches_keep_the_more_specific_rule() -> None:
