@@ -221,6 +221,9 @@ def _fsync(path: Path) -> None:
 def back_up_daily(db: Path, folder: Path, *, keep: int, now: datetime) -> tuple[BackupCounts, list[Path]]:
     """A backup named by ``now`` (UTC) in ``folder`` (created 0700), then only the newest ``keep``
     of those daily backups are left; returns the new backup and the ones removed."""
+    # First of all: a killed backup's copy may be what leaves no room for this one, nor for
+    # opening the store (none is there when the folder is not).
+    remove_abandoned(folder, _DAILY_PATTERN.pattern, now=now.timestamp())
     with _source(db):
         pass  # the store first: a missing or unusable one leaves no backups folder (nor its parents) behind
     try:
@@ -232,7 +235,6 @@ def back_up_daily(db: Path, folder: Path, *, keep: int, now: datetime) -> tuple[
     removed = daily[: max(len(daily) - keep, 0)]
     for path in removed:
         path.unlink()
-    remove_abandoned(folder, _DAILY_PATTERN.pattern)  # each daily backup has a name of its own
     return made, removed
 
 

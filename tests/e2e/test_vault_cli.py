@@ -7,6 +7,7 @@ import os
 import pty
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import apsw
@@ -245,14 +246,23 @@ def test_a_backup_removes_what_a_killed_backup_left_and_keeps_a_running_ones(
     chosen = tmp_path / "mine.db"
     abandoned = [daily / f".postrun-20260101T000000Z.db.{gone.pid}.0.tmp", tmp_path / f".mine.db.{gone.pid}.3.tmp"]
     abandoned.append(Path(f"{abandoned[1]}-journal"))
-    running = [daily / f".postrun-20260101T000000Z.db.{os.getpid()}.0.tmp", tmp_path / f".mine.db.{os.getpid()}.0.tmp"]
-    unrelated = tmp_path / f".other.db.{gone.pid}.0.tmp"  # another target's: not this backup's to judge
-    for path in [*abandoned, *running, unrelated]:
+    kept = [
+        daily / f".postrun-20260101T000000Z.db.{os.getpid()}.0.tmp",  # a running process's
+        tmp_path / f".mine.db.{os.getpid()}.0.tmp",
+        tmp_path / f".other.db.{gone.pid}.0.tmp",  # another target's: not this backup's to judge
+        tmp_path / ".mine.db.99999999999.0.tmp",  # no process can have that number
+        tmp_path / ".mine.db.\u0669\u0669.0.tmp",  # not digits a process id is written with
+    ]
+    for path in [*abandoned, *kept]:
         path.write_bytes(b"half a copy")
+        os.utime(path, (time.time() - 7200, time.time() - 7200))
+    fresh = daily / f".postrun-20260101T000000Z.db.{gone.pid}.1.tmp"  # a process this one cannot see may write it
+    fresh.write_bytes(b"a copy under way")
+    kept.append(fresh)
     ok("backup", env=env)
     ok("backup", str(chosen), env=env)
     assert [path for path in abandoned if path.exists()] == []
-    assert all(path.exists() for path in [*running, unrelated])
+    assert [path for path in kept if not path.exists()] == []
     assert chosen.exists() and len(list(daily.glob("postrun-*.db"))) == 1
 
 
@@ -372,6 +382,36 @@ def test_a_store_on_a_read_only_disk_is_read_and_backed_up(env: dict[str, str], 
     assert "1790000000000_basic" in listed and backed_up.startswith("0\n"), run.stdout + run.stderr
     assert backed_up.endswith("1 session, 15 steps, integrity ok\nrc=0\n"), run.stdout + run.stderr
     assert "1790000000000_basic" in ok("--db", str(rescue), "sessions", env=env)
+
+
+ON_A_DISK_A_KILLED_BACKUP_FILLED = """
+mount -t tmpfs -o size=8m tmpfs "$DISK" || exit 90
+"$@" ingest "$SESSIONS" >/dev/null || exit 91
+mkdir -m 700 "$DISK/backups" || exit 92
+left="$DISK/backups/.postrun-20260101T000000Z.db.$DEAD.0.tmp"
+cat /dev/zero > "$left" 2>/dev/null  # until the disk is full
+touch -d '2 hours ago' "$left" || exit 93
+"$@" backup; echo "rc=$?"
+ls -A "$DISK/backups"
+"""
+
+
+def test_a_daily_backup_first_removes_the_copy_a_killed_one_left_on_a_full_disk(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """The copy a killed daily backup left may be what fills the disk: it is removed before the
+    next daily backup is written, not after it (which then never came). A real 8 MB tmpfs."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    sessions = FIXTURES / "cline" / "basic_act" / "data" / "sessions"
+    env.update(DISK=str(disk), POSTRUN_DB=str(disk / "postrun.db"), SESSIONS=str(sessions), DEAD=str(gone.pid))
+    run = in_private_mounts(ON_A_DISK_A_KILLED_BACKUP_FILLED, env)
+    made, _, listed = run.stdout.partition("rc=")
+    assert listed.startswith("0\n"), run.stdout + run.stderr
+    assert made.startswith("backup ") and made.rstrip().endswith("integrity ok"), run.stdout + run.stderr
+    assert [name for name in listed.split()[1:] if name.startswith(".")] == [], run.stdout
 
 
 def test_restore_is_refused_while_capture_holds_the_store(
