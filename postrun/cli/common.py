@@ -116,7 +116,7 @@ def path_text(value: str) -> Path:
     """A path option's or argument's text as a path (typer's ``parser``). An empty one is a usage
     error: as a path it is the working directory, so ``--cline-dir "$UNSET"`` watched whatever
     folder the command ran in, and ``--db "$UNSET"`` named it as the store."""
-    if not value:
+    if not value.strip():  # blanks only: a name no one means (settings take them as unset)
         raise typer.BadParameter("an empty path names nothing")
     return Path(value)
 

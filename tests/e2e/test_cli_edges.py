@@ -247,8 +247,8 @@ def test_an_empty_session_id_names_no_session(tmp_path: Path, env: dict[str, str
         (("--config", "", "doctor"), "'--config'"),
         (("capture", "--once", "--cline-dir", ""), "'--cline-dir'"),
         (("export", SESSION, "-o", ""), "'--output' / '-o'"),
-        (("raw", SESSION, "--to", ""), "'--to'"),
-        (("backup", ""), "'[FILE]'"),
+        (("raw", SESSION, "--to", " \t"), "'--to'"),
+        (("backup", " "), "'[FILE]'"),
         (("restore", "", "--yes"), "'FILE'"),
     ],
 )
