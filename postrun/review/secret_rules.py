@@ -31,7 +31,7 @@ from postrun.review.credentials import ASSIGNMENT, NAME_KEYWORDS, assigned, is_l
 from postrun.review.secret_patterns import DETECT_SECRETS_PATTERNS
 
 # Bump when a rule changes: stored sessions are re-flagged under the new rules.
-RULES_VERSION = "5"
+RULES_VERSION = "6"
 
 _START = r"(?<![A-Za-z0-9_-])"  # a token begins a word: no `sk-` inside `task-…`
 # A token with a prefix of its own may also be glued to a name with `-` or `_` (a branch
