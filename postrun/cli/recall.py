@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
 
 from postrun.cli.app import app
-from postrun.cli.common import command, load, rerun_command
+from postrun.cli.common import command, load, rerun_command, say, state
 
 
 @app.command(name="mcp")
@@ -30,9 +31,25 @@ def mcp_command(
     loaded, paths = load()
     if print_config is not None:
         typer.echo(client_config(print_config, rerun_command(loaded, "mcp")), nl=False)
+        _warn_of_the_shells_store(print_config)
         return
     from postrun.recall.citations import ReviewApp
     from postrun.recall.server import serve_stdio
     from postrun.recall.tools import Recall
 
     serve_stdio(Recall(paths.db, ReviewApp(paths.web_state), clock=lambda: datetime.now(UTC), home=str(paths.home)))
+
+
+def _warn_of_the_shells_store(client: str) -> None:
+    """The snippet names the store only when ``--db`` does: a client starts ``postrun mcp`` with
+    its own environment, which may not hold this shell's POSTRUN_DB (it then serves the default
+    store, empty for someone who keeps theirs elsewhere)."""
+    from postrun.paths import env_value
+    from postrun.settings import env_variable
+
+    variable = env_variable("db")
+    if state.db is None and env_value(os.environ, variable) is not None:
+        say(
+            f"warning: {variable} is set in this shell, and {client} may start `postrun mcp` without it:"
+            f" `postrun --db PATH mcp --print-config {client}` names the store in the snippet"
+        )

@@ -412,8 +412,15 @@ def test_print_config_is_what_the_readme_shows(client_name: str, env: dict[str, 
     shown = printed.stdout.replace(shlex.join(program), "/home/me/.local/bin/postrun")
     shown = shown.replace(json.dumps(program[0])[1:-1], "/home/me/.local/bin/postrun")
     assert shown.strip() in (REPO / "README.md").read_text()
-    with_db = run_postrun("--db", "/tmp/other.db", "mcp", "--print-config", client_name, env=env).stdout
-    assert "/tmp/other.db" in with_db
+    # The test's store is POSTRUN_DB's, which the client may not pass on: said on stderr.
+    assert printed.stderr == (
+        f"warning: POSTRUN_DB is set in this shell, and {client_name} may start `postrun mcp` without it:"
+        f" `postrun --db PATH mcp --print-config {client_name}` names the store in the snippet\n"
+    )
+    with_db = run_postrun("--db", "/tmp/other.db", "mcp", "--print-config", client_name, env=env)
+    assert "/tmp/other.db" in with_db.stdout and with_db.stderr == ""
+    without = {key: value for key, value in env.items() if key != "POSTRUN_DB"}
+    assert run_postrun("mcp", "--print-config", client_name, env=without).stderr == ""
     wrong = run_postrun("mcp", "--print-config", "cursor", env=env)
     assert wrong.returncode == 2 and wrong.stderr.strip().count("\n") == 0 and "unknown client" in wrong.stderr
 
