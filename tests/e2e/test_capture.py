@@ -441,9 +441,11 @@ def test_daemon_pid_file_and_sigterm(capture_env: dict[str, str], db: Path) -> N
         wait_until(lambda: "INFO cline: caught up with 1 session in " in log_file.read_text())
         assert "another capture is running" not in log_file.read_text()  # the running one's log stays clean
         assert log_file.stat().st_mode & 0o777 == 0o600  # umask 077
+        log_file.unlink()  # a person clearing the log: the daemon writes a new one
         os.kill(pid, signal.SIGTERM)
         wait_until(lambda: not _alive(pid), timeout=5, what="the daemon to exit")
         assert "INFO capture: stopped" in log_file.read_text()
+        assert log_file.stat().st_mode & 0o777 == 0o600
         assert run_postrun("status", env=capture_env).returncode == 3
     finally:
         if _alive(pid):

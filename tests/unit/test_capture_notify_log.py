@@ -6,6 +6,7 @@ import io
 import logging
 import os
 import re
+import shutil
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -168,3 +169,23 @@ def _render(output: str) -> list[str]:
         else:
             lines[-1] += part
     return lines
+
+
+def test_a_log_file_deleted_or_moved_away_is_written_anew(tmp_path: Path) -> None:
+    # Before: the daemon wrote on into the unlinked file, and every later line was lost until
+    # the next rotation, 10 MB on.
+    log_file = tmp_path / "log" / "capture.log"
+    setup = configure_logging("INFO", environ={}, log_file=log_file)
+    try:
+        setup.logger.info("first")
+        log_file.unlink()
+        setup.logger.info("after the delete")
+        moved = log_file.rename(tmp_path / "old.log")
+        setup.logger.info("after the move")
+        shutil.rmtree(log_file.parent)
+        setup.logger.info("after its folder went too")
+    finally:
+        setup.close()
+    assert [line.split(" ", 1)[1] for line in moved.read_text().splitlines()] == ["INFO after the delete"]
+    assert [line.split(" ", 1)[1] for line in log_file.read_text().splitlines()] == ["INFO after its folder went too"]
+    assert (log_file.parent.stat().st_mode & 0o777) == 0o700
