@@ -8,6 +8,7 @@ journald turns into the entry's level. ``--daemon`` logs to a file instead of st
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import logging.handlers
 import os
@@ -165,36 +166,31 @@ class LogSetup:
         self.logger.propagate = self.previous[1]
 
 
-class LogFileHandler(logging.handlers.RotatingFileHandler):
-    """``--daemon``'s log file: rotated at ``LOG_FILE_BYTES``, and opened anew when the file at its
-    path is no longer the one it writes (a person deleted the log, or a tool moved it away):
-    writing on into the unlinked file lost every later line until the next rotation, 10 MB on."""
+class LogFileHandler(logging.handlers.RotatingFileHandler, logging.handlers.WatchedFileHandler):
+    """``--daemon``'s log file: rotated at ``LOG_FILE_BYTES``, and opened anew (the standard
+    library's ``WatchedFileHandler`` check) when the file at its path is no longer the one it
+    writes (a person deleted the log, or a tool moved it away): writing on into the unlinked file
+    lost every later line until the next rotation, 10 MB on."""
 
     def __init__(self, path: Path) -> None:
+        # The rotating handler's own start (the watched one's is not run): then what it watches.
         super().__init__(path, maxBytes=LOG_FILE_BYTES, backupCount=LOG_FILE_BACKUPS, encoding="utf-8")
-        self._written = _identity(self.baseFilename)
+        self.dev, self.ino = -1, -1
+        self._statstream()
+
+    def _open(self) -> io.TextIOWrapper:
+        with contextlib.suppress(OSError):  # its folder may be gone too; failing, the open says why
+            ensure_private_dir(Path(self.baseFilename).parent)
+        return super()._open()
 
     def emit(self, record: logging.LogRecord) -> None:
-        if self.stream is not None and _identity(self.baseFilename) != self._written:
-            self.stream.close()
-            self.stream = None  # opened again by the emit below (its failure is logging's to report)
-            with contextlib.suppress(OSError):
-                ensure_private_dir(Path(self.baseFilename).parent)  # its folder may be gone too
-                self.stream = self._open()
-                self._written = _identity(self.baseFilename)
+        with contextlib.suppress(OSError):  # not opened again: the emit below opens it, or logging reports why
+            self.reopenIfNeeded()
         super().emit(record)
 
     def doRollover(self) -> None:
         super().doRollover()
-        self._written = _identity(self.baseFilename)
-
-
-def _identity(path: str) -> tuple[int, int] | None:
-    try:
-        found = Path(path).stat()
-    except OSError:
-        return None
-    return found.st_dev, found.st_ino
+        self._statstream()
 
 
 def configure_logging(level: str, *, environ: Mapping[str, str], log_file: Path | None = None) -> LogSetup:
