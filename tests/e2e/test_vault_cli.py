@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import stat
 import subprocess
 import time
@@ -18,6 +17,7 @@ from tests.conftest import FIXTURES, isolated_environ, postrun_command, run_post
 from tests.reliability.kit import Synthetic, read_records, store_problems, synthetic_id
 from tests.support.capture_process import CaptureProcess
 from tests.support.mounts import in_private_mounts
+from tests.support.terminal import on_a_terminal
 
 
 def ok(*args: str, env: dict[str, str]) -> str:
@@ -188,27 +188,12 @@ def test_backup_and_restore_round_trip_and_refuse_bad_files(
 def answered_on_a_terminal(answer: str, *args: str, env: dict[str, str]) -> tuple[int, str]:
     """`postrun ARGS` with its stdin and stderr a terminal, ``answer`` typed at its prompt: its
     exit status and what the terminal showed."""
-    main, secondary = pty.openpty()
-    try:
-        os.write(main, answer.encode() + b"\n")  # typed ahead: the terminal holds it for the prompt
-        finished = subprocess.run(
-            [*postrun_command(), *args], env=env, stdin=secondary, stderr=secondary, stdout=subprocess.PIPE, timeout=60
-        )
-        os.close(secondary)
-        secondary = -1
-        shown = b""
-        while True:
-            try:
-                chunk = os.read(main, 4096)
-            except OSError:  # the terminal's other end closed: all of it was read
-                break
-            if not chunk:
-                break
-            shown += chunk
-    finally:
-        if secondary >= 0:
-            os.close(secondary)
-        os.close(main)
+    finished, shown = on_a_terminal(
+        lambda terminal: subprocess.run(
+            [*postrun_command(), *args], env=env, stdin=terminal, stderr=terminal, stdout=subprocess.PIPE, timeout=60
+        ),
+        answer.encode() + b"\n",
+    )
     return finished.returncode, shown.decode(errors="replace")
 
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import fcntl
-import os
-import pty
 import re
 import subprocess
 from pathlib import Path
@@ -16,6 +14,7 @@ from tests.reliability.kit import Synthetic, synthetic_id
 from tests.support import mirror_check
 from tests.support.capture_process import CaptureProcess, copy_data
 from tests.support.postgres import APP_USER
+from tests.support.terminal import on_a_terminal
 
 SECRET = "pw-that-must-never-print"
 
@@ -116,26 +115,11 @@ def test_push_while_capture_runs_takes_turns_and_refuses_while_a_push_holds_the_
 
 def test_push_shows_a_progress_bar_on_a_terminal(tmp_path: Path, mirror_env: dict[str, str]) -> None:
     env = store_with_fixtures(tmp_path, mirror_env)
-    main, secondary = pty.openpty()
-    try:
-        result = subprocess.run(
-            [*postrun_command(), "mirror", "push"], env=env, stderr=secondary, stdout=subprocess.PIPE, timeout=120
+    result, shown = on_a_terminal(
+        lambda terminal: subprocess.run(
+            [*postrun_command(), "mirror", "push"], env=env, stderr=terminal, stdout=subprocess.PIPE, timeout=120
         )
-        os.close(secondary)
-        secondary = -1
-        shown = b""
-        while True:
-            try:
-                chunk = os.read(main, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            shown += chunk
-    finally:
-        if secondary >= 0:
-            os.close(secondary)
-        os.close(main)
+    )
     assert result.returncode == 0
     assert b"pushing [" in shown and b"sessions" in shown
 
