@@ -34,6 +34,12 @@ class CaptureInfo:
     sessions_watched: int = 0
     reflag: str | None = None  # a background re-flag under way: "<done>/<total>" sessions
 
+    @property
+    def pid_text(self) -> str:
+        """ "pid N"; "pid unknown" when the holder's status is empty (a full disk kept it from
+        writing it, so its pid reads 0)."""
+        return f"pid {self.pid}" if self.pid else "pid unknown"
+
 
 class CaptureLock:
     """The lock a running capture holds; ``acquire`` raises AlreadyRunning (exit 75)."""

@@ -113,8 +113,7 @@ def status() -> None:
     if info is None:
         typer.echo("capture: not running")
     else:
-        pid = f"pid {info.pid}" if info.pid else "pid unknown"
-        typer.echo(f"capture: running ({pid}, since {info.started_at})")
+        typer.echo(f"capture: running ({info.pid_text}, since {info.started_at})")
     typer.echo(f"review app: {review_app_status(paths.web_state)}")
     if found.store_error is not None:
         raise found.store_error  # its one-line error and exit code, after what is known

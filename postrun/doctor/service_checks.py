@@ -21,8 +21,7 @@ def check_capture(paths: Paths) -> Check:
         return Check(
             "capture", "warn", "not running", "`postrun service install --now` (or run `postrun capture` in a terminal)"
         )
-    # pid 0: the holder's status is empty (a full disk kept it from writing it), as `status` says.
-    details = [f"pid {info.pid}" if info.pid else "pid unknown", f"since {info.started_at}"]
+    details = [info.pid_text, f"since {info.started_at}"]
     if info.last_ingest:
         details.append(f"last ingest {info.last_ingest}")
     details.append(f"{info.sessions_watched} sessions watched")
