@@ -527,14 +527,22 @@ def test_journal_stream_drops_the_time(capture_env: dict[str, str], tmp_path: Pa
     assert first.startswith("<6>INFO cline: watching ")
 
 
-def test_sighup_rereads_the_configuration(
-    start: Callable[..., CaptureProcess], capture_env: dict[str, str], tmp_path: Path, root: Path, db: Path
-) -> None:
-    config = tmp_path / "config.toml"
+def _caught_up_with_config(
+    start: Callable[..., CaptureProcess], capture_env: dict[str, str], config: Path
+) -> CaptureProcess:
+    """Capture started with ``config`` (log_level INFO) named by POSTRUN_CONFIG, once caught up."""
     config.write_text("log_level = 'INFO'\n")
     capture_env["POSTRUN_CONFIG"] = str(config)
     capture = start()
     capture.wait_for_log(CAUGHT_UP_WITH_BASIC)
+    return capture
+
+
+def test_sighup_rereads_the_configuration(
+    start: Callable[..., CaptureProcess], capture_env: dict[str, str], tmp_path: Path, root: Path, db: Path
+) -> None:
+    config = tmp_path / "config.toml"
+    capture = _caught_up_with_config(start, capture_env, config)
     config.write_text("log_level = 'DEBUG'\n")
     capture.send(signal.SIGHUP)
     capture.wait_for_log(rf"INFO capture: configuration reloaded from {config}$")
@@ -572,10 +580,7 @@ def test_sighup_after_a_named_config_file_was_removed_keeps_the_previous_one(
 ) -> None:
     # A file the user named must exist, at a reload as at a start; the error names what named it.
     config = tmp_path / "named.toml"
-    config.write_text("log_level = 'INFO'\n")
-    capture_env["POSTRUN_CONFIG"] = str(config)
-    capture = start()
-    capture.wait_for_log(CAUGHT_UP_WITH_BASIC)
+    capture = _caught_up_with_config(start, capture_env, config)
     config.unlink()
     capture.send(signal.SIGHUP)
     capture.wait_for_log(
