@@ -65,6 +65,23 @@ class Overhead:
             "idle cores": self.wall_seconds - self.cpu_seconds / spread,
         }
 
+    def to_meet(self, target: float) -> str:
+        """What the parts beyond the work floor and the start-up (the pipeline's: bookkeeping,
+        processes, idle cores) would have to shrink to for wall ÷ work floor ≤ ``target`` (issue
+        27 asks, per missed figure, what would move it); empty when the ratio is met."""
+        parts = self.parts()
+        floor, startup = parts["work floor"], parts["start-up"]
+        pipeline = self.wall_seconds - floor - startup
+        allowed = target * floor - floor - startup
+        if pipeline <= allowed:
+            return ""
+        if allowed <= 0:
+            return f"to meet ≤ {target:g}× the start-up alone takes more than the target leaves beside the work floor"
+        return (
+            f"to meet ≤ {target:g}× the pipeline's parts (bookkeeping, processes, idle cores: {pipeline:.2f} s) would"
+            f" have to take at most {allowed:.2f} s, {1 - allowed / pipeline:.0%} less"
+        )
+
     def describe(self) -> str:
         """One line: the parts, and the in-line ingest they come from."""
         parts = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.parts().items())

@@ -136,7 +136,7 @@ def shape_rows(shape: ShapeResult, cores: int) -> list[Row]:
         ),
         Row(
             f"1. Where the wall time goes, {name} (that trial, against the same slice ingested in line right after it)",
-            trial.overhead(cores).describe(),
+            trial.where_it_goes(cores, WORK_FLOOR_RATIO_TARGET),
             "no target: the parts beyond the work floor are what a ratio target leaves for",
             None,
         ),

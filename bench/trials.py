@@ -53,6 +53,16 @@ class Trial:
         """The least wall time with the start-up (``Startup.floor_with``), both of this trial."""
         return self.startup.floor_with(self.floor_seconds(cores), cores)
 
+    def where_it_goes(self, cores: int, target: float) -> str:
+        """The split of the wall time beyond the work floor (``Overhead.describe``) and, when the
+        ratio misses ``target`` though the start-up does not rule it out, what the pipeline's
+        parts would have to shrink to (``Overhead.to_meet``)."""
+        overhead = self.overhead(cores)
+        if self.startup.rules_out(self.floor_seconds(cores), cores, target):
+            return overhead.describe()
+        needed = overhead.to_meet(target)
+        return overhead.describe() + (f"; {needed}" if needed else "")
+
     def overhead(self, cores: int) -> Overhead:
         """Where the cold ingest's wall time went beyond the work floor."""
         return Overhead.of(self.cold, self.inline_cpu_seconds, self.floor_cpu_seconds, self.startup, cores)

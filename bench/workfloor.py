@@ -125,12 +125,16 @@ class Startup:
         first = min(self.process_seconds, writer)
         return first + (floor_seconds * cores + writer - first) / cores
 
+    def rules_out(self, floor_seconds: float, cores: int, target: float) -> bool:
+        """True when the start-up and the work floor together are above ``target`` work floors."""
+        return self.floor_with(floor_seconds, cores) / floor_seconds > target
+
     def against(self, floor_seconds: float, cores: int, target: float) -> str:
         """What the start-up leaves of a wall ÷ work floor ``target`` (``floor_seconds`` > 0): the
         start-up and the work floor together (``floor_with``), in work floors. Above ``target``, no
         ingest of that size can meet it while starting takes as long as it did here."""
         with_it = self.floor_with(floor_seconds, cores) / floor_seconds
-        if with_it > target:
+        if self.rules_out(floor_seconds, cores, target):
             # The verdict holds for this size only (issue 27 asks, per missed figure, for the floor
             # that makes it impossible): the start-up's share, floor_with(F) - F, is the same
             # whatever F, so it stops ruling the target out from the work floor said here.

@@ -42,6 +42,16 @@ def test_the_floor_with_the_start_up_is_the_trials_own_so_both_share_its_pace() 
     assert trial.overhead(2).startup_seconds == 0.4
 
 
+def test_what_would_move_a_missed_ratio_is_said_only_where_the_start_up_does_not_rule_it_out() -> None:
+    within_reach = _trial(wall=4.0, floor_cpu=5.6)  # 1.43×; start-up and floor together 1.07×
+    assert "to meet ≤ 1.3× the pipeline's parts" in within_reach.where_it_goes(2, 1.3)
+    assert "to meet" not in _trial(wall=3.0, floor_cpu=5.0).where_it_goes(2, 1.3)  # 1.2×: met
+    # A floor of 0.4 s on 2 cores: the start-up alone makes it 1.5×; the verdict beside says so.
+    ruled_out = _trial(wall=1.0, floor_cpu=0.8)
+    assert ruled_out.startup.rules_out(ruled_out.floor_seconds(2), 2, 1.3)
+    assert ruled_out.where_it_goes(2, 1.3) == ruled_out.overhead(2).describe()
+
+
 def test_each_trial_stores_every_session_into_a_fresh_store_and_measures_its_floors(tmp_path: Path) -> None:
     root = tmp_path / "cline" / "sessions"
     written = write_history(root, seed=5, sessions=3, mean_turns=1).written
