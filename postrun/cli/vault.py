@@ -146,7 +146,12 @@ def restore(
     if not yes:
         if not sys.stdin.isatty():
             raise UsageError("--yes", "restore replaces the store: confirm with --yes")
-        if not typer.confirm(f"Replace {paths.db} with {source} ({plural(checked.sessions, 'session')})?", err=True):
+        question = f"Replace {paths.db} with {source} ({plural(checked.sessions, 'session')})?"
+        try:
+            agreed = typer.confirm(question, err=True)
+        except typer.Abort:  # Ctrl-D or Ctrl-C at the question: a no, said as one
+            agreed = False
+        if not agreed:
             say(f"not restored: {paths.db} is unchanged")
             raise typer.Exit(int(ExitCode.FAILURE))
     report = restore_store(

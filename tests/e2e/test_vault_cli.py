@@ -185,14 +185,14 @@ def test_backup_and_restore_round_trip_and_refuse_bad_files(
     assert read_records(db) == current
 
 
-def answered_on_a_terminal(answer: str, *args: str, env: dict[str, str]) -> tuple[int, str]:
-    """`postrun ARGS` with its stdin and stderr a terminal, ``answer`` typed at its prompt: its
-    exit status and what the terminal showed."""
+def answered_on_a_terminal(typed: str, *args: str, env: dict[str, str]) -> tuple[int, str]:
+    """`postrun ARGS` with its stdin and stderr a terminal, ``typed`` typed at its prompt (a line
+    with Enter, or Ctrl-D): its exit status and what the terminal showed."""
     finished, shown = on_a_terminal(
         lambda terminal: subprocess.run(
             [*postrun_command(), *args], env=env, stdin=terminal, stderr=terminal, stdout=subprocess.PIPE, timeout=60
         ),
-        answer.encode() + b"\n",
+        typed.encode(),
     )
     return finished.returncode, shown.decode(errors="replace")
 
@@ -207,13 +207,18 @@ def test_restore_asks_on_a_terminal_and_a_no_leaves_the_store_as_it_was(
     ok("backup", str(backup), env=env)
     ingested(1, cline_root, env)
     current = read_records(db)
-    code, shown = answered_on_a_terminal("n", "restore", str(backup), env=env)
+    code, shown = answered_on_a_terminal("n\n", "restore", str(backup), env=env)
     assert code == 1, shown
     assert f"Replace {db} with {backup} (1 session)?" in shown
     assert f"not restored: {db} is unchanged" in shown and "Aborted" not in shown, shown
     assert read_records(db) == current
     assert not Path(f"{db}.before-restore").exists()
-    code, shown = answered_on_a_terminal("y", "restore", str(backup), env=env)
+    # Ctrl-D at the question was typer's bare "Aborted!" too: it is a no.
+    code, shown = answered_on_a_terminal("\x04", "restore", str(backup), env=env)
+    assert code == 1, shown
+    assert f"not restored: {db} is unchanged" in shown and "Aborted" not in shown, shown
+    assert read_records(db) == current
+    code, shown = answered_on_a_terminal("y\n", "restore", str(backup), env=env)
     assert code == 0, shown
     assert set(read_records(db)) == {first.session_id}
 
