@@ -194,21 +194,19 @@ def _session(files: SessionFiles, main: Fold, subagents: Mapping[str, Fold], sta
     # Claude Code writes no end: a last record that is a ``cost-state`` is an invocation that exited.
     if main.facts.last_is_cost and main.facts.latest is not None:
         session["ended_at"] = main.facts.latest[1]
-    metrics = _metrics(main, subagents)
-    if metrics is not None:
-        session["metrics"] = metrics
+    session["metrics"] = _metrics(main, subagents)
     return session
 
 
 _TOKEN_NAMES = ("input", "output", "cache_read", "cache_creation")
 
 
-def _metrics(main: Fold, subagents: Mapping[str, Fold]) -> dict[str, Any] | None:
-    """Usage once per API response over every transcript; cost as the last ``cost-state`` said."""
+def _metrics(main: Fold, subagents: Mapping[str, Fold]) -> dict[str, Any]:
+    """Usage once per API response over every transcript; cost as the last ``cost-state`` said,
+    0 when there is none (claude-code.md §4: a run killed before any), so a session killed before
+    its first reply has metrics too: no request, no token, no cost."""
     folds = [main, *(subagents[name] for name in sorted(subagents))]
     requests, tokens = _usage(folds)
-    if requests == 0 and main.facts.cost_usd is None:
-        return None
     return {
         "cost_usd": main.facts.cost_usd if main.facts.cost_usd is not None else 0.0,
         "api_requests": requests,

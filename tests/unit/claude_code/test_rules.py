@@ -308,6 +308,17 @@ def test_numbers_beyond_the_store_s_integers_never_abort_the_session(tmp_path: P
     assert tokens["input"] == 2**63 - 1  # the two counts past it are 0; the sum is capped where the store's end
 
 
+def test_a_session_killed_before_its_first_reply_has_metrics_of_nothing(tmp_path: Path) -> None:
+    # claude-code.md §4: api_requests counts the assistant lines' ids, cost_usd is 0 when no
+    # cost-state was written. Before, a session with neither had no metrics at all.
+    mapped = _map(tmp_path, _started())
+    assert mapped.session["metrics"] == {
+        "cost_usd": 0.0,
+        "api_requests": 0,
+        "tokens": {"input": 0, "output": 0, "cache_read": 0, "cache_creation": 0},
+    }
+
+
 def test_a_transcript_of_summaries_only_is_nothing_to_record_until_a_session_line_comes(tmp_path: Path) -> None:
     # Older Claude Code wrote `summary` lines (no sessionId) of other sessions, alone in a file
     # or before a session's own lines: no turn, no step, so no session yet.
