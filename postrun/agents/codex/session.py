@@ -7,7 +7,8 @@ from typing import Any, NamedTuple
 
 from postrun.agents.codex.entries import NO_TURN, ROOT_ACTOR, Task
 from postrun.agents.codex.thread import ThreadFold
-from postrun.records import SessionExtras, StepRow, summed_metrics
+from postrun.agents.codex.usage import session_metrics
+from postrun.records import SessionExtras, StepRow
 
 AGENT = "codex"
 
@@ -33,7 +34,7 @@ def session_record(root: ThreadFold, source: str, children: Sequence[ThreadFold]
     end = ended_at(root)
     if end is not None:
         session["ended_at"] = end
-    metrics = summed_metrics([thread.usage.metrics() for thread in (root, *children)])
+    metrics = session_metrics([thread.usage for thread in (root, *children)])
     if metrics is not None:
         session["metrics"] = metrics
     return session
