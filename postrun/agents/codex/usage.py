@@ -41,11 +41,12 @@ class Usage:
         usage = mapping(payload.get("usage"))
         counts = tuple(value if type(value := usage.get(name)) is int and value > 0 else 0 for name in _COUNTS)
         self.counted[key] = counts
-        self.requests += 1
-        self.sums = [total + count for total, count in zip(self.sums, counts, strict=True)]
+        if key[0] == thread_id:  # a copy of another thread's response is that thread's usage
+            self.requests += 1
+            self.sums = [total + count for total, count in zip(self.sums, counts, strict=True)]
 
     def metrics(self) -> dict[str, Any] | None:
-        """A v1.2 ``metrics`` value; None when the thread reported no response."""
+        """The thread's own responses as a v1.2 ``metrics`` value; None when it reported none."""
         return _metrics(self.requests, self.sums)
 
 

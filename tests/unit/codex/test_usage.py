@@ -30,6 +30,9 @@ def test_a_response_whose_record_two_rollouts_hold_is_counted_once(tmp_path: Pat
         "api_requests": 2,
         "tokens": {"input": 1300, "cache_read": 200, "cache_creation": 0, "output": 57},
     }
+    # The helper's own share is its own response: the copy is its parent's.
+    assert mapped.helper_metrics[CHILD]["api_requests"] == 1
+    assert mapped.helper_metrics[CHILD]["tokens"]["input"] == 300
 
 
 def test_records_without_a_response_id_are_each_rollouts_own(tmp_path: Path) -> None:
