@@ -27,7 +27,7 @@ REFUSAL_WORDINGS = (
     "blocked in plan mode",
 )
 # Refusals that only happen when approval is on: a CLI session showing one ran with approval on.
-APPROVAL_ON_WORDINGS = (
+_APPROVAL_ON_WORDINGS = (
     "requires approval in a TTY session",
     "Desktop tool approval IPC is not configured",
     "rejected by the user",
@@ -35,6 +35,11 @@ APPROVAL_ON_WORDINGS = (
 # Cline's own wording names the tool (the contract: `Tool "x" was not approved`); a bare "was not
 # approved" is any tool's error (an MCP server's "the PR was not approved"), not the user refusing.
 _NOT_APPROVED = re.compile(r'Tool "[^"\n]*" was not approved')
+# A person's "no" at the CLI's approval prompt, as CLIs before the SDK's shared wording wrote it:
+# a refusal, and one only a session with approval on can show.
+_DENIED = re.compile(r'Tool "[^"\n]*" was denied by user')
+# What makes a result's text worth decoding to look for those.
+_APPROVAL_HINTS = (*_APPROVAL_ON_WORDINGS, "was denied by user")
 _UNKNOWN_TOOL = re.compile(r"NoSuchToolError|unknown tool|no such tool", re.IGNORECASE)
 
 
@@ -114,7 +119,16 @@ def item_error_text(item: Any) -> str | None:
 
 
 def is_refusal(message: str) -> bool:
-    return any(wording in message for wording in REFUSAL_WORDINGS) or _NOT_APPROVED.search(message) is not None
+    return (
+        any(wording in message for wording in REFUSAL_WORDINGS)
+        or _NOT_APPROVED.search(message) is not None
+        or _DENIED.search(message) is not None
+    )
+
+
+def shows_approval_on(message: str) -> bool:
+    """Whether a refusal in ``message`` is one only a session with approval on can show."""
+    return any(wording in message for wording in _APPROVAL_ON_WORDINGS) or _DENIED.search(message) is not None
 
 
 def is_unknown_tool(message: str) -> bool:
@@ -129,7 +143,7 @@ def error_reports(block: dict[str, Any]) -> Iterator[str]:
     """
     content = block.get("content")
     if isinstance(content, str):
-        if any(wording in content for wording in APPROVAL_ON_WORDINGS):
+        if any(hint in content for hint in _APPROVAL_HINTS):
             result = read_result(block)
             if result.whole_error is not None:
                 yield result.whole_error

@@ -24,7 +24,7 @@ import orjson
 
 from postrun.agents.cline.layout import ByteLayout, KnownMessages, LazyMessages, measure_list
 from postrun.agents.cline.metrics import Metrics
-from postrun.agents.cline.results import APPROVAL_ON_WORDINGS, error_reports
+from postrun.agents.cline.results import error_reports, shows_approval_on
 from postrun.errors import SourceError
 from postrun.jsonio import parse_json
 from postrun.timestamps import epoch_ms
@@ -175,9 +175,7 @@ class _Pass:
                     self._answer(calls.pop(), (position, index))
                     bound.append(index)
                 if not transcript.approval_refused:
-                    transcript.approval_refused = any(
-                        wording in report for report in error_reports(block) for wording in APPROVAL_ON_WORDINGS
-                    )
+                    transcript.approval_refused = any(shows_approval_on(report) for report in error_reports(block))
         message = Message(
             len(transcript.messages),
             position,

@@ -473,9 +473,16 @@ def test_pending_calls_fail_once_the_session_ended() -> None:
     assert step["payload"] == {"command": "sleep 9", "cwd": "/home/dev/app"}
 
 
-def test_cli_session_showing_an_approval_refusal_ran_with_approval_on() -> None:
+@pytest.mark.parametrize(
+    "error",
+    [
+        'Tool "run_commands" requires approval in a TTY session',
+        'Tool "run_commands" was denied by user',  # a person's "no" at an older CLI's prompt
+    ],
+)
+def test_cli_session_showing_an_approval_refusal_ran_with_approval_on(error: str) -> None:
     cli = {"kind": "cli", "tool_auto_approve": True, "settings": "missing"}
-    refusal = item("rm -rf x", "", success=False, error='Tool "run_commands" requires approval in a TTY session')
+    refusal = item("rm -rf x", "", success=False, error=error)
     messages = [
         prompt("u1", "go"),
         message(

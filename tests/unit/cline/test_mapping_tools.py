@@ -453,6 +453,7 @@ def test_whole_call_error_without_items_is_one_other_step() -> None:
         "The user denied this edit. The file was NOT modified.",
         "This tool call was rejected by the user and not executed",
         'Tool "editor" was not approved',
+        'Tool "editor" was denied by user',  # a person's "no" at an older CLI's approval prompt
         'Tool "editor" requires approval in a TTY session',
         "Desktop tool approval IPC is not configured",
         'Tool "editor" is disabled by policy',
