@@ -58,4 +58,7 @@ def is_synthetic(metadata: Any, first_text: str) -> bool:
         )
     if first_text.lstrip().startswith(SYNTHETIC_PREFIXES):
         return True
-    return unwrap(first_text).inner.strip() in CANNED_CONTINUATIONS
+    # VS Code wraps what it injects as it wraps what is typed (`<user_input mode="act">[TASK
+    # RESUMPTION] …`): the marks are looked for inside the wrapper too.
+    inner = unwrap(first_text).inner.strip()
+    return inner.startswith(SYNTHETIC_PREFIXES) or inner in CANNED_CONTINUATIONS

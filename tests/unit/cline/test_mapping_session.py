@@ -74,6 +74,7 @@ SYNTHETIC = [
         '<user_input mode="act">The user approved switching to act mode. '
         "Continue with the approved plan now.</user_input>",
     ),
+    (None, '<user_input mode="act">[TASK RESUMPTION] Please continue where you left off.</user_input>'),
 ]
 
 
