@@ -21,6 +21,7 @@ SYNTHETIC_PREFIXES = (
     "Context summary:",
     "Warning: this is a legacy conversation",
 )
+_WRAPPED_RESUMPTION = "[TASK RESUMPTION]"
 CANNED_CONTINUATIONS = frozenset({"The user approved switching to act mode. Continue with the approved plan now."})
 _SYNTHETIC_DISPLAY_ROLES = frozenset({"system", "status", "error"})
 
@@ -58,7 +59,7 @@ def is_synthetic(metadata: Any, first_text: str) -> bool:
         )
     if first_text.lstrip().startswith(SYNTHETIC_PREFIXES):
         return True
-    # VS Code wraps what it injects as it wraps what is typed (`<user_input mode="act">[TASK
-    # RESUMPTION] …`): the marks are looked for inside the wrapper too.
+    # VS Code wraps its resumption prompt as it wraps what is typed (`<user_input mode="act">[TASK
+    # RESUMPTION] …`); the other marks are never wrapped, and a typed prompt may begin with them.
     inner = unwrap(first_text).inner.strip()
-    return inner.startswith(SYNTHETIC_PREFIXES) or inner in CANNED_CONTINUATIONS
+    return inner.startswith(_WRAPPED_RESUMPTION) or inner in CANNED_CONTINUATIONS

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -93,6 +94,19 @@ def test_synthetic_user_messages_are_system_steps_that_open_no_turn(metadata: di
     assert steps["s1#0"]["payload"] == {"role": "system", "text": expected_text}
     assert steps["s1#0"]["turn_id"] == "turn:1"
     assert [turn["id"] for turn in mapped.turns] == ["turn:1"]
+
+
+@pytest.mark.parametrize(
+    "typed", ["Context summary: the parser is fixed. Now add tests.", "[SYSTEM] prompt", "<hook_context"]
+)
+def test_a_wrapped_prompt_beginning_like_a_synthetic_mark_is_typed(typed: str) -> None:
+    # Only the resumption prompt is wrapped when Cline injects it: the other marks inside the
+    # wrapper are the start of what a person typed.
+    mapped = mapped_session(
+        [message("u1", "user", [{"type": "text", "text": f'<user_input mode="act">{typed}</user_input>'}])]
+    )
+    assert [turn["id"] for turn in mapped.turns] == ["turn:1"]
+    assert steps_by_id(mapped)["u1#0"]["payload"]["role"] == "user"
 
 
 def test_metadata_without_synthetic_marks_is_a_real_prompt() -> None:
@@ -481,9 +495,11 @@ def test_pending_calls_fail_once_the_session_ended() -> None:
         'Tool "run_commands" was denied by user',  # a person's "no" at an older CLI's prompt
     ],
 )
-def test_cli_session_showing_an_approval_refusal_ran_with_approval_on(error: str) -> None:
+@pytest.mark.parametrize("shape", ["failed item", "whole call"])
+def test_cli_session_showing_an_approval_refusal_ran_with_approval_on(error: str, shape: str) -> None:
     cli = {"kind": "cli", "tool_auto_approve": True, "settings": "missing"}
-    refusal = item("rm -rf x", "", success=False, error=error)
+    # A batched tool's failed item, or a tool's whole result as one JSON text (`{"error": …}`).
+    refusal = item("rm -rf x", "", success=False, error=error) if shape == "failed item" else None
     messages = [
         prompt("u1", "go"),
         message(
@@ -497,7 +513,11 @@ def test_cli_session_showing_an_approval_refusal_ran_with_approval_on(error: str
     refused = [
         *messages,
         message("a2", "assistant", [call("c3", "run_commands", ["rm -rf x"])]),
-        message("r3", "user", [answer("c3", [refusal])]),
+        message(
+            "r3",
+            "user",
+            [answer("c3", json.dumps({"error": error}), is_error=True) if refusal is None else answer("c3", [refusal])],
+        ),
     ]
     steps = steps_by_id(mapped_session(refused, approvals=cli))
     assert (steps["c1#0"]["decision"], steps["c2#0"]["decision"], steps["c3#0"]["decision"]) == (
