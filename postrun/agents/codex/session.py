@@ -34,10 +34,14 @@ def session_record(root: ThreadFold, source: str, children: Sequence[ThreadFold]
     end = ended_at(root)
     if end is not None:
         session["ended_at"] = end
-    metrics = session_metrics([thread.usage for thread in (root, *children)])
+    metrics = session_metrics([(_thread_id(thread), thread.usage) for thread in (root, *children)])
     if metrics is not None:
         session["metrics"] = metrics
     return session
+
+
+def _thread_id(thread: ThreadFold) -> str:
+    return thread.meta.thread_id if thread.meta is not None else thread.facts.actor_id
 
 
 def started_at(root: ThreadFold) -> str:

@@ -15,55 +15,59 @@ class Usage:
     """The responses of one thread's rollout, each counted once by ``(thread id, response id)``.
 
     Only ``usage`` is read: ``turn_token_usage``, ``thread_token_usage`` and the
-    ``token_count`` events are running totals of the same responses."""
+    ``token_count`` events are running totals of the same responses. A record whose thread id
+    is another thread's (a child's rollout may copy its parent's history) is that thread's
+    response: it is kept apart (``copies``), out of this thread's own totals."""
 
-    __slots__ = ("counted", "requests", "sums")
+    __slots__ = ("copies", "requests", "seen", "sums")
 
     def __init__(self) -> None:
-        self.counted: dict[tuple[str, str], Counts] = {}  # what each response added
+        self.seen: set[tuple[str, str]] = set()
         self.requests = 0
         self.sums = [0, 0, 0, 0]  # input, cache read, cache creation, output
+        self.copies: dict[tuple[str, str], Counts] = {}  # another thread's responses, by key
 
     def copy(self) -> Usage:
         other = Usage()
-        other.counted = dict(self.counted)
+        other.seen = set(self.seen)
         other.requests = self.requests
         other.sums = list(self.sums)
+        other.copies = dict(self.copies)
         return other
 
     def count(self, payload: dict[str, Any], thread_id: str, line: int) -> None:
-        # A record without a response id is this rollout's own line: keyed so that no other
-        # rollout's record can be taken for it.
-        response = text(payload.get("response_id"))
-        key = (text(payload.get("thread_id")) or thread_id, response) if response else (thread_id, f"line-{line}")
-        if key in self.counted:
+        owner = text(payload.get("thread_id")) or thread_id
+        key = (owner, text(payload.get("response_id")) or f"line-{line}")
+        if key in self.seen:
             return
+        self.seen.add(key)
         usage = mapping(payload.get("usage"))
         counts = tuple(value if type(value := usage.get(name)) is int and value > 0 else 0 for name in _COUNTS)
-        self.counted[key] = counts
-        if key[0] == thread_id:  # a copy of another thread's response is that thread's usage
-            self.requests += 1
-            self.sums = [total + count for total, count in zip(self.sums, counts, strict=True)]
+        if owner != thread_id:
+            self.copies[key] = counts
+            return
+        self.requests += 1
+        self.sums = [total + count for total, count in zip(self.sums, counts, strict=True)]
 
     def metrics(self) -> dict[str, Any] | None:
         """The thread's own responses as a v1.2 ``metrics`` value; None when it reported none."""
         return _metrics(self.requests, self.sums)
 
 
-def session_metrics(usages: Sequence[Usage]) -> dict[str, Any] | None:
-    """The metrics of a session's rollouts together, a response counted once however many
-    rollouts hold its record (a child's rollout may copy its parent's history; the key is the
-    record's thread id and response id, codex.md §4)."""
-    seen: set[tuple[str, str]] = set()
+def session_metrics(threads: Sequence[tuple[str, Usage]]) -> dict[str, Any] | None:
+    """The metrics of a session's threads (``(thread id, usage)``) together: each thread's own
+    responses, and a response another rollout copied only when its own thread is not among them
+    (else that thread counts it), once however many copies there are (codex.md §4)."""
+    present = {thread_id for thread_id, _ in threads}
     requests, sums = 0, [0, 0, 0, 0]
-    for usage in usages:
-        if not usage.counted:  # a thread kept as stored: its totals are all there is
-            requests += usage.requests
-            sums = [total + count for total, count in zip(sums, usage.sums, strict=True)]
-            continue
-        for key, counts in usage.counted.items():
-            if key not in seen:
-                seen.add(key)
+    for _, usage in threads:
+        requests += usage.requests
+        sums = [total + count for total, count in zip(sums, usage.sums, strict=True)]
+    added: set[tuple[str, str]] = set()
+    for _, usage in threads:
+        for key, counts in usage.copies.items():
+            if key[0] not in present and key not in added:
+                added.add(key)
                 requests += 1
                 sums = [total + count for total, count in zip(sums, counts, strict=True)]
     return _metrics(requests, sums)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from postrun.agents.codex.usage import Usage, session_metrics
 from tests.support.codex_rollouts import delegating
 from tests.unit.codex.kit import mapped_cleanly
 
@@ -35,17 +37,50 @@ def test_a_response_whose_record_two_rollouts_hold_is_counted_once(tmp_path: Pat
     assert mapped.helper_metrics[CHILD]["tokens"]["input"] == 300
 
 
-def test_records_without_a_response_id_are_each_rollouts_own(tmp_path: Path) -> None:
-    # Keyed by their line, as before, and by their own rollout's thread: the same line of two
-    # rollouts (the shorter one padded with lines nothing reads) is two responses.
+def test_a_record_naming_another_thread_is_that_threads_even_without_a_response_id(tmp_path: Path) -> None:
+    # Without a response id a record is keyed by its line; whose it is, by its thread id. The
+    # child's own record (no thread id: its rollout's) counts for it; its record naming the root
+    # is the root's, which the root's rollout counts (the same line number in both, the shorter
+    # rollout padded with lines nothing reads).
     root, child = delegating(SID, CHILD)
     for writer in (root, child):
         while len(writer.lines) < max(len(root.lines), len(child.lines)):
             writer.add("world_state", {})
     root.add("token_usage_record", {"thread_id": SID, "usage": {"input_tokens": 10, "output_tokens": 1}})
-    child.add("token_usage_record", {"thread_id": SID, "usage": {"input_tokens": 20, "output_tokens": 2}})
+    child.add("token_usage_record", {"usage": {"input_tokens": 20, "output_tokens": 2}})
+    child.add("token_usage_record", {"thread_id": SID, "usage": {"input_tokens": 10, "output_tokens": 1}})
     for writer in (root, child):
         writer.write(tmp_path / "sessions")
 
-    metrics = mapped_cleanly(tmp_path / "sessions", SID).session["metrics"]
-    assert (metrics["api_requests"], metrics["tokens"]["input"]) == (2, 30)
+    mapped = mapped_cleanly(tmp_path / "sessions", SID)
+
+    assert (mapped.session["metrics"]["api_requests"], mapped.session["metrics"]["tokens"]["input"]) == (2, 30)
+    assert (mapped.helper_metrics[CHILD]["api_requests"], mapped.helper_metrics[CHILD]["tokens"]["input"]) == (1, 20)
+
+
+def _record(thread_id: str, response_id: str, input_tokens: int) -> dict[str, Any]:
+    return {"thread_id": thread_id, "response_id": response_id, "usage": {"input_tokens": input_tokens}}
+
+
+def test_a_copy_counts_only_when_its_thread_is_not_in_the_session() -> None:
+    # Root -> A -> B, B's rollout copying A's response. A kept as the store holds it (its rollout
+    # unreadable: only its totals) still counts that response itself: the copy adds nothing. A
+    # thread that is not in the session at all leaves its copies to count, once.
+    root, kept, grandchild = Usage(), Usage(), Usage()
+    root.count(_record(SID, "resp_root", 1000), SID, 1)
+    kept.requests, kept.sums = 1, [500, 0, 0, 0]  # A's stored share: resp_a
+    grandchild.count(_record("thread-a", "resp_a", 500), "thread-b", 1)
+    grandchild.count(_record("thread-b", "resp_b", 70), "thread-b", 2)
+    grandchild.count(_record("thread-gone", "resp_x", 3), "thread-b", 3)
+    other = Usage()
+    other.count(_record("thread-gone", "resp_x", 3), "thread-c", 1)
+
+    metrics = session_metrics([(SID, root), ("thread-a", kept), ("thread-b", grandchild), ("thread-c", other)])
+
+    assert metrics is not None
+    assert (metrics["api_requests"], metrics["tokens"]["input"]) == (4, 1000 + 500 + 70 + 3)
+    assert grandchild.metrics() == {
+        "cost_usd": 0,
+        "api_requests": 1,
+        "tokens": {"input": 70, "cache_read": 0, "cache_creation": 0, "output": 0},
+    }
