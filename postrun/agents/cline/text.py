@@ -14,14 +14,15 @@ from typing import Any, NamedTuple
 _WRAPPER = re.compile(r"\s*<user_input(?P<attrs>\s[^>]*)?>(?P<inner>.*)</user_input>\s*", re.DOTALL)
 _MODE = re.compile(r'\bmode="(?P<mode>[^"]*)"')
 _MODE_NOTICE = re.compile(r"<mode_notice>.*?</mode_notice>", re.DOTALL)
+# The one mark VS Code also writes inside a ``<user_input>`` wrapper (see ``is_synthetic``).
+_RESUMPTION = "[TASK RESUMPTION]"
 SYNTHETIC_PREFIXES = (
     "[SYSTEM]",
     "<hook_context",
-    "[TASK RESUMPTION]",
+    _RESUMPTION,
     "Context summary:",
     "Warning: this is a legacy conversation",
 )
-_WRAPPED_RESUMPTION = "[TASK RESUMPTION]"
 CANNED_CONTINUATIONS = frozenset({"The user approved switching to act mode. Continue with the approved plan now."})
 _SYNTHETIC_DISPLAY_ROLES = frozenset({"system", "status", "error"})
 
@@ -62,4 +63,4 @@ def is_synthetic(metadata: Any, first_text: str) -> bool:
     # VS Code wraps its resumption prompt as it wraps what is typed (`<user_input mode="act">[TASK
     # RESUMPTION] …`); the other marks are never wrapped, and a typed prompt may begin with them.
     inner = unwrap(first_text).inner.strip()
-    return inner.startswith(_WRAPPED_RESUMPTION) or inner in CANNED_CONTINUATIONS
+    return inner.startswith(_RESUMPTION) or inner in CANNED_CONTINUATIONS
