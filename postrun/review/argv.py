@@ -114,6 +114,24 @@ def positionals(args: tuple[str, ...]) -> list[str]:
     return [arg for arg in before if not arg.startswith("-")] + list(after)
 
 
+def operands(args: tuple[str, ...], value_options: frozenset[str]) -> list[str]:
+    """``positionals`` of a program whose options in ``value_options`` take the next word as
+    their value (``kubectl -n prod delete ns x`` -> ``delete ns x``, not ``prod delete ns x``)."""
+    found: list[str] = []
+    index = 0
+    while index < len(args):
+        word = args[index]
+        if word == "--":
+            return found + list(args[index + 1 :])
+        if word in value_options:
+            index += 2
+            continue
+        if not word.startswith("-"):
+            found.append(word)
+        index += 1
+    return found
+
+
 def git_command(argv: tuple[str, ...]) -> tuple[str, tuple[str, ...]] | None:
     """``git [global options] SUBCOMMAND ARGS`` -> (subcommand, args)."""
     if not argv or base(argv[0]) != "git":

@@ -45,6 +45,8 @@ COMMAND_RULES: tuple[CommandRule, ...] = (
     CommandRule("mkfs / dd of=/dev/… / wipefs", "danger", delete.wipes_disk),
     CommandRule("crontab -r", "danger", delete.removes_crontab),
     CommandRule("kill -1 (every process)", "danger", delete.kills_everything),
+    CommandRule("chmod/chown -R of the root, home or system folders", "danger", delete.changes_everything),
+    CommandRule("rsync --delete onto the root, home or system folders", "danger", delete.mirrors_over_everything),
     CommandRule("git push --force/--mirror/+refspec", "danger", infra.force_push),
     CommandRule("git reflog expire / gc --prune=now", "danger", infra.expires_reflog),
     CommandRule("download run by a shell or interpreter", "danger", run.download_to_shell),

@@ -20,9 +20,19 @@ ROUTINE_OUTPUT = frozenset(
         *(".coverage", "htmlcov", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", ".nox", ".hypothesis"),
         *(".next", ".nuxt", ".svelte-kit", ".turbo", ".parcel-cache", ".angular", ".expo", ".gradle", ".eggs"),
         *(".dart_tool", ".cache", "storybook-static", "obj", ".terraform", "site", "public/build", ".docusaurus"),
+        *(".nyc_output", "test-results", "playwright-report", "blob-report", "Pods", "DerivedData", "cdk.out"),
+        *(".aws-sam", ".serverless", ".vercel", ".wrangler", ".eslintcache", ".pnpm-store", "tmp"),
     }
 )
-_TEMP_VARIABLES = ("$TMPDIR/", "${TMPDIR}/", "$TMP/", "$TEMP/", "${TMP}/")
+# Lockfiles an install writes again (``rm -rf node_modules package-lock.json && npm install``).
+ROUTINE_FILES = frozenset({"package-lock.json", "yarn.lock", "pnpm-lock.yaml", "bun.lock", "bun.lockb"})
+_TEMP_VARIABLES = ("$TMPDIR/", "${TMPDIR}/", "$TMP/", "$TEMP/", "${TMP}/", "${TMPDIR:-/tmp}/")
+# A user's caches: what is below them a tool downloads again (``rm -rf ~/.cache/pip``).
+_HOME_CACHES = tuple(
+    f"{home}/{cache}/"
+    for home in ("~", "$HOME", "${HOME}")
+    for cache in (".cache", "Library/Caches", ".npm/_cacache", ".gradle/caches")
+)
 _FIND_TESTS = frozenset(
     {
         *("-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex", "-newer"),
@@ -44,12 +54,14 @@ def routine(target: str) -> bool:
     path = target.rstrip("/")
     if path.endswith("/*"):
         path = path[:-2]
-    if any(path.startswith(folder) and len(path) > len(folder) for folder in (*TEMP_DIRS, *_TEMP_VARIABLES)):
+    if any(
+        path.startswith(folder) and len(path) > len(folder) for folder in (*TEMP_DIRS, *_TEMP_VARIABLES, *_HOME_CACHES)
+    ):
         return ".." not in path.split("/")
     parts = [part for part in path.split("/") if part not in ("", ".")]
     if not parts or path.startswith(("/", "~", "$")) or ".." in parts:
         return False
-    return any(part in ROUTINE_OUTPUT or part.endswith(".egg-info") for part in parts)
+    return parts[-1] in ROUTINE_FILES or any(part in ROUTINE_OUTPUT or part.endswith(".egg-info") for part in parts)
 
 
 def rm_recursive_force(command: Command, argv: tuple[str, ...]) -> str | None:
@@ -60,7 +72,7 @@ def rm_recursive_force(command: Command, argv: tuple[str, ...]) -> str | None:
     recursive = "r" in letters or "R" in letters or "--recursive" in args
     force = "f" in letters or "--force" in args
     targets = [target for target in positionals(args) if target != "{}"]  # find -exec's: the find rule's
-    if not targets and command.name == "xargs":
+    if not targets and "xargs" in map(base, command.argv[: len(command.argv) - len(argv)]):  # `sudo xargs rm -rf`
         targets = ["(the paths xargs reads)"]
     if recursive and force and any(not routine(target) for target in targets):
         return quoted(argv)
@@ -84,9 +96,16 @@ def find_deletes(command: Command, argv: tuple[str, ...]) -> str | None:
         if word.startswith("-") or word in ("(", "!", ")"):
             break
         starts.append(word)
-    narrowed = any(word in _FIND_TESTS for word in args)
-    inside = all(routine(start) or _relative(start) for start in starts or ["."])
+    # A negated test (`! -name .`) narrows nothing: it matches all but what it names.
+    negated = (("!",), ("-not",))
+    narrowed = any(word in _FIND_TESTS and args[index - 1 : index] not in negated for index, word in enumerate(args))
+    inside = all(routine(start) or _relative(start) or _temp_folder(start) for start in starts or ["."])
     return None if inside and narrowed else quoted(argv)
+
+
+def _temp_folder(path: str) -> bool:
+    """A temp folder itself (``/tmp``): what a narrowed ``find`` deletes below it is a temp file."""
+    return path.rstrip("/") + "/" in (*TEMP_DIRS, *_TEMP_VARIABLES)
 
 
 def _relative(path: str) -> bool:
@@ -170,6 +189,33 @@ def clears_history(command: Command, argv: tuple[str, ...]) -> str | None:
     touched = [*command.writes, *(positionals(args) if name in (*_DELETERS, "truncate", "ln", "cp") else [])]
     found = next((path for path in touched if _HISTORY_FILES.search(path)), None)
     return None if found is None else quoted(argv) + (f" > {found}" if found in command.writes else "")
+
+
+# What a recursive change of owner or mode, or a mirror deleting what is not in its source,
+# must never reach: the root, the home folder, the system's folders.
+_EVERYTHING = frozenset({"/", "/*", "~", "~/", "~/*", "$HOME", "$HOME/", "${HOME}", "${HOME}/", "$HOME/*"})
+
+
+def _everything(path: str) -> bool:
+    return path in _EVERYTHING or _system_path(path.rstrip("/*") + "/")
+
+
+def changes_everything(command: Command, argv: tuple[str, ...]) -> str | None:
+    """``chmod -R 777 /``, ``chown -R nobody /``, ``chgrp -R x ~``: every file's owner or mode, changed."""
+    if not argv or base(argv[0]) not in ("chmod", "chown", "chgrp"):
+        return None
+    args = argv[1:]
+    if "R" not in short_flags(args) and "--recursive" not in args:
+        return None
+    return quoted(argv) if any(_everything(path) for path in positionals(args)[1:]) else None
+
+
+def mirrors_over_everything(command: Command, argv: tuple[str, ...]) -> str | None:
+    """``rsync -a --delete empty/ ~/``: whatever the source lacks is deleted from the root or home."""
+    if not argv or base(argv[0]) != "rsync" or not any(arg.startswith("--delete") for arg in argv[1:]):
+        return None
+    words = positionals(argv[1:])
+    return quoted(argv) if len(words) >= 2 and _everything(words[-1]) else None
 
 
 def removes_crontab(command: Command, argv: tuple[str, ...]) -> str | None:

@@ -30,7 +30,7 @@ from typing import Any
 from postrun.review import secrets
 from postrun.review.argv import unwrapped
 from postrun.review.command_rules import COMMAND_RULES, QUOTED_CHARS, Severity
-from postrun.review.path_rules import is_sensitive_path, outside_workspace
+from postrun.review.path_rules import is_sensitive_path, outside_workspace, plain_path
 from postrun.review.run_rules import files_read
 from postrun.review.shell import split_commands
 from postrun.review.structure import tree_secrets
@@ -38,7 +38,7 @@ from postrun.review.structure import tree_secrets
 # Bump when a rule changes (here or in the modules named above); with the secret rules'
 # versions it names the rules a stored step was flagged under (stored sessions are
 # re-flagged when it differs).
-_FLAG_RULES = "6"  # 6: secrets where the redactor finds them (keys, pairs, lines)
+_FLAG_RULES = "7"  # 7: option values skipped before a tool's verb, routine lockfiles and caches, credential printers
 RULES_VERSION = f"flags-{_FLAG_RULES}+secrets-{secrets.RULES_VERSION}+detect-secrets-{secrets.DETECT_SECRETS_VERSION}"
 
 FLAG_KINDS = ("dangerous_command", "secret_in_output", "outside_workspace", "sensitive_read", "rejected", "failed")
@@ -134,7 +134,8 @@ def _reads_outside(reads: tuple[str, ...], cwd: Any, workspace_root: str) -> lis
     here = cwd if isinstance(cwd, str) and cwd.startswith("/") else workspace_root
     found = []
     for path in reads:
-        full = path if path.startswith(("/", "~")) or not here else posixpath.join(here, path)
+        plain = plain_path(path)  # `$HOME/.aws/credentials` is no path below the command's folder
+        full = plain if plain.startswith(("/", "~")) or not here else posixpath.join(here, plain)
         if not full.startswith("/dev/") and outside_workspace(full, workspace_root):
             reason = f"command reads outside the workspace {workspace_root}: {secrets.quote(path, QUOTED_CHARS)}"
             found.append(_flag("outside_workspace", "warn", reason))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from postrun.review.argv import base, git_command, positionals, quoted, short_flags
+from postrun.review.argv import base, git_command, operands, positionals, quoted, short_flags
 from postrun.review.scripts import fed_text
 from postrun.review.shell import Command
 
@@ -35,6 +35,23 @@ _CLUSTER_WIDE = frozenset(
 )
 _REDIS_VALUE_OPTIONS = frozenset({"-h", "-p", "-s", "-a", "-u", "-n", "--user", "--pass", "-r", "-i"})
 _DESTROYERS = frozenset({"terraform", "tofu", "terragrunt", "pulumi", "cdk", "cdktf", "sst"})
+# Global options that take the next word as their value, before a tool's verb
+# (`kubectl -n prod delete ns x`, `aws --profile prod s3 rm …`): their value is no operand.
+_KUBECTL_VALUE_OPTIONS = frozenset(
+    {
+        *("-n", "--namespace", "--context", "--cluster", "--kubeconfig", "--user", "-s", "--server"),
+        *("-l", "--selector", "-o", "--output", "--field-selector", "--token", "--as", "--request-timeout"),
+    }
+)
+_HELM_VALUE_OPTIONS = frozenset({"-n", "--namespace", "--kube-context", "--kubeconfig", "--kube-token"})
+_DOCKER_VALUE_OPTIONS = frozenset({"--context", "-c", "-H", "--host", "--config", "-l", "--log-level"})
+_AWS_VALUE_OPTIONS = frozenset(
+    {
+        *("--profile", "--region", "--endpoint-url", "--output", "--query", "--ca-bundle", "--color"),
+        *("--cli-read-timeout", "--cli-connect-timeout", "--cli-binary-format"),
+    }
+)
+_HELP = frozenset({"-h", "-help", "--help"})
 
 
 def git_push(argv: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -144,22 +161,25 @@ def drops_database(command: Command, argv: tuple[str, ...]) -> str | None:
 def deletes_cluster_state(command: Command, argv: tuple[str, ...]) -> str | None:
     """``kubectl delete ns x``, ``kubectl delete pods --all -A``, a PVC, a node; ``helm uninstall``."""
     name = base(argv[0]) if argv else ""
-    operands = positionals(argv[1:])
-    if name in ("helm",) and operands[:1] in (["uninstall"], ["delete"], ["del"]):
+    if name == "helm" and operands(argv[1:], _HELM_VALUE_OPTIONS)[:1] in (["uninstall"], ["delete"], ["del"]):
         return quoted(argv)
-    if name not in ("kubectl", "oc", "k") or operands[:1] != ["delete"]:
+    words = operands(argv[1:], _KUBECTL_VALUE_OPTIONS)
+    if name not in ("kubectl", "oc", "k") or words[:1] != ["delete"]:
         return None
-    kinds = {kind for operand in operands[1:2] for kind in operand.lower().split(",")}
+    kinds = {kind for operand in words[1:2] for kind in operand.lower().split(",")}
     everywhere = {"--all", "-A", "--all-namespaces"} & set(argv)
     return quoted(argv) if kinds & _CLUSTER_WIDE or everywhere else None
 
 
 def destroys_infrastructure(command: Command, argv: tuple[str, ...]) -> str | None:
-    """``terraform destroy``, ``terraform apply -destroy``, ``pulumi destroy``, ``cdk destroy``."""
-    if not argv or base(argv[0]) not in _DESTROYERS:
+    """``terraform destroy``, ``terraform apply -destroy``, ``pulumi destroy``, ``cdk destroy``,
+    ``terragrunt run-all destroy`` (or ``run --all destroy``); not their help."""
+    if not argv or base(argv[0]) not in _DESTROYERS or _HELP & set(argv):
         return None
-    operands = positionals(argv[1:])
-    destroy = operands[:1] == ["destroy"] or (operands[:1] == ["apply"] and ({"-destroy", "--destroy"} & set(argv)))
+    words = positionals(argv[1:])
+    if base(argv[0]) == "terragrunt" and words[:1] in (["run-all"], ["run"]):
+        words = words[1:]
+    destroy = words[:1] == ["destroy"] or (words[:1] == ["apply"] and ({"-destroy", "--destroy"} & set(argv)))
     return quoted(argv) if destroy else None
 
 
@@ -167,14 +187,14 @@ def prunes_containers(command: Command, argv: tuple[str, ...]) -> str | None:
     """``docker system prune -a``/``--volumes``, ``docker volume prune``/``rm``, ``compose down -v``."""
     if not argv or base(argv[0]) not in ("docker", "podman", "docker-compose"):
         return None
-    operands = positionals(argv[1:])
+    words = operands(argv[1:], _DOCKER_VALUE_OPTIONS)
     flags = set(argv[1:])
     everything = "a" in short_flags(argv[1:]) or {"--all", "--volumes"} & flags
-    if operands[:2] == ["system", "prune"] and everything:
+    if words[:2] == ["system", "prune"] and everything:
         return quoted(argv)
-    if operands[:1] == ["volume"] and operands[1:2] in (["prune"], ["rm"]):
+    if words[:1] == ["volume"] and words[1:2] in (["prune"], ["rm"]):
         return quoted(argv)
-    down = operands[:2] == ["compose", "down"] or (base(argv[0]) == "docker-compose" and operands[:1] == ["down"])
+    down = words[:2] == ["compose", "down"] or (base(argv[0]) == "docker-compose" and words[:1] == ["down"])
     return quoted(argv) if down and ({"-v", "--volumes"} & flags) else None
 
 
@@ -184,17 +204,18 @@ def deletes_cloud_resources(command: Command, argv: tuple[str, ...]) -> str | No
     if not argv:
         return None
     name = base(argv[0])
-    operands = positionals(argv[1:])
+    words = positionals(argv[1:])
     recursive = "r" in short_flags(argv[1:]) or "--recursive" in argv
     if name == "aws":
-        s3 = (operands[:2] in (["s3", "rm"],) and recursive) or operands[:2] == ["s3", "rb"]
-        api = any(op.startswith(("delete-", "terminate-")) for op in operands[1:2])
+        words = operands(argv[1:], _AWS_VALUE_OPTIONS)
+        s3 = (words[:2] in (["s3", "rm"],) and recursive) or words[:2] == ["s3", "rb"]
+        api = any(op.startswith(("delete-", "terminate-")) for op in words[1:2])
         return quoted(argv) if s3 or api else None
     if name == "gsutil":
-        return quoted(argv) if (operands[:1] == ["rm"] and recursive) or operands[:1] == ["rb"] else None
-    if name in ("gcloud", "az", "doctl", "linode-cli", "hcloud") and "delete" in operands:
+        return quoted(argv) if (words[:1] == ["rm"] and recursive) or words[:1] == ["rb"] else None
+    if name in ("gcloud", "az", "doctl", "linode-cli", "hcloud") and "delete" in words:
         return quoted(argv)
-    if name in ("heroku", "fly", "flyctl") and any(op in ("apps:destroy", "destroy") for op in operands[:2]):
+    if name in ("heroku", "fly", "flyctl") and any(op in ("apps:destroy", "destroy") for op in words[:2]):
         return quoted(argv)
     return None
 

@@ -30,18 +30,35 @@ _SENSITIVE_PATH = re.compile(
 )
 
 
+# A home folder as a shell names it, and a Windows drive's root (``C:/``).
+_HOME_WORDS = ("$HOME/", "${HOME}/", "$USERPROFILE/", "%USERPROFILE%/")
+_DRIVE = re.compile(r"[A-Za-z]:/")
+
+
 def is_sensitive_path(path: str) -> bool:
-    return bool(_SENSITIVE_PATH.search(path.replace("\\", "/")))
+    """``path`` names a credentials file; a trailing glob is read as what it starts with
+    (``grep KEY .env*`` reads ``.env`` among others)."""
+    return bool(_SENSITIVE_PATH.search(path.replace("\\", "/").rstrip("*?")))
+
+
+def plain_path(path: str) -> str:
+    """``path`` with ``/`` for ``\\`` and a shell's home folder as ``~``."""
+    path = path.replace("\\", "/")
+    home = next((word for word in _HOME_WORDS if path.startswith(word)), None)
+    return path if home is None else "~/" + path[len(home) :]
 
 
 def outside_workspace(path: str, workspace_root: str) -> bool:
     """An absolute (or ``~``) path outside the workspace root and not in a temp folder."""
     if not workspace_root or not path:
         return False
-    root = posixpath.normpath(workspace_root)
+    path = plain_path(path)
+    root = posixpath.normpath(plain_path(workspace_root))
     if path.startswith("~"):
         return not root.startswith("~")
-    full = posixpath.normpath(posixpath.join(root, path))
+    if _DRIVE.match(path) or _DRIVE.match(root):  # Windows: a drive's paths, its letter either case
+        path, root = path.lower(), root.lower()
+    full = posixpath.normpath(path if _DRIVE.match(path) else posixpath.join(root, path))
     if full == root or full.startswith(root.rstrip("/") + "/"):
         return False
     return not (full + "/").startswith(TEMP_DIRS)

@@ -28,6 +28,21 @@ _FILE_READERS = frozenset(
 # Their first operand is a pattern or a program (``grep KEY .env``, ``sed -n 1p f``), not a file.
 _PATTERN_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "awk", "gawk", "mawk", "sed", "jq", "yq"})
 _COPIERS = frozenset({"cp", "mv", "scp", "rsync", "tar", "zip", "7z", "install"})  # their sources are read
+# Folders that hold nothing but credentials: copied or archived whole, their keys go with them.
+_CREDENTIAL_FOLDERS = re.compile(
+    r"(?:^|/)(?:\.ssh|\.aws|\.gnupg|\.kube|\.docker|\.config/gh|\.config/gcloud|\.azure|\.password-store)/?$"
+)
+# Commands that print a credential without reading a file a rule can name.
+_CREDENTIAL_PRINTERS: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = (
+    ("kubectl", ("config", "view"), frozenset({"--raw", "--flatten"})),
+    ("gh", ("auth", "token"), frozenset()),
+    ("aws", ("configure", "export-credentials"), frozenset()),
+    ("gcloud", ("auth", "print-access-token"), frozenset()),
+    ("gcloud", ("auth", "print-identity-token"), frozenset()),
+    ("gcloud", ("auth", "application-default", "print-access-token"), frozenset()),
+    ("az", ("account", "get-access-token"), frozenset()),
+    ("heroku", ("auth:token",), frozenset()),
+)
 _PACKAGE_SOURCES = ("http://", "https://", "git+", "git://", "file://", "github:", "gitlab:", "bitbucket:")
 _PIP_INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links", "--trusted-host")
 
@@ -139,8 +154,12 @@ def files_read(command: Command, argv: tuple[str, ...]) -> list[str]:
     operands = positionals(argv[1:])
     if name in _FILE_READERS:
         read += operands[1:] if name in _PATTERN_FIRST else operands
+    elif name in ("zip", "7z"):
+        read += operands[1:] if name == "zip" else operands[2:]  # `zip out.zip SRC…`, `7z a out.7z SRC…`
     elif name in _COPIERS:
         read += operands[:-1] if name != "tar" else operands
+    elif name == "dd":
+        read += [arg[3:] for arg in argv[1:] if arg.startswith("if=")]
     return read
 
 
@@ -151,6 +170,21 @@ def reads_sensitive_file(command: Command, argv: tuple[str, ...]) -> str | None:
     if argv and base(argv[0]) in ("source", "."):
         read += positionals(argv[1:])
     found = next((path for path in read if is_sensitive_path(path)), None)
+    if found is None and argv and base(argv[0]) in _COPIERS:
+        found = next((path for path in read if _CREDENTIAL_FOLDERS.search(path)), None)
     if found is None:
-        return None
+        return _prints_credentials(argv)
     return quoted(argv) + (f" < {found}" if found in command.reads and found not in argv else "")
+
+
+def _prints_credentials(argv: tuple[str, ...]) -> str | None:
+    """``kubectl config view --raw``, ``gh auth token``, ``gcloud auth print-access-token``: a
+    credential printed where the agent (and its model) reads it."""
+    name = base(argv[0]) if argv else ""
+    words = positionals(argv[1:])
+    for program, verbs, needs in _CREDENTIAL_PRINTERS:
+        if name == program and tuple(words[: len(verbs)]) == verbs and (not needs or needs & set(argv)):
+            return quoted(argv)
+    if name.startswith("docker-credential-") and words[:1] == ["get"]:
+        return quoted(argv)
+    return None

@@ -50,6 +50,18 @@ DESTRUCTIVE = [
     "find . -delete",
     "find / -name '*' -exec rm -rf {} \\;",
     "find /home -exec rm -rf {} +",
+    # a wrapper before xargs, a negated test, option values before a tool's verb (from an audit)
+    "cat dirs.txt | sudo xargs rm -rf",
+    "find . -maxdepth 1 ! -name . -exec rm -rf {} +",
+    "kubectl -n prod delete pvc --all",
+    "kubectl --context prod delete ns payments",
+    "helm -n prod uninstall app",
+    "docker --context prod system prune -af",
+    "aws --profile prod s3 rm s3://prod-bucket/ --recursive",
+    "terragrunt run-all destroy",
+    "chmod -R 777 /",
+    "sudo chown -R nobody:nogroup /",
+    "rsync -a --delete empty/ ~/",
     # fork bomb
     ":(){ :|:& };:",
     "bomb() { bomb | bomb & }; bomb",
@@ -130,6 +142,18 @@ RISKY = [
 ]
 
 BENIGN = [
+    "rm -rf node_modules package-lock.json && npm install",
+    "rm -rf coverage .nyc_output",
+    "rm -rf test-results playwright-report",
+    "rm -rf tmp/cache",
+    "rm -rf ios/Pods",
+    "rm -rf ~/.cache/pip",
+    "find /tmp -name 'pytest-*' -mtime +2 -delete",
+    "rm -rf ${TMPDIR:-/tmp}/build",
+    "terraform destroy -help",
+    "kubectl -n prod delete pod web-5d9c7b6f4-abcde",
+    "chmod -R 755 build",
+    "rsync -a --delete src/ backup/",
     "rm -rf target/debug",
     "rm -rf coverage/ .pytest_cache .mypy_cache",
     "rm -rf /tmp/pytest-of-dev",

@@ -204,6 +204,14 @@ CASES = {
     ),
     "crontab -r": (["crontab -r", "crontab -ri"], ["crontab -l", "crontab jobs.txt"]),
     "kill -1 (every process)": (["kill -9 -1", "kill -- -1"], ["kill -1 1234", "kill -9 1234"]),
+    "chmod/chown -R of the root, home or system folders": (
+        ["chmod -R 777 /", "chown -R nobody:nogroup /", "chgrp -R staff ~", "chmod --recursive 700 /etc"],
+        ["chmod -R 755 build", "chmod 644 /etc/hosts", "chown -R dev:dev .", "chmod -R u+w /tmp/x"],
+    ),
+    "rsync --delete onto the root, home or system folders": (
+        ["rsync -a --delete empty/ ~/", "rsync -a --delete-after src/ /", "rsync -av --delete x/ /etc/"],
+        ["rsync -a --delete src/ backup/", "rsync -a ~/notes/ /", "rsync -a --delete src/ /tmp/mirror/"],
+    ),
     "git reflog expire / gc --prune=now": (
         ["git reflog expire --expire=now --all", "git gc --prune=now"],
         ["git gc", "git reflog", "git reflog expire --expire=90.days.ago"],
@@ -385,9 +393,14 @@ def test_sensitive_read() -> None:
     assert reasons(path_step("edit", "/p/.env"), "sensitive_read") == [("warn", "edits a credentials file: /p/.env")]
     for line in ("cat .env | grep KEY", "grep KEY .env", "awk -F= '{print $2}' .env", "cp .env /tmp/x",
                  "sed -n 1p .env", "head -3 .env.local", "tail ~/.pgpass", "while read l; do :; done < .env",
-                 "python3 app.py < .env", "tar czf b.tgz .env src"):  # fmt: skip
+                 "python3 app.py < .env", "tar czf b.tgz .env src", "grep -r API_KEY .env*", "dd if=.env",
+                 "zip -r aws.zip ~/.aws", "tar czf keys.tgz ~/.ssh", "cp -r ~/.ssh /tmp/x", "rsync -av ~/.aws/ b/",
+                 "kubectl config view --raw", "gh auth token", "gcloud auth print-access-token",
+                 "aws configure export-credentials", "az account get-access-token", "docker-credential-desktop get",
+                 "cat $HOME/.aws/credentials"):  # fmt: skip
         assert reasons(command_step(line), "sensitive_read"), line
-    for line in ("cat .env.example", "cp .env.example .env", "grep -r KEY src", "echo x >> .env"):
+    for line in ("cat .env.example", "cp .env.example .env", "grep -r KEY src", "echo x >> .env", "ls ~/.ssh",
+                 "kubectl config view", "gh auth status", "zip -r out.zip src", "dd if=/dev/zero of=x"):  # fmt: skip
         assert not reasons(command_step(line), "sensitive_read"), line
 
 
@@ -400,6 +413,12 @@ def test_outside_workspace() -> None:
     for path in ("src/x.py", f"{WORKSPACE}/a/b", "/tmp/scratch.txt", "/var/tmp/x", "./x", WORKSPACE):
         assert not outside_workspace(path, WORKSPACE), path
     assert outside_workspace("/home/dev/project-two/x", WORKSPACE)  # a prefix is not the folder
+    assert outside_workspace("$HOME/.aws/credentials", WORKSPACE) and outside_workspace("${HOME}/x", WORKSPACE)
+    # Windows paths: a drive's path is absolute, its letter and names either case.
+    assert outside_workspace("C:\\Users\\dev\\.aws\\credentials", WORKSPACE)
+    assert outside_workspace("D:/x", "C:\\Users\\dev\\project")
+    for path in ("c:\\users\\dev\\project\\a.py", "src\\a.py", "C:/Users/dev/project"):
+        assert not outside_workspace(path, "C:\\Users\\dev\\project"), path
     assert reasons(path_step("read", "/etc/hosts"), "outside_workspace") == [
         ("warn", f"read outside the workspace {WORKSPACE}: /etc/hosts")
     ]
@@ -416,6 +435,7 @@ def test_a_command_reading_outside_the_workspace() -> None:
         ("sed -n 1,5p ~/notes.txt", "~/notes.txt"),
         ("cp /home/dev/other/x.py src/", "/home/dev/other/x.py"),
         ("wc -l < /etc/passwd", "/etc/passwd"),
+        ("cat $HOME/notes.txt", "$HOME/notes.txt"),  # the shell's home, not a folder below the command's
     ):
         assert reasons(command_step(line), "outside_workspace") == [
             ("warn", f"command reads outside the workspace {WORKSPACE}: {path}")
