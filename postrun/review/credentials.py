@@ -67,7 +67,7 @@ _NOT_THE_VALUE = frozenset(
 )
 # A first word that says the same (``public_key``, ``max_tokens``, ``csrf_token``).
 _NOT_A_SECRET_FIRST = frozenset(
-    {"public", "publishable", "pub", "csrf", "xsrf", "max", "min", "num", "total", "is", "has", "use", "show"}
+    {"public", "publishable", "pub", "csrf", "xsrf", "max", "min", "num", "total", "is", "has", "use", "show", "cache"}
 )
 
 # Values that are not literals: references, placeholders, our own masks, words of the language.
@@ -75,6 +75,7 @@ _PLACEHOLDER = re.compile(
     r"""(?ix)^(?:
         [$%].* | .*\$\{.* | .*\{\{.*\}\}.* | <.*> | \[redacted.* | \*+ | x{3,} | \.{3,} | ….*
       | changeme | change_me | changeit | password\d* | passwd | secret | example\w* | placeholder | dummy
+      | .*EXAMPLE(?:KEY)?                            # AWS's documented example keys
       | test\w* | redacted | null | none | nil | true | false | undefined | required | optional
       | str | string | int | bytes | bool | boolean | number | object | any | secretstr
       | (?:your|my|some|the)[_-].*
@@ -91,6 +92,8 @@ _CODE = re.compile(
     )$"""
 )
 _WORDY = re.compile(r"[A-Za-z _.-]+")
+# A value that begins with two words is a name made of parts (a cache's `Linux-pip-<hash>`), not a key.
+_COMPOSED = re.compile(r"[A-Za-z]{2,}[-_.][A-Za-z]{2,}[-_.]")
 _MIN_CHARS = 6
 _RANDOM_BITS = 3.5  # per character: what gitleaks asks of a generic key's value
 _RANDOM_CHARS = 16
@@ -150,6 +153,7 @@ def is_literal_secret(value: str, *, quoted: bool, strength: str) -> bool:
             and bits_per_char(value) >= _RANDOM_BITS
             and any(char.isdigit() for char in value)
             and any(char.isalpha() for char in value)
+            and not _COMPOSED.match(value)
         )
     return True
 

@@ -31,7 +31,7 @@ from postrun.review.credentials import ASSIGNMENT, NAME_KEYWORDS, assigned, is_l
 from postrun.review.secret_patterns import DETECT_SECRETS_PATTERNS
 
 # Bump when a rule changes: stored sessions are re-flagged under the new rules.
-RULES_VERSION = "6"
+RULES_VERSION = "7"
 
 _START = r"(?<![A-Za-z0-9_-])"  # a token begins a word: no `sk-` inside `task-…`
 # A token with a prefix of its own may also be glued to a name with `-` or `_` (a branch
@@ -152,7 +152,13 @@ _COPIED: tuple[tuple[str, str, str, _How], ...] = (
         "GitHub token",
         _How(("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), keep=4, before=_TOKEN_START, after="[A-Za-z0-9_]*"),
     ),
-    ("GitLabTokenDetector", "gitlab_token", "GitLab token", _How(_GITLAB, keep=5)),
+    # GitLab 17's routable tokens end in `.<version><checksum>`: the mask covers it too.
+    (
+        "GitLabTokenDetector",
+        "gitlab_token",
+        "GitLab token",
+        _How(_GITLAB, keep=5, after=r"(?:\.[0-9a-z]{9}(?![\w.]))?"),
+    ),
     (
         "StripeDetector",
         "stripe_key",
@@ -196,7 +202,7 @@ _COPIED: tuple[tuple[str, str, str, _How], ...] = (
 
 # Looked for with their case: in lower case they are everywhere in text, or they would make
 # the lower-case keywords too many for the vectorized search (see ``postrun.review.secrets``).
-_UPPER_CASE_PREFIXES = frozenset({"AIza", "GOCSPX-", "PMAK-", "NRAK-", "ATATT3"})
+_UPPER_CASE_PREFIXES = frozenset({"AIza", "GOCSPX-", "PMAK-", "NRAK-", "ATATT3", "HRKU-AA"})
 # (kind, label, prefix, body): tokens that are a prefix and a body, a word of their own (gitleaks' formats).
 _TOKENS: tuple[tuple[str, str, str, str], ...] = (
     ("anthropic_key", "Anthropic API key", "sk-ant-", "[A-Za-z0-9_-]{20,}"),
@@ -208,6 +214,9 @@ _TOKENS: tuple[tuple[str, str, str, str], ...] = (
     ),
     ("stripe_key", "Stripe webhook secret", "whsec_", "[A-Za-z0-9+/=]{24,}"),
     ("slack_token", "Slack token", "xapp-", r"\d-[A-Z0-9]+-\d+-[a-z0-9]+"),
+    ("slack_token", "Slack config token", "xoxe.xox", r"[bp]-\d-[A-Z0-9]{163,166}"),
+    ("slack_token", "Slack config token", "xoxe-", r"\d-[A-Z0-9]{146}"),
+    ("heroku_key", "Heroku API key", "HRKU-AA", "[0-9a-zA-Z_-]{58}"),
     ("google_api_key", "Google API key", "AIza", "[0-9A-Za-z_-]{35}"),
     ("google_oauth_secret", "Google OAuth client secret", "GOCSPX-", "[A-Za-z0-9_-]{28}"),
     ("npm_token", "npm token", "npm_", "[A-Za-z0-9]{36}"),
@@ -296,7 +305,7 @@ _PLACED: tuple[tuple[str, str, str, _How], ...] = (
     (
         "url_password",
         "password in a URL",
-        r"""://[^\s:/?#@\[\]"'`<>]*:(?P<pw>[^\s/?#"'`<>]+)@(?=[A-Za-z0-9\[])""",
+        r"""://[^\s:/?#@\[\]"'`<>]*:(?P<pw>[^\s/?"'`<>]+)@(?=[A-Za-z0-9\[])""",
         _How(("://",), group="pw", valid=_literal_password),
     ),
     (
@@ -315,7 +324,8 @@ _PLACED: tuple[tuple[str, str, str, _How], ...] = (
         "pgpass_password",
         ".pgpass password",
         r"(?m)^[^:\s#][^:\s]*:(?:\d{1,5}|\*):[^:\s]+:[^:\s]+:(?P<pw>(?:\\.|[^:\s\\])+)$",
-        _How(("5432:", "6432:", ":*:"), anchored=False, group="pw", valid=_literal_password),
+        # PostgreSQL's ports: 5430-5439, pgbouncer's 6432, Supabase's pooler 6543, DigitalOcean's 25060.
+        _How(("5432:", "6432:", ":*:", ":543", "6543:", "25060:"), anchored=False, group="pw", valid=_literal_password),
     ),
     (
         "authorization_header",
@@ -352,7 +362,9 @@ def rules() -> tuple[SecretRule, ...]:
     """Every rule, most specific first: where two matches overlap, the earlier rule wins."""
     pem_headers = "|".join(pattern for pattern, _ in DETECT_SECRETS_PATTERNS["PrivateKeyDetector"])
     # detect-secrets finds a key's header line; the whole block is what must be masked.
-    pem = rf"(?:-----)?(?:{pem_headers})[\s\S]*?(?:-----END[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----|\Z)"
+    # Any `BEGIN … PRIVATE KEY` header (gitleaks': `ENCRYPTED PRIVATE KEY` too), beside detect-secrets' list.
+    headers = rf"{pem_headers}|BEGIN[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?"
+    pem = rf"(?:-----)?(?:{headers})[\s\S]*?(?:-----END[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----|\Z)"
     source = "detect-secrets "
     jwt = DETECT_SECRETS_PATTERNS["JwtTokenDetector"][0][0]
     return (

@@ -221,6 +221,21 @@ SECRETS: list[SecretCase] = [
     _case(".netrc line", "machine api.example.com login dev password {s}", "N3trc" + fake("netrc", 10)),
     _case(".netrc over lines", "machine git.example.com\n  login dev\n  password {s}\n", fake("netrc2", 20)),
     _case(".pgpass line", "db.example.com:5432:app:appuser:{s}", "Pg" + fake("pgpass", 14)),
+    # From a fresh-eyed audit's corpus: formats and placings the rules missed or masked in part.
+    _case(".pgpass line, another port", "pg-replica.internal:5433:analytics:reporter:{s}\n", fake("pgpass5433", 16)),
+    _case("URL password with #", "DATABASE_URL=postgres://app:{s}@db:5432/app", "ab#" + fake("pghash", 12)),
+    _case(
+        "encrypted PEM private key",
+        "{s}",
+        f"-----BEGIN ENCRYPTED PRIVATE KEY-----\n{_PEM}\n-----END ENCRYPTED PRIVATE KEY-----",
+    ),
+    _case("Slack config refresh token", "SLACK_CONFIG_REFRESH={s}", "xoxe-1-" + fake("xoxe", 146, UPPER + DIGITS)),
+    _case("Heroku v2 token", "heroku auth:token\n{s}\n", "HRKU-AA" + fake("hrku", 58, URLSAFE)),
+    _case(
+        "GitLab routable token",
+        "Created token {s} for project 4211",
+        "glpat-" + fake("glroute", 31, URLSAFE) + "." + fake("glroute-tail", 9, LOWER + DIGITS),
+    ),
     _case(
         "Heroku API key",
         "HEROKU_API_KEY={s}",
@@ -302,6 +317,9 @@ BENIGN: list[tuple[str, str]] = [
     ("ssh remote", "git@github.com:org/repo.git"),
     ("word with sk-", "task-abcdefghij0123456789klmnopqrstuvwxyz"),
     ("AWS documentation example", "aws_access_key_id = AKIA" + "IOSFODNN7EXAMPLE"),
+    ("AWS documentation secret", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCY" + "EXAMPLEKEY"),
+    ("a CI cache's key", "Cache restored from key: Linux-pip-" + fake("cachekey", 64, HEX)),
+    ("a cache key's digest", "cache_key: " + fake("cachedigest", 40, HEX)),
     ("public certificate", "-----BEGIN CERTIFICATE-----\n" + fake("cert", 64, B64) + "\n-----END CERTIFICATE-----"),
     ("public SSH key", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + fake("sshpub", 43, B64) + " dev@laptop"),
     (
