@@ -44,6 +44,8 @@ def is_sensitive_path(path: str) -> bool:
 def plain_path(path: str) -> str:
     """``path`` with ``/`` for ``\\`` and a shell's home folder as ``~``."""
     path = path.replace("\\", "/")
+    if path[:1] not in ("$", "%"):
+        return path
     home = next((word for word in _HOME_WORDS if path.startswith(word)), None)
     return path if home is None else "~/" + path[len(home) :]
 
@@ -56,9 +58,10 @@ def outside_workspace(path: str, workspace_root: str) -> bool:
     root = posixpath.normpath(plain_path(workspace_root))
     if path.startswith("~"):
         return not root.startswith("~")
-    if _DRIVE.match(path) or _DRIVE.match(root):  # Windows: a drive's paths, its letter either case
+    drive = ":" in path[1:2] and bool(_DRIVE.match(path))
+    if drive or ":" in root[1:2]:  # Windows: a drive's paths, its letter and names either case
         path, root = path.lower(), root.lower()
-    full = posixpath.normpath(path if _DRIVE.match(path) else posixpath.join(root, path))
+    full = posixpath.normpath(path if drive else posixpath.join(root, path))
     if full == root or full.startswith(root.rstrip("/") + "/"):
         return False
     return not (full + "/").startswith(TEMP_DIRS)

@@ -43,6 +43,7 @@ _CREDENTIAL_PRINTERS: tuple[tuple[str, tuple[str, ...], frozenset[str]], ...] = 
     ("az", ("account", "get-access-token"), frozenset()),
     ("heroku", ("auth:token",), frozenset()),
 )
+_PRINTER_NAMES = frozenset(program for program, _, _ in _CREDENTIAL_PRINTERS)
 _PACKAGE_SOURCES = ("http://", "https://", "git+", "git://", "file://", "github:", "gitlab:", "bitbucket:")
 _PIP_INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links", "--trusted-host")
 
@@ -181,6 +182,8 @@ def _prints_credentials(argv: tuple[str, ...]) -> str | None:
     """``kubectl config view --raw``, ``gh auth token``, ``gcloud auth print-access-token``: a
     credential printed where the agent (and its model) reads it."""
     name = base(argv[0]) if argv else ""
+    if name not in _PRINTER_NAMES and not name.startswith("docker-credential-"):
+        return None
     words = positionals(argv[1:])
     for program, verbs, needs in _CREDENTIAL_PRINTERS:
         if name == program and tuple(words[: len(verbs)]) == verbs and (not needs or needs & set(argv)):
