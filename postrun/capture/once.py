@@ -131,7 +131,8 @@ def run_once(context: CaptureContext, signals: Signals | None = None) -> OnceSum
                 else:
                     summary.failed += len(changed) - handled  # not stored: the store failed (said once)
             # One a forget could not finish, or of a session that turned out excluded just now.
-            PendingScrub(logger).finish(job.database)
+            again = "run `postrun capture --once` again once no other process reads the store"
+            PendingScrub(logger, again=again).finish(job.database)
         finally:
             if progress is not None:
                 progress.finish()

@@ -16,8 +16,9 @@ from postrun.store.scrub import finish_pending
 class PendingScrub:
     """One capture's view of a pending scrub: finished when it can be, logged once each way."""
 
-    def __init__(self, logger: logging.Logger) -> None:
+    def __init__(self, logger: logging.Logger, *, again: str = "will retry") -> None:
         self.logger = logger
+        self.again = again  # when it is tried again: a service at its next housekeeping, a single run never
         self._waiting: str | None = None  # what was last said to be left
 
     def finish(self, database: Database | None) -> None:
@@ -29,10 +30,12 @@ class PendingScrub:
         if left is None:
             self._waiting = None
             self.logger.info(
-                f"capture: finished the scrub a forget left: no byte of the forgotten sessions is left in"
-                f" {database.path} or its -wal"
+                f"capture: finished the scrub a forget or an exclusion left: no byte of the removed sessions is"
+                f" left in {database.path} or its -wal"
             )
             return
         if left.describe() != self._waiting:
             self._waiting = left.describe()
-            self.logger.warning(f"capture: the scrub a forget left is not finished yet: {left.describe()}; will retry")
+            self.logger.warning(
+                f"capture: the scrub a forget or an exclusion left is not finished yet: {left.describe()}; {self.again}"
+            )

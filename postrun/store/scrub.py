@@ -51,7 +51,11 @@ class ScrubLeft:
     def describe(self) -> str:
         if self.part == _REWRITE:
             return f"the store file and its write-ahead log still hold the removed bytes ({self.why})"
-        return f"the store file still holds the removed bytes; their rewrite waits in the write-ahead log ({self.why})"
+        # The rewritten store is in the log, beside the frames that still hold the removed rows.
+        return (
+            "the store file and its write-ahead log still hold the removed bytes until the log, which holds"
+            f" the rewritten store, is copied into the file and emptied ({self.why})"
+        )
 
 
 def mark_pending(connection: apsw.Connection) -> None:

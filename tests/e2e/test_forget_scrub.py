@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -109,9 +110,10 @@ def test_a_reader_that_stays_keeps_the_scrub_from_finishing_and_forget_says_so(
     assert done.returncode == 75 == ExitCode.SCRUB_PENDING, done.stderr
     assert f"forgot {SESSION}: 12 steps" in done.stdout  # its rows are gone from every table
     assert (
-        "the scrub is not finished: the store file still holds the removed bytes; their rewrite waits in the"
-        " write-ahead log (another process holds a read transaction open on an older snapshot of the store);"
-        " a running capture finishes it when it can" in done.stderr
+        "the scrub is not finished: the store file and its write-ahead log still hold the removed bytes until"
+        " the log, which holds the rewritten store, is copied into the file and emptied (another process holds"
+        " a read transaction open on an older snapshot of the store); a running capture finishes it when it can"
+        in done.stderr
     )
     assert "Traceback" not in done.stderr
     assert everywhere(db, found)  # honest: the bytes are there
@@ -125,11 +127,52 @@ def test_a_reader_that_stays_keeps_the_scrub_from_finishing_and_forget_says_so(
         capture.wait_for_log(r"INFO cline: caught up")
         assert scrub_pending(db) == "checkpoint"
         reader.execute("COMMIT")
-        capture.wait_for_log(r"INFO capture: finished the scrub a forget left")
+        capture.wait_for_log(r"INFO capture: finished the scrub a forget or an exclusion left")
         assert scrub_pending(db) is None
         assert everywhere(db, found) == []
     finally:
         capture.kill()
+
+
+_READER = """
+import sqlite3, sys
+connection = sqlite3.connect(sys.argv[1], isolation_level=None)
+connection.execute("BEGIN")
+print(connection.execute("SELECT count(*) FROM steps").fetchone()[0], flush=True)
+sys.stdin.read()  # until the test closes it
+connection.execute("COMMIT")
+"""
+
+
+def test_a_single_capture_run_says_when_a_reader_keeps_the_scrub_from_finishing(
+    env: dict[str, str], root: Path
+) -> None:
+    """A read transaction in another process (a `sqlite3` shell, a script) outlives forget's
+    wait: `capture --once` cannot finish the scrub either, and says to run it again, not that
+    it will retry (it ends); run again once the reader is gone, it finishes it."""
+    db = Path(env["POSTRUN_DB"])
+    found = stored_rewritten(env, root, rounds=1)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", _READER, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert reader.stdout is not None and int(reader.stdout.readline()) > 0  # its transaction is open
+        done = run_postrun("forget", SESSION, "--yes", env=env)
+        assert done.returncode == 75 == ExitCode.SCRUB_PENDING, done.stderr
+        once = run_postrun("capture", "--once", env=env)
+        assert once.returncode == 0, once.stderr
+        left = "the scrub a forget or an exclusion left is not finished yet: the store file and its write-ahead log"
+        assert left in once.stderr
+        assert "run `postrun capture --once` again once no other process reads the store" in once.stderr
+        assert "will retry" not in once.stderr
+        assert everywhere(db, found)  # honest: the bytes are there
+    finally:
+        assert reader.stdin is not None
+        reader.stdin.close()
+        reader.wait(timeout=30)
+    again = run_postrun("capture", "--once", env=env)
+    assert "finished the scrub a forget or an exclusion left" in again.stderr, again.stderr
+    assert everywhere(db, found) == []
 
 
 def test_a_reader_that_finishes_within_the_wait_lets_the_scrub_finish(
