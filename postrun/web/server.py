@@ -22,7 +22,7 @@ from postrun.startsignals import take
 from postrun.web.address import DEFAULT_PORT
 from postrun.web.app import WebConfig, create_app
 from postrun.web.launch import remove_redirects
-from postrun.web.state import ServeState, remove_state, write_state
+from postrun.web.state import ServeState, check_not_serving, remove_state, write_state
 
 _SHUTDOWN_SECONDS = 2  # live streams end at once; slow requests get this long
 
@@ -100,6 +100,7 @@ def serve(
     """Serve the review app over ``db`` until SIGTERM or SIGINT (``home``: the user's home
     folder, which the Markdown download shows as ``~``)."""
     host = check_loopback(host)
+    check_not_serving(state_file)
     sock = bind(host, port)
     port = sock.getsockname()[1]
     state = ServeState(host=host, port=port, pid=os.getpid(), secret=secrets.token_urlsafe(32))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,10 @@ from postrun.web.auth import login_token
 
 class NotServing(PostrunError):
     exit_code = ExitCode.NOT_RUNNING
+
+
+class AlreadyServing(PostrunError):
+    exit_code = ExitCode.ALREADY_RUNNING
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +78,27 @@ def read_state(path: Path) -> ServeState:
     except PermissionError:
         pass  # alive, another user's pid: the port check in the browser will tell
     return state
+
+
+def check_not_serving(path: Path) -> None:
+    """AlreadyServing when the state file names a review app that is alive and listening: a
+    second one would take the file over, and the first could no longer be signed in to (nor
+    would the file name it again once the second stopped). A file whose pid lives on in another
+    program, its port closed, is no server's."""
+    try:
+        state = read_state(path)
+    except PostrunError:
+        return
+    try:
+        with socket.create_connection((state.host, state.port), timeout=1):
+            pass
+    except OSError:
+        return
+    raise AlreadyServing(
+        str(path),
+        f"a review app is already running at {state.url} (pid {state.pid}): `postrun open` signs a browser in;"
+        " stop it to serve again",
+    )
 
 
 def review_app_status(path: Path) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from postrun.exitcodes import ExitCode
 from postrun.store.db import Database
 from postrun.store.write import upsert_session
 from tests.conftest import isolated_environ, postrun_command, run_postrun
@@ -146,6 +147,23 @@ def test_refuses_to_bind_a_non_loopback_address(env: dict[str, str], host: str) 
     assert result.returncode == 2
     assert result.stderr.startswith("error: --host: ") and "127.0.0.1" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_second_server_is_refused_while_the_first_listens(env: dict[str, str], tmp_path: Path) -> None:
+    """One state file names the running review app: a second `serve` taking it over left the
+    first unreachable by `postrun open` once the second stopped (from an audit)."""
+    first = ServeProcess(env, tmp_path)
+    try:
+        second = run_postrun("serve", "--port", "0", env=env, timeout=30)
+        assert second.returncode == 75 == ExitCode.ALREADY_RUNNING
+        assert second.stderr.startswith("error: ") and len(second.stderr.strip().splitlines()) == 1
+        assert f"a review app is already running at {first.url} (pid {first.process.pid})" in second.stderr
+        assert f"{first.url}login?token=" in first.login_url()  # the first one is still the one `open` names
+    finally:
+        first.stop()
+    # Its state file gone with it, a server starts again.
+    again = ServeProcess(env, tmp_path)
+    again.stop()
 
 
 def test_port_in_use_is_one_line_and_exit_1(env: dict[str, str]) -> None:
