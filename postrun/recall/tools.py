@@ -217,23 +217,44 @@ class Recall:
 
         full_id, records = self._read_session(work, session_id)
         redactor = self._redactor()
-        steps: list[Step] = []
-        used = cut_fields = 0
-        next_from: int | None = records[limit]["seq"] if len(records) > limit else None
-        for record in records[:limit]:
-            shown, cut = bounds.cut_strings(redactor.value(record, f"step #{record['seq']}"), max_chars)
-            # One step alone is held to the page's bound too (README: "Bounded").
-            shown["payload"], trimmed = bounds.fit(shown["payload"], bounds.STEPS_BUDGET_CHARS)
-            cut += trimmed
-            size = bounds.text_size(shown)
-            if steps and used + size > bounds.STEPS_BUDGET_CHARS:
-                next_from = int(record["seq"])
-                break
-            used += size
-            cut_fields += cut
-            steps.append(Step.model_validate(shown))
+        window = records[:limit]
+        shown_steps: dict[int, tuple[Step, int, int]] = {}
+
+        def shown(index: int) -> tuple[Step, int, int]:
+            """The window's step at ``index`` as the page shows it, its size and its cuts."""
+            if index not in shown_steps:
+                record = window[index]
+                step, cut = bounds.cut_strings(redactor.value(record, f"step #{record['seq']}"), max_chars)
+                # One step alone is held to the page's bound too (README: "Bounded").
+                step["payload"], trimmed = bounds.fit(step["payload"], bounds.STEPS_BUDGET_CHARS)
+                shown_steps[index] = (Step.model_validate(step), bounds.text_size(step), cut + trimmed)
+            return shown_steps[index]
+
+        # The page grows from the step asked for (the first, or the one at around_seq) while the
+        # budget lasts: after it, and around it before it too, so the step asked for is always on it.
+        first = 0
+        if around_seq is not None and window:
+            first = next((i for i, record in enumerate(window) if record["seq"] >= around_seq), len(window) - 1)
+        low, high, used = first, first - 1, 0  # the page: window[low:high + 1], its size
+        if window:
+            high, used = first, shown(first)[1]
+        sides = ["before", "after"] if around_seq is not None and window else ["after"] if window else []
+        while sides:
+            for side in list(sides):
+                index = low - 1 if side == "before" else high + 1
+                if not 0 <= index < len(window) or used + shown(index)[1] > bounds.STEPS_BUDGET_CHARS:
+                    sides.remove(side)
+                    continue
+                used += shown(index)[1]
+                low, high = min(low, index), max(high, index)
+        page = [shown(index) for index in range(low, high + 1)]
+        following = records[high + 1] if high + 1 < len(records) else None
         return StepsPage(
-            session_id=full_id, steps=steps, next_from_seq=next_from, cut_fields=cut_fields, **self._cite(full_id)
+            session_id=full_id,
+            steps=[step for step, _, _ in page],
+            next_from_seq=None if following is None else int(following["seq"]),
+            cut_fields=sum(cut for _, _, cut in page),
+            **self._cite(full_id),
         )
 
     def file_history(
