@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -99,6 +99,26 @@ def fit(value: Any, budget: int) -> tuple[Any, int]:
         return item, 0
 
     return walk(value, top=True)
+
+
+def page_span(size_of: Callable[[int], int], first: int, count: int, *, around: bool) -> range:
+    """The indexes of a page of ``count`` items that holds item ``first``: grown from it, after it
+    (and before it too when ``around``), while their sizes (``size_of``) together fit
+    ``STEPS_BUDGET_CHARS``; ``first`` is on it whatever its size."""
+    if not count:
+        return range(0)
+    low = high = first
+    used = size_of(first)
+    ways = [-1, 1] if around else [1]
+    while ways:
+        for way in list(ways):
+            index = low - 1 if way < 0 else high + 1
+            if 0 <= index < count and used + size_of(index) <= STEPS_BUDGET_CHARS:
+                used += size_of(index)
+                low, high = min(low, index), max(high, index)
+            else:
+                ways.remove(way)
+    return range(low, high + 1)
 
 
 def text_size(value: Any) -> int:

@@ -230,25 +230,14 @@ class Recall:
                 shown_steps[index] = (Step.model_validate(step), bounds.text_size(step), cut + trimmed)
             return shown_steps[index]
 
-        # The page grows from the step asked for (the first, or the one at around_seq) while the
-        # budget lasts: after it, and around it before it too, so the step asked for is always on it.
+        # The page grows from the step asked for (the first, or the one at around_seq), so that
+        # step is always on it.
         first = 0
         if around_seq is not None and window:
             first = next((i for i, record in enumerate(window) if record["seq"] >= around_seq), len(window) - 1)
-        low, high, used = first, first - 1, 0  # the page: window[low:high + 1], its size
-        if window:
-            high, used = first, shown(first)[1]
-        sides = ["before", "after"] if around_seq is not None and window else ["after"] if window else []
-        while sides:
-            for side in list(sides):
-                index = low - 1 if side == "before" else high + 1
-                if not 0 <= index < len(window) or used + shown(index)[1] > bounds.STEPS_BUDGET_CHARS:
-                    sides.remove(side)
-                    continue
-                used += shown(index)[1]
-                low, high = min(low, index), max(high, index)
-        page = [shown(index) for index in range(low, high + 1)]
-        following = records[high + 1] if high + 1 < len(records) else None
+        span = bounds.page_span(lambda index: shown(index)[1], first, len(window), around=around_seq is not None)
+        page = [shown(index) for index in span]
+        following = records[span.stop] if span.stop < len(records) else None
         return StepsPage(
             session_id=full_id,
             steps=[step for step, _, _ in page],

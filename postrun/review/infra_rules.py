@@ -204,10 +204,9 @@ def deletes_cloud_resources(command: Command, argv: tuple[str, ...]) -> str | No
     if not argv:
         return None
     name = base(argv[0])
-    words = positionals(argv[1:])
+    words = operands(argv[1:], _AWS_VALUE_OPTIONS) if name == "aws" else positionals(argv[1:])
     recursive = "r" in short_flags(argv[1:]) or "--recursive" in argv
     if name == "aws":
-        words = operands(argv[1:], _AWS_VALUE_OPTIONS)
         s3 = (words[:2] in (["s3", "rm"],) and recursive) or words[:2] == ["s3", "rb"]
         api = any(op.startswith(("delete-", "terminate-")) for op in words[1:2])
         return quoted(argv) if s3 or api else None

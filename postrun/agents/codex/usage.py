@@ -47,7 +47,7 @@ class Usage:
             self.copies[key] = counts
             return
         self.requests += 1
-        self.sums = [total + count for total, count in zip(self.sums, counts, strict=True)]
+        self.sums = _added(self.sums, counts)
 
     def metrics(self) -> dict[str, Any] | None:
         """The thread's own responses as a v1.2 ``metrics`` value; None when it reported none."""
@@ -62,15 +62,19 @@ def session_metrics(threads: Sequence[tuple[str, Usage]]) -> dict[str, Any] | No
     requests, sums = 0, [0, 0, 0, 0]
     for _, usage in threads:
         requests += usage.requests
-        sums = [total + count for total, count in zip(sums, usage.sums, strict=True)]
+        sums = _added(sums, usage.sums)
     added: set[tuple[str, str]] = set()
     for _, usage in threads:
         for key, counts in usage.copies.items():
             if key[0] not in present and key not in added:
                 added.add(key)
                 requests += 1
-                sums = [total + count for total, count in zip(sums, counts, strict=True)]
+                sums = _added(sums, counts)
     return _metrics(requests, sums)
+
+
+def _added(sums: Sequence[int], counts: Sequence[int]) -> list[int]:
+    return [total + count for total, count in zip(sums, counts, strict=True)]
 
 
 def _metrics(requests: int, sums: Sequence[int]) -> dict[str, Any] | None:
