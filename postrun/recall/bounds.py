@@ -33,6 +33,9 @@ ACTORS_SHOWN = 100
 # hits than asked in scope, the newest in scope of this many older matches follow.
 SEARCH_WINDOW = 5_000
 SEARCH_OLDER = 20_000
+# Steps a search reads at most to answer: more than it shows when some were found only inside
+# secrets, which are left out.
+SEARCH_FETCHED = 4 * (SEARCH_LIMIT[1] + 1)
 # ``file_history`` reads at most this many candidate steps (those whose text holds the name).
 HISTORY_CANDIDATES = 20_000
 # A session with a start, a step or an end this recently is the asking agent's own, as a rule.

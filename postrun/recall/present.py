@@ -8,26 +8,38 @@ from typing import Any
 from postrun.recall import bounds
 from postrun.recall.models import Actor, FileTouch, TurnSummary
 from postrun.review.redact import Redactor
-from postrun.store import codec, recall
+from postrun.store import codec, recall, search
 from postrun.text import one_line
 
 
-def snippet(record: dict[str, Any], words: Sequence[str], redactor: Redactor) -> str:
-    """The step's text around the first word found, redacted whole before it is cut (a cut
-    secret could escape the detector); without words, the reasons of its flags."""
-    if not words:
+def shown_text(record: dict[str, Any], redactor: Redactor) -> str:
+    """The texts a step is found by, as recall shows them: the record redacted whole first, as
+    get_steps shows it (a secret a pair gives away, ``{"api_key": "…"}``, is masked where the
+    rest of the record repeats it too), then each text, on one line."""
+    shown = redactor.value(record, "snippet")
+    return one_line("\n".join(redactor.text(field, "snippet") for field in codec.search_fields(shown)))
+
+
+def found_in_secret(record: dict[str, Any], shown: str, words: Sequence[str]) -> bool:
+    """Whether a word the index finds in ``record`` is not in ``shown`` (its ``shown_text``): it
+    was found inside a secret that recall masks, and answering with the step would confirm
+    the secret was guessed right."""
+    indexed = search.index_terms(codec.search_body(record))
+    seen = search.index_terms(shown)
+    return any(search.holds_phrase(indexed, word) and not search.holds_phrase(seen, word) for word in words)
+
+
+def snippet(record: dict[str, Any], shown: str | None, words: Sequence[str], redactor: Redactor) -> str:
+    """The step's ``shown`` text around the first word found, redacted whole before it is cut
+    (a cut secret could escape the detector); without words, the reasons of its flags."""
+    if not words or shown is None:
         text = " | ".join(f"{flag['severity']} {flag['kind']}: {flag['reason']}" for flag in record.get("flags", []))
         return bounds.cut(one_line(redactor.text(text, "flags")), bounds.SNIPPET_CHARS)
-    # The record redacted whole first, as get_steps shows it: a secret a pair gives away
-    # (``{"api_key": "…"}``) is masked where the rest of the record repeats it too.
-    shown = redactor.value(record, "snippet")
-    fields = (redactor.text(field, "snippet") for field in codec.search_fields(shown))
-    text = one_line("\n".join(field[: codec.SEARCH_FIELD_CHARS] for field in fields))
-    folded = text.casefold()
+    folded = shown.casefold()
     found = [at for at in (folded.find(word.casefold()) for word in words) if at >= 0]
     start = max(0, min(found, default=0) - bounds.SNIPPET_CHARS // 3)
-    window = text[start : start + bounds.SNIPPET_CHARS]
-    return ("…" if start else "") + window + ("…" if start + bounds.SNIPPET_CHARS < len(text) else "")
+    window = shown[start : start + bounds.SNIPPET_CHARS]
+    return ("…" if start else "") + window + ("…" if start + bounds.SNIPPET_CHARS < len(shown) else "")
 
 
 def turn_summary(turn: recall.TurnFacts, redactor: Redactor) -> TurnSummary:

@@ -32,7 +32,7 @@ from postrun.recall.models import (
     StepsPage,
 )
 from postrun.recall.paths import index_phrase, names_path, target_path
-from postrun.recall.present import actor, file_touch, snippet, turn_summary
+from postrun.recall.present import actor, file_touch, found_in_secret, shown_text, snippet, turn_summary
 from postrun.review.flags import FLAG_KINDS
 from postrun.review.redact import Redactor
 from postrun.review.secrets import find_secrets
@@ -46,7 +46,7 @@ from postrun.store.query import (
     resolve_session_id,
     session_details,
 )
-from postrun.store.search import search_query
+from postrun.store.search import query_words, search_query
 from postrun.store.snapshot import read_store
 from postrun.store.verdicts import Verdict, current_verdicts
 from postrun.text import one_line
@@ -55,6 +55,26 @@ from postrun.timestamps import normalize_timestamp, utc_iso
 T = TypeVar("T")
 _TOKEN = re.compile(r"\w+")
 _TERM = re.compile(r"[^\W_]")  # a character the index's unicode61 tokenizer keeps in a word
+
+
+_Answer = tuple[recall.FoundStep, str | None]  # a step found, and its text as shown (None: no words asked)
+
+
+def _answers(
+    fetch: Callable[[int], list[recall.FoundStep]], wanted: int, asked: list[str], redactor: Redactor
+) -> tuple[list[_Answer], bool]:
+    """The first ``wanted`` steps ``fetch`` finds (the best ``count`` of them), but those found
+    only by a word inside a secret (``found_in_secret``), fetching more while such steps are
+    left out; and whether more steps were found than were read."""
+    fetched = wanted
+    while True:
+        found = fetch(fetched)
+        shown = [(step, shown_text(step.record, redactor) if asked else None) for step in found]
+        kept = [(step, text) for step, text in shown if text is None or not found_in_secret(step.record, text, asked)]
+        unread = len(found) == fetched
+        if len(kept) >= wanted or not unread or fetched >= bounds.SEARCH_FETCHED:
+            return kept, unread
+        fetched = min(2 * fetched, bounds.SEARCH_FETCHED)
 
 
 @dataclass(frozen=True)
@@ -94,20 +114,25 @@ class Recall:
         checked = search_query(query, flag=flag)
         scope = recall.Scope(agent=agent, workspace=self._root(workspace), outcome=outcome, since_utc=_since(since))
 
-        def work(database: Database) -> tuple[list[recall.FoundStep], int]:
-            active = () if include_active else self._active(database)
-            found = recall.found_steps(
-                database,
-                checked,
-                replace(scope, exclude=active),
-                limit=limit + 1,
-                window=bounds.SEARCH_WINDOW,
-                older=bounds.SEARCH_OLDER,
-            )
-            return found, len(active)
-
-        found, left_out = self._read(work) or ([], 0)
         redactor = self._redactor()
+        asked = query_words(query)
+
+        def work(database: Database) -> tuple[list[_Answer], bool, int]:
+            active = () if include_active else self._active(database)
+
+            def fetch(count: int) -> list[recall.FoundStep]:
+                return recall.found_steps(
+                    database,
+                    checked,
+                    replace(scope, exclude=active),
+                    limit=count,
+                    window=bounds.SEARCH_WINDOW,
+                    older=bounds.SEARCH_OLDER,
+                )
+
+            return (*_answers(fetch, limit + 1, asked, redactor), len(active))
+
+        kept, unread, left_out = self._read(work) or ([], False, 0)
         words = _TOKEN.findall(query)
         hits = [
             SearchHit(
@@ -117,15 +142,15 @@ class Recall:
                 type=step.type,
                 outcome=step.outcome,
                 at=step.at,
-                snippet=snippet(step.record, words, redactor),
+                snippet=snippet(step.record, text, words, redactor),
                 agent=step.agent,
                 workspace=redactor.text(step.workspace, "workspace"),
                 actor_id=str(step.record.get("actor_id", "root")),
                 **self._cite(step.session_id, step.seq),
             )
-            for step in found[:limit]
+            for step, text in kept[:limit]
         ]
-        return SearchResult(hits=hits, more=len(found) > limit, active_left_out=left_out)
+        return SearchResult(hits=hits, more=len(kept) > limit or unread, active_left_out=left_out)
 
     def list_sessions(
         self,

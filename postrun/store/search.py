@@ -6,6 +6,7 @@ Every word must match; words are quoted, so FTS5 operators in them are plain tex
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,28 @@ class SearchHit:
 STEP_TYPES = ("command", "edit", "read", "message", "other")
 _WORD = re.compile(r"\S+")
 _TOKEN = re.compile(r"[^\W_]+")  # what the index's unicode61 tokenizer makes a term of
+
+
+def query_words(text: str) -> list[str]:
+    """The words of a query as the search matches them, each a phrase of its terms."""
+    # A NUL would end the FTS5 query string inside a quoted word: it separates words instead.
+    # Bytes that are not UTF-8 are searched as the store keeps them (U+FFFD): SQLite takes text only.
+    return _WORD.findall(as_stored(text).replace("\x00", " "))
+
+
+def index_terms(text: str) -> str:
+    """The terms the index makes of ``text``, each between two NULs (a phrase is then a
+    substring): unicode61 with ``remove_diacritics 2`` keeps runs of letters and digits, in
+    lower case, their diacritics dropped."""
+    plain = "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))
+    return "\x00" + "\x00".join(_TOKEN.findall(plain.lower())) + "\x00"
+
+
+def holds_phrase(terms: str, word: str) -> bool:
+    """Whether ``terms`` (``index_terms``) hold ``word``'s terms in a row, as the index matches
+    a quoted word (a word of no terms is held anywhere)."""
+    phrase = index_terms(word)
+    return phrase == "\x00\x00" or phrase in terms
 
 
 def bounded_words(text: str, max_terms: int) -> tuple[str, list[str]]:
@@ -93,9 +116,7 @@ def search_query(
     Every word must match; words are quoted, so FTS5 operators in them are plain text.
     Without words, a filter alone is the search: the flagged, failed, typed or recent steps.
     """
-    # A NUL would end the FTS5 query string inside a quoted word: it separates words instead.
-    # Bytes that are not UTF-8 are searched as the store keeps them (U+FFFD): SQLite takes text only.
-    words = _WORD.findall(as_stored(text).replace("\x00", " "))
+    words = query_words(text)
     if not words and flag is None and not failed and step_type is None and since is None and agent is None:
         raise UsageError(
             "QUERY", "empty search query: give words, or a filter (--flag, --failed, --type, --since, --agent)"
