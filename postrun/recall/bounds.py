@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
@@ -13,8 +14,8 @@ STEPS_LIMIT = (20, 100)
 HISTORY_LIMIT = (20, 100)
 # ``get_steps``' ``max_chars``: each text field of a step is cut there (default, least, most).
 STEP_CHARS = (2_000, 100, 20_000)
-# What one ``get_steps`` answer holds at most, all steps' texts together: past it, the answer
-# stops at the step before and says where to go on.
+# What one ``get_steps`` answer holds at most, all steps' texts together as JSON writes them
+# (``json_chars``): past it, the answer stops at the step before and says where to go on.
 STEPS_BUDGET_CHARS = 200_000
 # What a caller may send: a query, a path, any other word (an id, a kind, a date).
 QUERY_CHARS = 1_000
@@ -40,6 +41,17 @@ SEARCH_FETCHED = 4 * (SEARCH_LIMIT[1] + 1)
 HISTORY_CANDIDATES = 20_000
 # A session with a start, a step or an end this recently is the asking agent's own, as a rule.
 ACTIVE_WINDOW = timedelta(minutes=10)
+
+
+# Characters JSON writes as two (``\n``, ``\"``) or as six (``\u001b``) inside a string.
+_JSON_TWO = re.compile('["\\\\\b\f\n\r\t]')
+_JSON_SIX = re.compile("[\x00-\x07\x0b\x0e-\x1f]")
+
+
+def json_chars(text: str) -> int:
+    """The characters of ``text`` as a JSON string holds it (its quotes left out): what an answer
+    sends, where a terminal's escapes (``\x1b``) take six each."""
+    return len(text) + len(_JSON_TWO.findall(text)) + 5 * len(_JSON_SIX.findall(text))
 
 
 def cut(text: str, limit: int) -> str:
@@ -98,7 +110,7 @@ def fit(value: Any, budget: int) -> tuple[Any, int]:
                 items.append(inner)
                 cuts += count
             return items, cuts
-        left -= len(item) if isinstance(item, str) else len(str(item))
+        left -= json_chars(item) if isinstance(item, str) else len(str(item))
         return item, 0
 
     return walk(value, top=True)
@@ -125,9 +137,9 @@ def page_span(size_of: Callable[[int], int], first: int, count: int, *, around: 
 
 
 def text_size(value: Any) -> int:
-    """The characters of every string in a JSON-like tree (what a budget counts)."""
+    """The characters of every string in a JSON-like tree as JSON writes them (what a budget counts)."""
     if isinstance(value, str):
-        return len(value)
+        return json_chars(value)
     if isinstance(value, Mapping):
         return sum(text_size(item) for item in value.values())
     if isinstance(value, list):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -46,3 +47,20 @@ def test_from_a_step_the_page_reads_on_while_the_budget_lasts(tmp_path: Path) ->
     assert page.next_from_seq == seqs[-1] + 1
     near_the_end = recall.get_steps(SESSION, around_seq=59, limit=4)
     assert [step.seq for step in near_the_end.steps] == [57, 58, 59] and near_the_end.next_from_seq is None
+
+
+def test_a_page_of_terminal_escapes_is_bounded_as_json_sends_it(tmp_path: Path) -> None:
+    # Output full of control characters (a binary file printed, colour codes): JSON writes each as
+    # six characters. Before, the budget counted them as one, and a page sent 633,000 characters.
+    session = "1790000900000_escapes"
+    db = tmp_path / "escapes.db"
+    noisy = ("\x01\x02\x1b[0m" * 5_000)[:OUTPUT_CHARS]
+    steps = [command_step(seq, f"cat blob{seq}.bin", noisy, session_id=session) for seq in range(40)]
+    with Database.open(db) as database:
+        upsert_session(database, mapped_session(steps, session_id=session), now=datetime.now(UTC), captured_on="t")
+    recall = Recall(db, ReviewApp(tmp_path / "serve.json"), clock=lambda: datetime.now(UTC))
+    page = recall.get_steps(session, limit=100, max_chars=OUTPUT_CHARS)
+    sent = sum(len(json.dumps(step.payload["stdout"])) - 2 for step in page.steps)
+    assert 1 < len(page.steps) < 10 and sent <= bounds.STEPS_BUDGET_CHARS
+    assert len(page.model_dump_json()) < bounds.STEPS_BUDGET_CHARS + 20_000
+    assert page.next_from_seq == len(page.steps)
