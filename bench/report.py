@@ -13,10 +13,12 @@ from pathlib import Path
 from bench.cold import ColdResult
 from bench.daemon import DaemonCost
 from bench.floor import PARSER
+from bench.instructions import Instructions
 from bench.live import BusyLatency, LiveResult
 from bench.machine import Machine
 from bench.mcp import RecallResult
 from bench.mcp import rows as recall_rows
+from bench.overhead import Overhead
 from bench.peer import AGENTSVIEW, AGENTSVIEW_VERSION
 from bench.stats import median, percentile
 from bench.storesize import StoreSize
@@ -64,6 +66,7 @@ class ShapeResult:
     cold: ColdResult
     store: StoreSize
     trials: Trials
+    instructions: Instructions | str | None = None  # its first slice counted (a str: why it was not)
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,7 @@ def shape_rows(shape: ShapeResult, cores: int) -> list[Row]:
             "no target: the parts beyond the work floor are what a ratio target leaves for",
             None,
         ),
+        *_instructions_row(shape, trial.overhead(cores)),
         Row(
             f"1. Cores used, {name} (CPU time ÷ wall time of the whole ingest, its processes included)",
             f"{cold.median('cores_used'):.2f} of {cores}",
@@ -176,6 +180,18 @@ def shape_rows(shape: ShapeResult, cores: int) -> list[Row]:
         ),
     ]
     return out
+
+
+def _instructions_row(shape: ShapeResult, overhead: Overhead) -> list[Row]:
+    found = shape.instructions
+    if found is None:
+        return []
+    figure = (
+        f"1. Instructions, {shape.name} (the first slice under cachegrind: user-space instructions, each run alike)"
+    )
+    if isinstance(found, str):
+        return [Row(figure, f"not counted: {found}", "no target", None)]
+    return [Row(figure, found.describe(), found.against(overhead), None)]
 
 
 def rows(results: Results) -> list[Row]:

@@ -25,7 +25,21 @@ from pathlib import Path
 
 import orjson
 
-from bench import cold, daemon, live, mcp, others, peer, report, sections, storesize, trials, warm, workfloor
+from bench import (
+    cold,
+    daemon,
+    instructions,
+    live,
+    mcp,
+    others,
+    peer,
+    report,
+    sections,
+    storesize,
+    trials,
+    warm,
+    workfloor,
+)
 from bench.history import (
     HISTORY_END_MS,
     MESSAGES_PER_TURN,
@@ -105,6 +119,7 @@ class Profile:
     busy_mb: float
     busy_seconds: float
     busy_large_seconds: float  # the large open session given a message every 2 s
+    instructions: tuple[str, ...]  # the shapes whose first slice is counted under cachegrind (about 90 s for the mix)
 
 
 QUICK = Profile(
@@ -126,6 +141,7 @@ QUICK = Profile(
     busy_mb=5,
     busy_seconds=30,
     busy_large_seconds=60,  # about 30 messages for its p95 (16 over 30 s) and twice the ticks for its CPU share
+    instructions=("mix",),
 )
 FULL = dataclasses.replace(
     QUICK,
@@ -139,6 +155,7 @@ FULL = dataclasses.replace(
     idle_seconds=330,  # includes one full sweep (every 5 minutes)
     busy_seconds=300,
     busy_large_seconds=120,
+    instructions=tuple(FULL_SHAPES),
 )
 
 
@@ -383,7 +400,22 @@ def _measure_shape(
             cores=cores(),
             workdir=root.parent.parent / "trials",
         )
-    return report.ShapeResult(shape.name, described, cold_result, store_result, shape_trials)
+        counted = _instructions(shape, profile, root, [s.session_id for s in first], env)
+    return report.ShapeResult(shape.name, described, cold_result, store_result, shape_trials, counted)
+
+
+def _instructions(
+    shape: Shape, profile: Profile, root: Path, ids: Sequence[str], env: dict[str, str]
+) -> instructions.Instructions | str | None:
+    """The first slice counted in instructions, when the profile counts this shape."""
+    if shape.name not in profile.instructions:
+        return None
+    if not instructions.available():
+        return "valgrind is not installed"
+    with phase(f"1 instructions, {shape.name}: the first slice, its start-up and its floors under cachegrind"):
+        return instructions.measure_instructions(
+            root, ids, env, session_ids=ids, workdir=root.parent.parent / "instructions"
+        )
 
 
 def large_open_session(profile: Profile, seed: int, started_ms: int) -> SessionWriter:

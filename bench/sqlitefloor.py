@@ -30,7 +30,7 @@ import orjson
 
 from bench.stats import median
 
-_TIMER = """
+TIMER = """
 import sys, time, orjson, apsw
 from pathlib import Path
 from postrun.store.db import Database
@@ -94,7 +94,7 @@ def sqlite_floor(store: Path, session_ids: Sequence[str], *, scratch: Path, repe
     """What SQLite takes to write the stored rows of ``session_ids`` (see above), median of ``repeats``."""
     scratch.mkdir(parents=True, exist_ok=True)
     finished = subprocess.run(
-        [sys.executable, "-c", _TIMER, str(store), str(scratch), str(repeats)],
+        [sys.executable, "-c", TIMER, str(store), str(scratch), str(repeats)],
         input="\n".join(session_ids).encode(),
         capture_output=True,
         check=True,

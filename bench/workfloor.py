@@ -31,7 +31,7 @@ import orjson
 
 from bench.proc import isolated_env, run
 
-_TIMER = """
+TIMER = """
 import sys, time, orjson, zstandard
 from pathlib import Path
 from postrun.agents.registry import adapter
@@ -87,7 +87,7 @@ def work_floor(root: Path, targets: Sequence[str], *, kind: str = "cline", max_b
     ``root``, as ``postrun ingest`` takes them; "." is every session under it) of agent
     ``kind``, making each step's row and compressing the raw copies kept."""
     finished = subprocess.run(
-        [sys.executable, "-c", _TIMER, str(root), str(max_bytes), kind],
+        [sys.executable, "-c", TIMER, str(root), str(max_bytes), kind],
         input="\n".join(targets).encode(),
         capture_output=True,
         check=True,
