@@ -17,7 +17,10 @@ def shown_text(record: dict[str, Any], redactor: Redactor) -> str:
     get_steps shows it (a secret a pair gives away, ``{"api_key": "…"}``, is masked where the
     rest of the record repeats it too), then each text, on one line."""
     shown = redactor.value(record, "snippet")
-    return one_line("\n".join(redactor.text(field, "snippet") for field in codec.search_fields(shown)))
+    # Each cut after it is redacted (a cut secret could escape the detector), at twice what the
+    # index holds of it: a mask in the part the index holds moves the rest by less than that.
+    fields = (redactor.text(field, "snippet")[: 2 * codec.SEARCH_FIELD_CHARS] for field in codec.search_fields(shown))
+    return one_line("\n".join(fields))
 
 
 def found_in_secret(record: dict[str, Any], shown: str, words: Sequence[str]) -> bool:
