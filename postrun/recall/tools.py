@@ -63,9 +63,10 @@ _Answer = tuple[recall.FoundStep, str | None]  # a step found, and its text as s
 def _answers(
     fetch: Callable[[int], list[recall.FoundStep]], wanted: int, asked: list[str], redactor: Redactor
 ) -> tuple[list[_Answer], bool]:
-    """The first ``wanted`` steps ``fetch`` finds (the best ``count`` of them), but those found
+    """The first ``wanted`` steps found (``fetch(count)`` gives the best ``count``) but those found
     only by a word inside a secret (``found_in_secret``), fetching more while such steps are
-    left out; and whether more steps were found than were read."""
+    left out, up to ``SEARCH_FETCHED``; each with its text as shown. And whether the last fetch
+    was full: more steps may match than were read."""
     fetched = wanted
     while True:
         found = fetch(fetched)
