@@ -137,9 +137,14 @@ def test_processes_started_as_the_interpreter_starts_are_taken_by_the_ingest_the
 def test_processes_guessed_for_another_command_end_and_the_ingest_starts_its_own(root: Path) -> None:
     ahead.start_early(["ingest", str(root)], {})
     early = {process.pid for process in mapping_processes()}
-    with ahead.started_ahead([str(root)], {}, "codex"):  # typer read another agent than the guess
-        started = {process.pid for process in mapping_processes()}
-        assert len(started) == ahead.default_count() and not started & early
+    with ahead.started_ahead([str(root)], {}, "codex") as started:  # typer read another agent than the guess
+        # Its own processes, not a listing of the children: one being reaped is not listed.
+        taken = started.take(ahead.default_count())
+        assert len(taken) == ahead.default_count() and not {one.process.pid for one in taken} & early
+        assert [one.process.poll() for one in taken] == [None] * len(taken)  # running, waiting for work
+        for one in taken:
+            one.socket.close()  # as the pool's end: end-of-file to the process
+        ahead.end([one.process for one in taken])
     assert mapping_processes() == []
     ahead.start_early(["ingest", str(root)], {})
     ahead.end_early()  # the command ended before its ingest took them (a usage error, say)
