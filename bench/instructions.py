@@ -24,14 +24,13 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench import sqlitefloor, workfloor
 from bench.overhead import Overhead
-from bench.proc import postrun_command
+from bench.proc import ingest_env, postrun_command
 
 _CACHEGRIND = [
     "valgrind",
@@ -105,35 +104,23 @@ def counts(report: str) -> list[int]:
     return [int(count.replace(",", "")) for count in _REFS.findall(report)]
 
 
-def _fresh(db: Path) -> Path:
-    db.parent.mkdir(parents=True, exist_ok=True)
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
-    return db
-
-
 def measure_instructions(
     root: Path, targets: Sequence[str], env: Mapping[str, str], *, session_ids: Sequence[str], workdir: Path
 ) -> Instructions:
     """The counts for ``targets`` (session folders under ``root``, ``session_ids`` their ids),
     ``env`` as the cold ingest's, stores under ``workdir``."""
     command = postrun_command()
-    inline_db = _fresh(workdir / "inline" / "postrun.db")
-    inline_env = dict(env) | {"POSTRUN_DB": str(inline_db), "POSTRUN_INGEST_PROCESSES": "0"}
+    inline_db = workdir / "inline" / "postrun.db"
     paths = [str(root / target) for target in targets]
-    inline = _counted([*command, "ingest", "--agent", "cline", *paths], inline_env)
+    inline = _counted([*command, "ingest", "--agent", "cline", *paths], ingest_env(env, inline_db, in_line=True))
     empty = workdir / "startup" / "sessions"
     empty.mkdir(parents=True, exist_ok=True)
     startup_env = workfloor.writer_env(workdir / "startup", empty)  # as the split's start-up
-    _fresh(Path(startup_env["POSTRUN_DB"]))
+    startup_env = ingest_env(startup_env, Path(startup_env["POSTRUN_DB"]), in_line=True)
     startup = _counted([*command, "ingest", "--agent", "cline", str(empty)], startup_env)
-    timer = [sys.executable, "-c", workfloor.TIMER, str(root), str(64 * 2**20), "cline"]
+    timer = workfloor.timer_command(root)
     work = _counted(timer, stdin="\n".join(targets)) - _counted(timer)
-    scratch = workdir / "sqlite-floor"
-    scratch.mkdir(parents=True, exist_ok=True)
     ids = "\n".join(session_ids)
-    passes = [
-        _counted([sys.executable, "-c", sqlitefloor.TIMER, str(inline_db), str(scratch), str(repeats)], stdin=ids)
-        for repeats in (1, 0)
-    ]
+    scratch = workdir / "sqlite-floor"
+    passes = [_counted(sqlitefloor.timer_command(inline_db, scratch, repeats), stdin=ids) for repeats in (1, 0)]
     return Instructions(inline, startup, work, passes[0] - passes[1])

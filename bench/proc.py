@@ -69,10 +69,7 @@ def ingest_fresh(
 ) -> Finished:
     """``postrun ingest --agent kind targets`` into a fresh store at ``db`` (``env`` otherwise;
     ``in_line``: no ingest processes); fails unless it stored all ``sessions`` sessions."""
-    db.parent.mkdir(parents=True, exist_ok=True)
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
-    fresh_env = dict(env) | {"POSTRUN_DB": str(db)} | ({"POSTRUN_INGEST_PROCESSES": "0"} if in_line else {})
+    fresh_env = ingest_env(env, db, in_line=in_line)
     finished = run([*postrun_command(), "ingest", "--agent", kind, *targets], fresh_env, timeout=7200)
     stored = ingested(finished, kind)
     if finished.returncode != 0 or stored != sessions:
@@ -81,6 +78,15 @@ def ingest_fresh(
             f"postrun ingest{how}: exit {finished.returncode}, {stored} of {sessions}: {finished.stderr[-2000:]}"
         )
     return finished
+
+
+def ingest_env(env: Mapping[str, str], db: Path, *, in_line: bool = False) -> dict[str, str]:
+    """``env`` with a fresh store at ``db`` (any store there before removed, its log too); ``in_line``:
+    no ingest processes."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    return dict(env) | {"POSTRUN_DB": str(db)} | ({"POSTRUN_INGEST_PROCESSES": "0"} if in_line else {})
 
 
 def isolated_env(home: Path, *, db: Path, cline_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -90,11 +90,16 @@ class SqliteFloor:
     wall_seconds: float
 
 
+def timer_command(store: Path, scratch: Path, repeats: int) -> list[str]:
+    """The SQLite floor's timer: one untimed pass, then ``repeats``; the session ids on standard input."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    return [sys.executable, "-c", TIMER, str(store), str(scratch), str(repeats)]
+
+
 def sqlite_floor(store: Path, session_ids: Sequence[str], *, scratch: Path, repeats: int = 3) -> SqliteFloor:
     """What SQLite takes to write the stored rows of ``session_ids`` (see above), median of ``repeats``."""
-    scratch.mkdir(parents=True, exist_ok=True)
     finished = subprocess.run(
-        [sys.executable, "-c", TIMER, str(store), str(scratch), str(repeats)],
+        timer_command(store, scratch, repeats),
         input="\n".join(session_ids).encode(),
         capture_output=True,
         check=True,

@@ -82,12 +82,17 @@ class WorkFloor:
         return self.mapping_seconds + self.records_seconds + self.copies_seconds
 
 
+def timer_command(root: Path, *, kind: str = "cline", max_bytes: int = 64 * 2**20) -> list[str]:
+    """The work floor's timer over sessions under ``root``, its targets given on standard input."""
+    return [sys.executable, "-c", TIMER, str(root), str(max_bytes), kind]
+
+
 def work_floor(root: Path, targets: Sequence[str], *, kind: str = "cline", max_bytes: int = 64 * 2**20) -> WorkFloor:
     """The CPU time of finding and mapping the sessions of ``targets`` (paths relative to
     ``root``, as ``postrun ingest`` takes them; "." is every session under it) of agent
     ``kind``, making each step's row and compressing the raw copies kept."""
     finished = subprocess.run(
-        [sys.executable, "-c", TIMER, str(root), str(max_bytes), kind],
+        timer_command(root, kind=kind, max_bytes=max_bytes),
         input="\n".join(targets).encode(),
         capture_output=True,
         check=True,

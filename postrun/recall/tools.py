@@ -67,11 +67,22 @@ def _answers(
     only by a word inside a secret (``found_in_secret``), fetching more while such steps are
     left out, up to ``SEARCH_FETCHED``; each with its text as shown. And whether the last fetch
     was full: more steps may match than were read."""
+    checked: dict[tuple[str, str], str | None] = {}  # each step's shown text, None when left out
+
+    def answer(step: recall.FoundStep) -> str | None:
+        key = (step.session_id, step.step_id)
+        if key not in checked:  # a fetch of more finds the last fetch's steps again
+            text = shown_text(step.record, redactor)
+            checked[key] = None if found_in_secret(step.record, text, asked) else text
+        return checked[key]
+
     fetched = wanted
     while True:
         found = fetch(fetched)
-        shown = [(step, shown_text(step.record, redactor) if asked else None) for step in found]
-        kept = [(step, text) for step, text in shown if text is None or not found_in_secret(step.record, text, asked)]
+        if not asked:
+            kept: list[_Answer] = [(step, None) for step in found]
+        else:
+            kept = [(step, text) for step in found if (text := answer(step)) is not None]
         unread = len(found) == fetched
         if len(kept) >= wanted or not unread or fetched >= bounds.SEARCH_FETCHED:
             return kept, unread
