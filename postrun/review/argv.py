@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 
 QUOTED_CHARS = 120  # the most of a matched part a flag's reason quotes
+# Programs that run code given as a word (``python -c``, ``node -e``) or on their input.
+INTERPRETER = re.compile(r"(?:python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|perl|ruby|php)")
 
 # Programs that run the rest of their words as a command; their own options come first.
 _WRAPPERS = frozenset(

@@ -39,6 +39,7 @@ class CommandRule:
 COMMAND_RULES: tuple[CommandRule, ...] = (
     CommandRule("rm -rf outside build output", "danger", delete.rm_recursive_force),
     CommandRule("find deleting outside build output", "danger", delete.find_deletes),
+    CommandRule("interpreter code deleting a tree outside build output", "danger", delete.interpreter_deletes_tree),
     CommandRule("shred", "danger", delete.shreds),
     CommandRule("truncate -s 0", "danger", delete.truncates),
     CommandRule("overwrites a system file or disk", "danger", delete.overwrites_system_file),

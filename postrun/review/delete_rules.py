@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 
-from postrun.review.argv import base, positionals, quoted, short_flags
+from postrun.review.argv import INTERPRETER, base, positionals, quoted, short_flags
 from postrun.review.path_rules import TEMP_DIRS
+from postrun.review.run_rules import reads_stdin
+from postrun.review.scripts import fed_text
 from postrun.review.shell import Command
 
 # Deleting these is routine: build output and caches a build or a tool recreates.
@@ -46,6 +48,21 @@ _SYSTEM_PATH = re.compile(
 )
 _HISTORY_FILES = re.compile(r"(?:^|/)\.(?:bash|zsh|sh|python|node_repl|psql|mysql|sqlite)_?history$")
 _HISTORY_VARIABLES = re.compile(r"HIST(?:FILE|SIZE|FILESIZE|CONTROL)?=(?:/dev/null|0|)$")
+# The options after which an interpreter's word is code: python -c, node/bun/perl/ruby -e, node -p.
+_CODE_OPTIONS = frozenset({"-c", "-e", "-E", "--eval", "-p", "--print"})
+# Calls that delete a whole tree, with what they are given first: Python's ``shutil.rmtree``,
+# Perl's ``rmtree``/``remove_tree``, fs-extra's ``remove``/``removeSync``, Ruby's
+# ``FileUtils.rm_rf``/``rm_r``/``remove_dir``/``remove_entry`` (also called without
+# parentheses); and Node's and Deno's ``rm``/``rmSync``/``rmdir``/``rmdirSync``/``remove`` told
+# ``recursive: true``. Each part is bounded, so a long line costs one pass per call found.
+_TREE_DELETE = re.compile(
+    r"""(?x)
+    \b(?:rmtree|remove_tree|removeSync|rm_rf|rm_r|remove_dir|remove_entry(?:_secure)?)\s*\(\s*(?P<called>[^,)\n;]{0,300})
+  | \b(?:rm_rf|rm_r|remove_dir|remove_entry(?:_secure)?)[ \t]+(?P<ruby>['"]?[\w/.~$'"-]{0,300})
+  | \b(?:rm|rmSync|rmdir|rmdirSync|remove)\s*\(\s*(?P<recursive>[^,\n;]{0,300}),[^\n;]{0,200}?\brecursive\s*:\s*true
+    """
+)
+_LITERAL = re.compile(r"""\s*(['"`])([^'"`$]*)\1\s*""")
 
 
 def routine(target: str) -> bool:
@@ -76,6 +93,35 @@ def rm_recursive_force(command: Command, argv: tuple[str, ...]) -> str | None:
         targets = ["(the paths xargs reads)"]
     if recursive and force and any(not routine(target) for target in targets):
         return quoted(argv)
+    return None
+
+
+def interpreter_deletes_tree(command: Command, argv: tuple[str, ...]) -> str | None:
+    """Code given to an interpreter (``python -c``, ``node -e``, a here-document or ``echo`` to ``python3 -``)
+    that deletes a tree, unless each tree it names is build output or a cache (a literal path
+    ``routine`` allows): ``shutil.rmtree('dist')`` is routine, ``shutil.rmtree(sys.argv[1])`` not."""
+    if not argv or not INTERPRETER.fullmatch(base(argv[0])):
+        return None
+    args = argv[1:]
+    code = [args[index + 1] for index, word in enumerate(args[:-1]) if word in _CODE_OPTIONS]
+    if base(argv[0]) == "deno" and args[:1] == ("eval",):
+        code += args[1:2]
+    for text in code:
+        if _deletes_tree(text):
+            return quoted(argv)
+    fed = fed_text(command) if reads_stdin(argv) else None
+    if fed and (call := _deletes_tree(fed)):
+        return f"{quoted(argv)} <<… {call}"
+    return None
+
+
+def _deletes_tree(code: str) -> str | None:
+    """The line of ``code`` whose call deletes a tree that is not routine to delete, None when none does."""
+    for found in _TREE_DELETE.finditer(code):
+        literal = _LITERAL.fullmatch(next(given for given in found.groups() if given is not None))
+        if literal is None or not routine(literal[2]):
+            end = code.find("\n", found.end())
+            return code[code.rfind("\n", 0, found.start()) + 1 : end if end >= 0 else len(code)].strip()
     return None
 
 

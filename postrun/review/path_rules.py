@@ -12,7 +12,8 @@ import re
 
 TEMP_DIRS = ("/tmp/", "/var/tmp/", "/private/tmp/", "/var/folders/", "/private/var/folders/", "/dev/shm/")
 
-# Files that hold credentials (matched on the path's last components).
+# Files that hold credentials (matched on the path's last components), and the variables that
+# name one (``cat $KUBECONFIG``).
 _SENSITIVE_PATH = re.compile(
     r"""(?x)(?:^|/)(?:
         \.env(?!\.(?:example|sample|template|dist|defaults)$)(?:\.[^/]+)? | \.envrc
@@ -26,6 +27,7 @@ _SENSITIVE_PATH = re.compile(
       | \.terraform\.d/credentials\.tfrc\.json | credentials(?:\.[\w-]+)?\.json | client_secrets?[^/]*\.json
       | service[-_]account[^/]*\.json | secrets?\.(?:ya?ml|json|toml|env) | \.streamlit/secrets\.toml
       | [^/]+\.(?:keystore|jks|kdbx|ovpn) | etc/(?:shadow|gshadow|sudoers) | token\.json
+      | \$\{?(?:KUBECONFIG|GOOGLE_APPLICATION_CREDENTIALS|AWS_SHARED_CREDENTIALS_FILE|PGPASSFILE|NETRC)\}?
     )$"""
 )
 

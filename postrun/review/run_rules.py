@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import re
 
-from postrun.review.argv import base, positionals, quoted, unwrapped
+from postrun.review.argv import INTERPRETER, base, positionals, quoted, unwrapped
 from postrun.review.path_rules import is_sensitive_path
 from postrun.review.scripts import SHELLS
 from postrun.review.shell import Command
 
 _SOURCING = frozenset({"eval", "source", "."})
-_INTERPRETER = re.compile(r"(?:python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|perl|ruby|php)")
 _DOWNLOADERS = frozenset({"curl", "wget", "fetch", "http", "https", "aria2c"})
 _FILE_READERS = frozenset(
     {
@@ -50,10 +49,10 @@ _PIP_INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-li
 
 def _runs_code(argv: tuple[str, ...]) -> bool:
     name = base(argv[0]) if argv else ""
-    return name in SHELLS or name in _SOURCING or bool(_INTERPRETER.fullmatch(name))
+    return name in SHELLS or name in _SOURCING or bool(INTERPRETER.fullmatch(name))
 
 
-def _reads_stdin(argv: tuple[str, ...]) -> bool:
+def reads_stdin(argv: tuple[str, ...]) -> bool:
     """An interpreter with no script of its own (``sh``, ``sh -s``, ``python3 -``) runs its input."""
     args = argv[1:]
     if any(arg in ("-c", "-m", "-e", "-p", "--eval", "--print") for arg in args):
@@ -73,7 +72,7 @@ def _downloads(commands: tuple[Command, ...]) -> Command | None:
 def download_to_shell(command: Command, argv: tuple[str, ...]) -> str | None:
     if not _runs_code(argv):
         return None
-    download = _downloads(command.upstream) if _reads_stdin(argv) else None
+    download = _downloads(command.upstream) if reads_stdin(argv) else None
     if download is None and command.substituted:
         name = base(argv[0])
         executes = (
@@ -99,7 +98,7 @@ def _decodes(argv: tuple[str, ...]) -> bool:
 
 def decoded_to_shell(command: Command, argv: tuple[str, ...]) -> str | None:
     """``echo … | base64 -d | sh``: text nobody can read, run."""
-    if not _runs_code(argv) or not _reads_stdin(argv):
+    if not _runs_code(argv) or not reads_stdin(argv):
         return None
     decoder = next((c for c in command.upstream if _decodes(_program(c))), None)
     return None if decoder is None else f"{quoted(decoder.argv)} -> {quoted(argv)}"
@@ -120,7 +119,7 @@ def installs_from_url(command: Command, argv: tuple[str, ...]) -> str | None:
         return None
     name = base(argv[0])
     args = list(argv[1:])
-    if _INTERPRETER.fullmatch(name) and args[:2] == ["-m", "pip"]:
+    if INTERPRETER.fullmatch(name) and args[:2] == ["-m", "pip"]:
         name, args = "pip", args[2:]
     elif name == "uv" and args[:1] == ["pip"]:
         name, args = "pip", args[1:]

@@ -177,6 +177,31 @@ CASES = {
             "find / -name x",
         ],
     ),
+    "interpreter code deleting a tree outside build output": (
+        [
+            "python3 -c \"import shutil; shutil.rmtree('/home/dev/other')\"",
+            'python3 -c "import shutil, sys; shutil.rmtree(sys.argv[1])" ~/work',
+            "node -e \"require('fs').rmSync(process.env.HOME, {recursive: true, force: true})\"",
+            'node -e "fs.rmSync(`${root}/x`, { recursive: true })"',
+            "ruby -e \"require 'fileutils'; FileUtils.rm_rf '/var/www'\"",
+            "perl -MFile::Path=remove_tree -e 'remove_tree(\"/srv/data\")'",
+            "deno eval \"await Deno.remove('/data', { recursive: true })\"",
+            "sudo python3 -c 'import shutil; shutil.rmtree(\"/opt/app\")'",
+            "python3 - <<'EOF'\nimport shutil\nshutil.rmtree('/srv/data')\nEOF",
+            "echo \"import shutil; shutil.rmtree('/srv')\" | python3",
+        ],
+        [
+            "python -c \"import shutil; shutil.rmtree('build')\"",
+            "python -c \"import shutil; shutil.rmtree('.pytest_cache', ignore_errors=True)\"",
+            "node -e \"require('fs').rmSync('dist', {recursive: true, force: true})\"",
+            "node -e \"require('fs').rmSync('notes.txt')\"",
+            "python3 -c \"import os; os.remove('x.txt')\"",
+            "python3 -c \"print('shutil.rmtree is only named here')\"",
+            "python3 - <<'EOF'\nimport shutil\nshutil.rmtree('/tmp/scratch')\nEOF",
+            'grep -rn "shutil.rmtree(" src',
+            "echo \"python -c 'import shutil; shutil.rmtree(/)'\"",
+        ],
+    ),
     "shred": (["shred -u id_rsa", "find . -exec shred {} +"], ["shred --help", "echo shred x"]),
     "truncate -s 0": (
         ["truncate -s0 data.db", "truncate -s 0 x.sqlite", "truncate --size=0 x"],
@@ -397,10 +422,12 @@ def test_sensitive_read() -> None:
                  "zip -r aws.zip ~/.aws", "tar czf keys.tgz ~/.ssh", "cp -r ~/.ssh /tmp/x", "rsync -av ~/.aws/ b/",
                  "kubectl config view --raw", "gh auth token", "gcloud auth print-access-token",
                  "aws configure export-credentials", "az account get-access-token", "docker-credential-desktop get",
-                 "cat $HOME/.aws/credentials"):  # fmt: skip
+                 "cat $HOME/.aws/credentials", "cat $KUBECONFIG", 'grep token "${KUBECONFIG}"',
+                 "cp $GOOGLE_APPLICATION_CREDENTIALS /tmp/x", "cat $PGPASSFILE"):  # fmt: skip
         assert reasons(command_step(line), "sensitive_read"), line
     for line in ("cat .env.example", "cp .env.example .env", "grep -r KEY src", "echo x >> .env", "ls ~/.ssh",
-                 "kubectl config view", "gh auth status", "zip -r out.zip src", "dd if=/dev/zero of=x"):  # fmt: skip
+                 "kubectl config view", "gh auth status", "zip -r out.zip src", "dd if=/dev/zero of=x",
+                 "echo $KUBECONFIG", "cat $KUBECONFIG_DIR/README", "export KUBECONFIG=$HOME/x"):  # fmt: skip
         assert not reasons(command_step(line), "sensitive_read"), line
 
 
