@@ -50,8 +50,9 @@ def _main() -> None:
     try:
         from postrun.cli import capture, config, mirror, otel, recall, review, service, sessions, vault, web  # noqa: F401 - importing registers the commands
         from postrun.cli.app import app
+        from postrun.cli.common import run_app
 
-        app(prog_name="postrun")
+        run_app(app)
     finally:
         ahead.end_early()
         # The interpreter's teardown collects garbage, each pass walking every object still alive:

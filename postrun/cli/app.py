@@ -16,7 +16,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
-    # Plain help and one-paragraph usage errors: readable in a journal, a pipe or a terminal.
+    # Plain help, readable in a journal, a pipe or a terminal (usage errors are one line: ``run_app``).
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )

@@ -88,6 +88,36 @@ def command(function: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+def run_app(app: typer.Typer) -> NoReturn:
+    """Run the command line; a usage error (an unknown option, a bad value) is one line,
+    ``error: postrun <command>: <problem> (…)``, and ``ExitCode.USAGE``, as every other error is."""
+    try:
+        code = app(prog_name="postrun", standalone_mode=False)
+    except typer.TyperException as exc:  # typer's click errors: usage errors (exit 2) among them
+        context = getattr(exc, "ctx", None)
+        if context is not None and exc.format_message() == context.get_help():
+            say(exc.format_message())  # a group named without its command: its help, as before
+        else:
+            say(error_line(exc))
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        say("Aborted!")
+        sys.exit(int(ExitCode.FAILURE))
+    # Not standalone, a command's ``typer.Exit(code)`` comes back as its code (commands return None).
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def error_line(exc: typer.TyperException) -> str:
+    """One line for an error typer's parsing met: the command it is about (a usage error's), the
+    problem, and where the usage is shown."""
+    problem = " ".join(exc.format_message().split()).removesuffix(".")
+    context = getattr(exc, "ctx", None)
+    if context is None:
+        return f"error: {problem}"
+    where = context.command_path
+    return f"error: {where}: {problem} ({where} -h shows the usage)"
+
+
 def _internal_error(exc: Exception) -> NoReturn:
     if state.verbose:
         traceback.print_exc()

@@ -263,7 +263,8 @@ def test_an_empty_path_is_a_usage_error_and_touches_nothing(
         [*postrun_command(), *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
     assert (result.returncode, result.stdout) == (2, ""), args
-    assert result.stderr.endswith(f"Error: Invalid value for {named}: an empty path names nothing\n"), result.stderr
+    assert f"Invalid value for {named}: an empty path names nothing (" in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: postrun"), result.stderr
     assert sorted(path.relative_to(tmp_path) for path in tmp_path.rglob("*")) == before
 
 
@@ -277,3 +278,40 @@ def test_a_limit_past_sqlites_integers_lists_everything(tmp_path: Path, env: dic
         result = run_postrun(*args, "-n", huge, env=env)
         assert (result.returncode, result.stderr) == (0, ""), args
         assert result.stdout == every.stdout and SESSION in result.stdout, args
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ("sessions", "--bogus"),
+            "error: postrun sessions: No such option: --bogus (postrun sessions -h shows the usage)",
+        ),
+        (("nosuch",), "error: postrun: No such command 'nosuch' (postrun -h shows the usage)"),
+        (("export",), "error: postrun export: Missing argument 'ID' (postrun export -h shows the usage)"),
+        (
+            ("sessions", "-n", "many"),
+            "error: postrun sessions: Invalid value for '--limit' / '-n': Input should be a valid integer, unable to"
+            " parse string as an integer (postrun sessions -h shows the usage)",
+        ),
+    ],
+)
+def test_a_usage_error_is_one_line_and_exit_2(env: dict[str, str], args: tuple[str, ...], line: str) -> None:
+    # Before: click's paragraph (the usage line, a hint, a blank line, then "Error: ..."): four lines
+    # where every other error is one.
+    result = run_postrun(*args, env=env)
+    assert (result.returncode, result.stdout, result.stderr) == (2, "", line + "\n")
+
+
+def test_help_version_and_a_commands_own_exit_code_are_unchanged(tmp_path: Path, env: dict[str, str]) -> None:
+    assert run_postrun("--version", env=env).stdout.startswith("postrun ")
+    bare = run_postrun(env=env)  # a group named without its command shows its help, exit 2
+    assert (
+        bare.returncode == 2
+        and bare.stderr.startswith("Usage: postrun [OPTIONS] COMMAND")
+        and "sessions" in bare.stderr
+    )
+    helped = run_postrun("sessions", "-h", env=env)
+    assert (helped.returncode, helped.stderr) == (0, "") and helped.stdout.startswith("Usage: postrun sessions")
+    missing = run_postrun("export", "nosuchsession", env=env)
+    assert missing.returncode not in (0, 2) and missing.stderr.count("\n") == 1, missing.stderr
