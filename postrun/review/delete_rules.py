@@ -48,21 +48,32 @@ _SYSTEM_PATH = re.compile(
 )
 _HISTORY_FILES = re.compile(r"(?:^|/)\.(?:bash|zsh|sh|python|node_repl|psql|mysql|sqlite)_?history$")
 _HISTORY_VARIABLES = re.compile(r"HIST(?:FILE|SIZE|FILESIZE|CONTROL)?=(?:/dev/null|0|)$")
-# The options after which an interpreter's word is code: python -c, node/bun/perl/ruby -e, node -p.
-_CODE_OPTIONS = frozenset({"-c", "-e", "-E", "--eval", "-p", "--print"})
-# Calls that delete a whole tree, with what they are given first: Python's ``shutil.rmtree``,
-# Perl's ``rmtree``/``remove_tree``, fs-extra's ``remove``/``removeSync``, Ruby's
-# ``FileUtils.rm_rf``/``rm_r``/``remove_dir``/``remove_entry`` (also called without
-# parentheses); and Node's and Deno's ``rm``/``rmSync``/``rmdir``/``rmdirSync``/``remove`` told
-# ``recursive: true``. Each part is bounded, so a long line costs one pass per call found.
+# The options after which an interpreter's word is code: python -c, node/bun/perl/ruby -e, node -p,
+# also last of a cluster of short options (`python3 -Ic`, `perl -le`).
+_CODE_OPTION = re.compile(r"--eval|--print|-[A-Za-z]*[ceEp]")
+# Calls that delete a whole tree: Python's ``shutil.rmtree``, Perl's ``rmtree``/``remove_tree``,
+# fs-extra's ``removeSync``, Ruby's ``FileUtils.rm_rf``/``rm_r``/``remove_dir``/``remove_entry``
+# (Perl's and Ruby's also without parentheses); and Node's and Deno's ``rm``/``rmSync``/``rmdir``/
+# ``rmdirSync``/``remove`` told ``recursive: true``. Found by name first; each is then read
+# from where its name starts, within bounds, and only so many are read (``_CALLS_READ``), so
+# a line of any length costs one pass and a bounded read per call.
+_CALL = re.compile(
+    r"\b(?:rmtree|remove_tree|removeSync|rm_rf|rm_r|remove_dir|remove_entry(?:_secure)?|rm|rmSync|rmdir|rmdirSync|remove)\b"
+)
+_CALLS_READ = 256
 _TREE_DELETE = re.compile(
     r"""(?x)
-    \b(?:rmtree|remove_tree|removeSync|rm_rf|rm_r|remove_dir|remove_entry(?:_secure)?)\s*\(\s*(?P<called>[^,)\n;]{0,300})
-  | \b(?:rm_rf|rm_r|remove_dir|remove_entry(?:_secure)?)[ \t]+(?P<ruby>['"]?[\w/.~$'"-]{0,300})
-  | \b(?:rm|rmSync|rmdir|rmdirSync|remove)\s*\(\s*(?P<recursive>[^,\n;]{0,300}),[^\n;]{0,200}?\brecursive\s*:\s*true
+    (?:rmtree|remove_tree|removeSync|rm_rf|rm_r|remove_dir|remove_entry(?:_secure)?)
+      [ \t]{0,8}\([ \t]{0,8}(?P<called>[^,)\n;]{0,300}+)
+  | (?:rm_rf|rm_r|remove_dir|remove_entry(?:_secure)?)[ \t]{1,8}(?P<ruby>['"]?[\w/.~$'"-]{0,300}+)
+  | (?:rmtree|remove_tree)[ \t]{1,8}(?P<perl>['"$][\w/.~$'"-]{0,300}+)
+  | (?:rm|rmSync|rmdir|rmdirSync|remove)[ \t]{0,8}\([ \t]{0,8}(?P<recursive>[^,\n;]{0,300}+),
+      [^;]{0,200}?\brecursive\s{0,8}:\s{0,8}true
     """
 )
-_LITERAL = re.compile(r"""\s*(['"`])([^'"`$]*)\1\s*""")
+# A literal path, or one made of a literal (``pathlib.Path('build')``).
+_LITERAL = re.compile(r"""\s*(?:(?:pathlib\.)?Path\(\s*)?(['"`])([^'"`$]*)\1\s*\)?\s*""")
+_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 def routine(target: str) -> bool:
@@ -103,9 +114,9 @@ def interpreter_deletes_tree(command: Command, argv: tuple[str, ...]) -> str | N
     if not argv or not INTERPRETER.fullmatch(base(argv[0])):
         return None
     args = argv[1:]
-    code = [args[index + 1] for index, word in enumerate(args[:-1]) if word in _CODE_OPTIONS]
+    code = [args[index + 1] for index, word in enumerate(args[:-1]) if _CODE_OPTION.fullmatch(word)]
     if base(argv[0]) == "deno" and args[:1] == ("eval",):
-        code += args[1:2]
+        code += [word for word in args[1:] if not word.startswith("-")][:1]
     for text in code:
         if _deletes_tree(text):
             return quoted(argv)
@@ -117,12 +128,25 @@ def interpreter_deletes_tree(command: Command, argv: tuple[str, ...]) -> str | N
 
 def _deletes_tree(code: str) -> str | None:
     """The line of ``code`` whose call deletes a tree that is not routine to delete, None when none does."""
-    for found in _TREE_DELETE.finditer(code):
-        literal = _LITERAL.fullmatch(next(given for given in found.groups() if given is not None))
+    for index, name in enumerate(_CALL.finditer(code)):
+        if index == _CALLS_READ:
+            break
+        found = _TREE_DELETE.match(code, name.start())
+        if found is None:
+            continue
+        given = next(group for group in found.groups() if group is not None)
+        literal = _LITERAL.fullmatch(given)
+        if literal is None and _temporary(code, given.strip()):
+            continue
         if literal is None or not routine(literal[2]):
-            end = code.find("\n", found.end())
+            end = code.find("\n", found.start())
             return code[code.rfind("\n", 0, found.start()) + 1 : end if end >= 0 else len(code)].strip()
     return None
+
+
+def _temporary(code: str, given: str) -> bool:
+    """``given`` names a folder the code made as a temp folder (``d = tempfile.mkdtemp()``)."""
+    return bool(_NAME.fullmatch(given)) and re.search(rf"\b{given}\s*=\s*(?:tempfile\.)?mkdtemp\(", code) is not None
 
 
 def find_deletes(command: Command, argv: tuple[str, ...]) -> str | None:

@@ -27,7 +27,7 @@ _SENSITIVE_PATH = re.compile(
       | \.terraform\.d/credentials\.tfrc\.json | credentials(?:\.[\w-]+)?\.json | client_secrets?[^/]*\.json
       | service[-_]account[^/]*\.json | secrets?\.(?:ya?ml|json|toml|env) | \.streamlit/secrets\.toml
       | [^/]+\.(?:keystore|jks|kdbx|ovpn) | etc/(?:shadow|gshadow|sudoers) | token\.json
-      | \$\{?(?:KUBECONFIG|GOOGLE_APPLICATION_CREDENTIALS|AWS_SHARED_CREDENTIALS_FILE|PGPASSFILE|NETRC)\}?
+      | \$\{?(?:KUBECONFIG|GOOGLE_APPLICATION_CREDENTIALS|AWS_SHARED_CREDENTIALS_FILE|PGPASSFILE|NETRC)(?::?-[^}]*)?\}?
     )$"""
 )
 

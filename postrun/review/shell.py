@@ -129,6 +129,12 @@ def _redirected(node: tree_sitter.Node, upstream: tuple[Command, ...], depth: in
     position = len(found)
     redirects = _redirects(node.children_by_field_name("redirect"), depth, found)
     body = node.child_by_field_name("body")
+    # `cd x && python3 - <<EOF`: the parser gives the redirects to the whole list, where the
+    # shell gives them to its last command; the commands before it are walked as they are.
+    while body is not None and body.type == "list" and body.named_children:
+        *first, body = body.named_children
+        for child in first:
+            _walk(child, upstream, depth, found)
     if body is not None and body.type == "command":
         _command(body, upstream, depth, found, redirects)
         return

@@ -189,6 +189,13 @@ CASES = {
             "sudo python3 -c 'import shutil; shutil.rmtree(\"/opt/app\")'",
             "python3 - <<'EOF'\nimport shutil\nshutil.rmtree('/srv/data')\nEOF",
             "echo \"import shutil; shutil.rmtree('/srv')\" | python3",
+            "cd /home/dev/project && python3 - <<'PY'\nimport shutil\nshutil.rmtree('src')\nPY",
+            "python3 -Ic 'import shutil; shutil.rmtree(\"src\")'",
+            "perl -MFile::Path -le 'rmtree(\"src\")'",
+            "perl -MFile::Path -e 'rmtree \"src\"'",
+            "node <<'JS'\nconst fs = require('fs');\nfs.rmSync('src', {\n  recursive: true,\n});\nJS",
+            "deno eval --quiet \"await Deno.remove('src', {recursive: true})\"",
+            "python3 -c \"import shutil, pathlib; shutil.rmtree(pathlib.Path('src'))\"",
         ],
         [
             "python -c \"import shutil; shutil.rmtree('build')\"",
@@ -199,6 +206,10 @@ CASES = {
             "python3 -c \"print('shutil.rmtree is only named here')\"",
             "python3 - <<'EOF'\nimport shutil\nshutil.rmtree('/tmp/scratch')\nEOF",
             'grep -rn "shutil.rmtree(" src',
+            "python3 - <<'PY'\nimport shutil, tempfile\ntmp = tempfile.mkdtemp()\nshutil.rmtree(tmp)\nPY",
+            'python3 -c "import shutil, tempfile; d = tempfile.mkdtemp(); shutil.rmtree(d)"',
+            "python3 -c \"import shutil, pathlib; shutil.rmtree(pathlib.Path('build'))\"",
+            "python3 -E script.py",
             "echo \"python -c 'import shutil; shutil.rmtree(/)'\"",
         ],
     ),
@@ -423,7 +434,8 @@ def test_sensitive_read() -> None:
                  "kubectl config view --raw", "gh auth token", "gcloud auth print-access-token",
                  "aws configure export-credentials", "az account get-access-token", "docker-credential-desktop get",
                  "cat $HOME/.aws/credentials", "cat $KUBECONFIG", 'grep token "${KUBECONFIG}"',
-                 "cp $GOOGLE_APPLICATION_CREDENTIALS /tmp/x", "cat $PGPASSFILE"):  # fmt: skip
+                 "cp $GOOGLE_APPLICATION_CREDENTIALS /tmp/x", "cat $PGPASSFILE",
+                 "cat ${KUBECONFIG:-~/.kube/config}"):  # fmt: skip
         assert reasons(command_step(line), "sensitive_read"), line
     for line in ("cat .env.example", "cp .env.example .env", "grep -r KEY src", "echo x >> .env", "ls ~/.ssh",
                  "kubectl config view", "gh auth status", "zip -r out.zip src", "dd if=/dev/zero of=x",

@@ -59,6 +59,18 @@ def test_here_document_text_is_kept() -> None:
     assert "DROP TABLE x;" in command.stdin_text
 
 
+def test_a_here_document_after_a_chain_is_its_last_command_s() -> None:
+    # Before: the parser gave the redirects to the whole `&&` list and the text was lost, so the
+    # code of `cd repo && python3 - <<EOF` (a common way to run a script) was never looked at.
+    cd, python = split_commands("cd /repo && python3 - <<'PY'\nimport shutil\nPY\n")
+    assert (cd.argv, cd.stdin_text) == (("cd", "/repo"), "")
+    assert python.name == "python3" and python.stdin_text == "import shutil\n"
+    *_, last = split_commands("a | b && c <<'X' > out\nx\nX\n")
+    assert (last.argv, last.stdin_text, last.writes) == (("c",), "x\n", ("out",))
+    assert [c.argv for c in split_commands("make && ./run > log.txt")] == [("make",), ("./run",)]
+    assert split_commands("make && ./run > log.txt")[1].writes == ("log.txt",)
+
+
 def test_inline_scripts_of_shells_and_eval_are_split_too() -> None:
     assert ("rm", "-fr", "/") in argvs('bash -lc "cd x && rm -fr /"')
     assert ("git", "push", "-f") in argvs("eval 'git push -f'")
