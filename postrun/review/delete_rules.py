@@ -73,7 +73,8 @@ _TREE_DELETE = re.compile(
 )
 # A literal path, or one made of a literal (``pathlib.Path('build')``).
 _LITERAL = re.compile(r"""\s*(?:(?:pathlib\.)?Path\(\s*)?(['"`])([^'"`$]*)\1\s*\)?\s*""")
-_NAME = re.compile(r"[A-Za-z_]\w*")
+# A temp folder the code made, by the name it holds it in (``d = tempfile.mkdtemp()``).
+_MADE_TEMP = re.compile(r"\b([A-Za-z_]\w*)[ \t]{0,8}=[ \t]{0,8}(?:tempfile\.)?mkdtemp\(")
 
 
 def routine(target: str) -> bool:
@@ -110,7 +111,8 @@ def rm_recursive_force(command: Command, argv: tuple[str, ...]) -> str | None:
 def interpreter_deletes_tree(command: Command, argv: tuple[str, ...]) -> str | None:
     """Code given to an interpreter (``python -c``, ``node -e``, a here-document or ``echo`` to ``python3 -``)
     that deletes a tree, unless each tree it names is build output or a cache (a literal path
-    ``routine`` allows): ``shutil.rmtree('dist')`` is routine, ``shutil.rmtree(sys.argv[1])`` not."""
+    ``routine`` allows) or a temp folder the code made: ``shutil.rmtree('dist')`` is routine,
+    ``shutil.rmtree(sys.argv[1])`` not."""
     if not argv or not INTERPRETER.fullmatch(base(argv[0])):
         return None
     args = argv[1:]
@@ -128,6 +130,7 @@ def interpreter_deletes_tree(command: Command, argv: tuple[str, ...]) -> str | N
 
 def _deletes_tree(code: str) -> str | None:
     """The line of ``code`` whose call deletes a tree that is not routine to delete, None when none does."""
+    temporary: frozenset[str] | None = None  # the names of temp folders the code made, once asked
     for index, name in enumerate(_CALL.finditer(code)):
         if index == _CALLS_READ:
             break
@@ -136,17 +139,14 @@ def _deletes_tree(code: str) -> str | None:
             continue
         given = next(group for group in found.groups() if group is not None)
         literal = _LITERAL.fullmatch(given)
-        if literal is None and _temporary(code, given.strip()):
-            continue
+        if literal is None:
+            temporary = frozenset(made[1] for made in _MADE_TEMP.finditer(code)) if temporary is None else temporary
+            if given.strip() in temporary:
+                continue
         if literal is None or not routine(literal[2]):
             end = code.find("\n", found.start())
             return code[code.rfind("\n", 0, found.start()) + 1 : end if end >= 0 else len(code)].strip()
     return None
-
-
-def _temporary(code: str, given: str) -> bool:
-    """``given`` names a folder the code made as a temp folder (``d = tempfile.mkdtemp()``)."""
-    return bool(_NAME.fullmatch(given)) and re.search(rf"\b{given}\s*=\s*(?:tempfile\.)?mkdtemp\(", code) is not None
 
 
 def find_deletes(command: Command, argv: tuple[str, ...]) -> str | None:
