@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import re
 
-from postrun.review.argv import INTERPRETER, base, positionals, quoted, short_flags
+from postrun.review.argv import base, positionals, quoted, short_flags
+from postrun.review.interpreters import interpreter_code
 from postrun.review.path_rules import TEMP_DIRS
-from postrun.review.run_rules import reads_stdin
-from postrun.review.scripts import fed_text
 from postrun.review.shell import Command
 
 # Deleting these is routine: build output and caches a build or a tool recreates.
@@ -48,9 +47,6 @@ _SYSTEM_PATH = re.compile(
 )
 _HISTORY_FILES = re.compile(r"(?:^|/)\.(?:bash|zsh|sh|python|node_repl|psql|mysql|sqlite)_?history$")
 _HISTORY_VARIABLES = re.compile(r"HIST(?:FILE|SIZE|FILESIZE|CONTROL)?=(?:/dev/null|0|)$")
-# The options after which an interpreter's word is code: python -c, node/bun/perl/ruby -e, node -p,
-# also last of a cluster of short options (`python3 -Ic`, `perl -le`).
-_CODE_OPTION = re.compile(r"--eval|--print|-[A-Za-z]*[ceEp]")
 # Calls that delete a whole tree: Python's ``shutil.rmtree``, Perl's ``rmtree``/``remove_tree``,
 # fs-extra's ``removeSync``, Ruby's ``FileUtils.rm_rf``/``rm_r``/``remove_dir``/``remove_entry``
 # (Perl's and Ruby's also without parentheses); and Node's and Deno's ``rm``/``rmSync``/``rmdir``/
@@ -113,17 +109,10 @@ def interpreter_deletes_tree(command: Command, argv: tuple[str, ...]) -> str | N
     that deletes a tree, unless each tree it names is build output or a cache (a literal path
     ``routine`` allows) or a temp folder the code made: ``shutil.rmtree('dist')`` is routine,
     ``shutil.rmtree(sys.argv[1])`` not."""
-    if not argv or not INTERPRETER.fullmatch(base(argv[0])):
-        return None
-    args = argv[1:]
-    code = [args[index + 1] for index, word in enumerate(args[:-1]) if _CODE_OPTION.fullmatch(word)]
-    if base(argv[0]) == "deno" and args[:1] == ("eval",):
-        code += [word for word in args[1:] if not word.startswith("-")][:1]
-    for text in code:
-        if _deletes_tree(text):
-            return quoted(argv)
-    fed = fed_text(command) if reads_stdin(argv) else None
-    if fed and (call := _deletes_tree(fed)):
+    code = interpreter_code(command, argv)
+    if any(_deletes_tree(text) for text in code.words):
+        return quoted(argv)
+    if code.fed and (call := _deletes_tree(code.fed)):
         return f"{quoted(argv)} <<… {call}"
     return None
 

@@ -38,7 +38,7 @@ from postrun.review.structure import tree_secrets
 # Bump when a rule changes (here or in the modules named above); with the secret rules'
 # versions it names the rules a stored step was flagged under (stored sessions are
 # re-flagged when it differs).
-_FLAG_RULES = "9"  # 8: interpreter code deleting a tree, credentials-file variables; 9: a chain's here-document
+_FLAG_RULES = "10"  # 8-10: interpreter code (tree deletes, what it runs), credentials-file variables
 RULES_VERSION = f"flags-{_FLAG_RULES}+secrets-{secrets.RULES_VERSION}+detect-secrets-{secrets.DETECT_SECRETS_VERSION}"
 
 FLAG_KINDS = ("dangerous_command", "secret_in_output", "outside_workspace", "sensitive_read", "rejected", "failed")

@@ -12,7 +12,7 @@ import re
 
 from postrun.review.argv import INTERPRETER, base, positionals, quoted, unwrapped
 from postrun.review.path_rules import is_sensitive_path
-from postrun.review.scripts import SHELLS
+from postrun.review.scripts import SHELLS, reads_stdin
 from postrun.review.shell import Command
 
 _SOURCING = frozenset({"eval", "source", "."})
@@ -50,15 +50,6 @@ _PIP_INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-li
 def _runs_code(argv: tuple[str, ...]) -> bool:
     name = base(argv[0]) if argv else ""
     return name in SHELLS or name in _SOURCING or bool(INTERPRETER.fullmatch(name))
-
-
-def reads_stdin(argv: tuple[str, ...]) -> bool:
-    """An interpreter with no script of its own (``sh``, ``sh -s``, ``python3 -``) runs its input."""
-    args = argv[1:]
-    if any(arg in ("-c", "-m", "-e", "-p", "--eval", "--print") for arg in args):
-        return False
-    operands = [arg for arg in args if not arg.startswith("-") or arg == "-"]
-    return not operands or operands[0] == "-"
 
 
 def _program(command: Command) -> tuple[str, ...]:

@@ -71,6 +71,15 @@ def embedded_commands(command: Command) -> list[tuple[str, ...]]:
     return found
 
 
+def reads_stdin(argv: tuple[str, ...]) -> bool:
+    """An interpreter with no script of its own (``sh``, ``sh -s``, ``python3 -``) runs its input."""
+    args = argv[1:]
+    if any(arg in ("-c", "-m", "-e", "-p", "--eval", "--print") for arg in args):
+        return False
+    operands = [arg for arg in args if not arg.startswith("-") or arg == "-"]
+    return not operands or operands[0] == "-"
+
+
 def fed_text(command: Command) -> str | None:
     """The text ``command`` reads on its standard input, when the line says it: a here-document
     or here-string, or what ``echo``/``printf`` (or ``cat`` of a here-document) print into its

@@ -23,6 +23,7 @@ from typing import NamedTuple
 import tree_sitter
 import tree_sitter_bash
 
+from postrun.review.interpreters import code_commands, code_scripts
 from postrun.review.scripts import SHELLS, embedded_commands, scripts
 
 __all__ = ["SHELLS", "Command", "split_commands"]
@@ -255,12 +256,13 @@ def _function(node: tree_sitter.Node, upstream: tuple[Command, ...], depth: int,
 
 def _add_runs(command: Command, depth: int, found: list[Command]) -> None:
     """The commands ``command`` runs: of its scripts (``sh -c '…'``, ``eval '…'``, ``ssh host '…'``,
-    text piped into a shell) and those it starts itself (``find -exec``)."""
+    text piped into a shell, an interpreter's ``os.system('…')``) and those it starts itself
+    (``find -exec``, an interpreter's ``subprocess.run([…])``)."""
     if depth >= _MAX_DEPTH:
         return
-    for script in scripts(command):
+    for script in (*scripts(command), *code_scripts(command)):
         found.extend(_parse(script, depth + 1))
-    for argv in embedded_commands(command):
+    for argv in (*embedded_commands(command), *code_commands(command)):
         found.append(Command(argv))
         _add_runs(found[-1], depth + 1, found)
 

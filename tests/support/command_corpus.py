@@ -116,6 +116,9 @@ DESTRUCTIVE = [
     # interpreter code deleting a tree
     "python3 -c \"import shutil; shutil.rmtree('/home/dev/data')\"",
     "node -e \"require('fs').rmSync(process.cwd() + '/..', {recursive: true, force: true})\"",
+    # code that runs a command
+    "python3 -c \"import os; os.system('rm -rf ~/projects')\"",
+    "python3 -c \"import subprocess; subprocess.run(['git', 'push', '--force', 'origin', 'main'])\"",
 ]
 
 RISKY = [
@@ -212,6 +215,7 @@ BENIGN = [
     "cat <<EOF > config.yaml\nport: 8080\nEOF",
     "python3 - <<'EOF'\nprint('hello')\nEOF",
     "python3 -c \"import shutil; shutil.rmtree('build', ignore_errors=True)\"",
+    "python3 -c \"import subprocess; print(subprocess.check_output(['git', 'status']))\"",
     "bash <<EOF\nmake build\nEOF",
     "> out.txt",
     "echo done > /tmp/status",

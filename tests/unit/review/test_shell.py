@@ -71,6 +71,29 @@ def test_a_here_document_after_a_chain_is_its_last_command_s() -> None:
     assert split_commands("make && ./run > log.txt")[1].writes == ("log.txt",)
 
 
+def test_what_an_interpreter_s_code_runs_is_split_too() -> None:
+    # Before: `python3 -c "import os; os.system('rm -rf src')"` was one command, python3's, and
+    # no rule saw the deletion it runs.
+    assert argvs("""python3 -c "import os; os.system('rm -rf src')\"""") == [
+        ("python3", "-c", "import os; os.system('rm -rf src')"),
+        ("rm", "-rf", "src"),
+    ]
+    assert argvs("""python3 -Ic "import subprocess, sys; subprocess.run(['git', 'push', sys.argv[1]])\"""")[1:] == [
+        ("git", "push", "(a value)")
+    ]
+    assert argvs("""node -e "cp.spawnSync('rm', ['-rf', 'a,b'])\"""")[1:] == [("rm", "-rf", "a,b")]
+    assert argvs("""node -e "cp.execSync('make test')\"""")[1:] == [("make", "test")]
+    assert argvs("cd /repo && python3 - <<'PY'\nimport os\nos.system('git clean -fdx')\nPY\n")[2:] == [
+        ("git", "clean", "-fdx")
+    ]
+    assert argvs("""ruby -e "system('rm -rf /srv')\"""")[1:] == [("rm", "-rf", "/srv")]
+    # Only an interpreter's code, and only its literal strings: a shell's words are not code.
+    assert argvs("""echo "os.system('rm -rf src')\"""") == [("echo", "os.system('rm -rf src')")]
+    assert argvs("""python3 -c "import os; os.system(command)\"""") == [
+        ("python3", "-c", "import os; os.system(command)")
+    ]
+
+
 def test_inline_scripts_of_shells_and_eval_are_split_too() -> None:
     assert ("rm", "-fr", "/") in argvs('bash -lc "cd x && rm -fr /"')
     assert ("git", "push", "-f") in argvs("eval 'git push -f'")
