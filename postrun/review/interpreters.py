@@ -37,7 +37,7 @@ _SHELL_TEXT = {
         + _STRING
     ),
     "node": re.compile(r"\b(?:execSync|exec)" + _OPEN + _STRING),
-    "ruby": re.compile(r"\b(?:system|exec|spawn|%x)" + _OPEN + _STRING),
+    "ruby": re.compile(r"\b(?:system|exec|spawn)" + _OPEN + _STRING),
     "perl": re.compile(r"\b(?:system|exec|qx)" + _OPEN + _STRING),
     "php": re.compile(r"\b(?:shell_exec|system|exec|passthru|popen|proc_open)" + _OPEN + _STRING),
 }
