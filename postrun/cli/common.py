@@ -98,7 +98,7 @@ def run_app(app: typer.Typer) -> NoReturn:
         if context is not None and exc.format_message() == context.get_help():
             say(exc.format_message())  # a group named without its command: its help, as before
         else:
-            say(error_line(exc))
+            say(_error_line(exc))
         sys.exit(exc.exit_code)
     except typer.Abort:
         say("Aborted!")
@@ -107,7 +107,7 @@ def run_app(app: typer.Typer) -> NoReturn:
     sys.exit(code if isinstance(code, int) else 0)
 
 
-def error_line(exc: typer.TyperException) -> str:
+def _error_line(exc: typer.TyperException) -> str:
     """One line for an error typer's parsing met: the command it is about (a usage error's), the
     problem, and where the usage is shown."""
     problem = " ".join(exc.format_message().split()).removesuffix(".")

@@ -50,7 +50,11 @@ _PROGRAM_WORDS = {
 }
 _ITEMS = re.compile(r"""(?:'[^'\n]*'|"[^"\n]*"|[^,'"])+""")  # a list's items: commas inside strings are theirs
 _ITEM = re.compile(r"""\s*(?:'([^'\\]*)'|"([^"\\]*)")\s*""")
-_FAMILIES = (("python", "python"), ("pypy", "python"), ("node", "node"), ("bun", "node"), ("deno", "node"))
+_FAMILIES = (
+    *(("python", "python"), ("pypy", "python")),
+    *(("node", "node"), ("bun", "node"), ("deno", "node")),
+    *(("ruby", "ruby"), ("perl", "perl"), ("php", "php")),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,42 +81,37 @@ def interpreter_code(command: Command, argv: tuple[str, ...]) -> Code:
     return Code(tuple(words), fed_text(command) if reads_stdin(argv) else None)
 
 
-def code_scripts(command: Command) -> list[str]:
-    """The shell text the interpreter's code runs (``os.system('…')``, ``execSync('…')``)."""
-    argv = unwrapped(command.argv)
-    pattern = _SHELL_TEXT.get(_family(argv))
-    if pattern is None:
-        return []
-    return [
-        found["single"] if found["single"] is not None else found["double"]
-        for text in interpreter_code(command, argv).texts
-        for found in pattern.finditer(text)
-    ]
-
-
-def code_commands(command: Command) -> list[tuple[str, ...]]:
-    """The programs the interpreter's code starts with words of their own
+def code_runs(command: Command) -> tuple[list[str], list[tuple[str, ...]]]:
+    """What the interpreter's code runs: the shell text it hands a shell (``os.system('…')``,
+    ``execSync('…')``), and the programs it starts with words of their own
     (``subprocess.run(['rm', '-rf', 'src'])``, ``spawnSync('rm', ['-rf', 'src'])``)."""
     argv = unwrapped(command.argv)
-    pattern = _PROGRAM_WORDS.get(_family(argv))
-    if pattern is None:
-        return []
-    found: list[tuple[str, ...]] = []
-    for text in interpreter_code(command, argv).texts:
-        for call in pattern.finditer(text):
-            program = (call["program"][1:-1],) if "program" in call.groupdict() else ()
-            items = (item[0] for item in _ITEMS.finditer(call["items"]) if item[0].strip())
-            words = (*program, *(_word(item) for item in items))
-            if words:
-                found.append(words)
-    return found
+    family = _family(argv)
+    shell_text, program_words = _SHELL_TEXT.get(family), _PROGRAM_WORDS.get(family)
+    if shell_text is None:
+        return [], []  # every family that starts programs also hands text to a shell
+    texts = interpreter_code(command, argv).texts
+    scripts = [
+        found["single"] if found["single"] is not None else found["double"]
+        for text in texts
+        for found in shell_text.finditer(text)
+    ]
+    calls = [call for text in texts for call in program_words.finditer(text)] if program_words is not None else []
+    return scripts, [words for call in calls if (words := _started(call))]
+
+
+def _started(call: re.Match[str]) -> tuple[str, ...]:
+    """The words of the program a call starts: its program's name, if given apart, and its list."""
+    program = (call["program"][1:-1],) if "program" in call.groupdict() else ()
+    items = (item[0] for item in _ITEMS.finditer(call["items"]) if item[0].strip())
+    return (*program, *(_word(item) for item in items))
 
 
 def _family(argv: tuple[str, ...]) -> str:
     name = base(argv[0]) if argv else ""
     if not INTERPRETER.fullmatch(name):
         return ""
-    return next((family for prefix, family in _FAMILIES if name.startswith(prefix)), name.rstrip("0123456789."))
+    return next(family for prefix, family in _FAMILIES if name.startswith(prefix))
 
 
 def _word(item: str) -> str:

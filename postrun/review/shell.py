@@ -23,7 +23,7 @@ from typing import NamedTuple
 import tree_sitter
 import tree_sitter_bash
 
-from postrun.review.interpreters import code_commands, code_scripts
+from postrun.review.interpreters import code_runs
 from postrun.review.scripts import SHELLS, embedded_commands, scripts
 
 __all__ = ["SHELLS", "Command", "split_commands"]
@@ -260,9 +260,10 @@ def _add_runs(command: Command, depth: int, found: list[Command]) -> None:
     (``find -exec``, an interpreter's ``subprocess.run([…])``)."""
     if depth >= _MAX_DEPTH:
         return
-    for script in (*scripts(command), *code_scripts(command)):
+    code_scripts, code_commands = code_runs(command)
+    for script in (*scripts(command), *code_scripts):
         found.extend(_parse(script, depth + 1))
-    for argv in (*embedded_commands(command), *code_commands(command)):
+    for argv in (*embedded_commands(command), *code_commands):
         found.append(Command(argv))
         _add_runs(found[-1], depth + 1, found)
 
